@@ -1,0 +1,738 @@
+//! Animation clips: editable [`RawClip`]s from importers, immutable [`Clip`]s for playback.
+//!
+//! A clip animates joints through *channels*: the translation, rotation or scale of one joint,
+//! each with its own key times and interpolation ([`Interpolation::Step`], [`Interpolation::Linear`]
+//! or glTF's [`Interpolation::CubicSpline`] with in/out tangents). Importers produce a
+//! [`RawClip`] whose channels name their joint; [`RawClip::build`] validates it, binds every
+//! channel to a joint of a [`Skeleton`] by name, removes redundant keys losslessly and lays the
+//! keys out for [`crate::sample`]:
+//!
+//! ```text
+//! RawClip { channels: [joint name, target, interpolation, times, values] }
+//!    │ build(&skeleton): finite, strictly increasing times; value counts match;
+//!    │                   names bound (every miss reported); redundant keys dropped;
+//!    │                   one-key channels folded into the clip's base pose
+//!    ▼
+//! Clip { base pose, tracks (sorted by joint), flat time / value / slerp-angle arrays }
+//! ```
+//!
+//! Times are seconds in the source's own time base: a clip may start at 0.0417 s, and
+//! [`Clip::start`] and [`Clip::duration`] keep that.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use glam::{Quat, Vec3, Vec4};
+
+use crate::transform::{align_sign, SlerpSegment};
+use crate::{Error, JointIndex, Skeleton, Transform};
+
+/// What a channel animates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Target {
+    /// The joint's local translation.
+    Translation,
+    /// The joint's local rotation.
+    Rotation,
+    /// The joint's local scale.
+    Scale,
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Target::Translation => "translation",
+            Target::Rotation => "rotation",
+            Target::Scale => "scale",
+        })
+    }
+}
+
+/// How values between two keys are computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Interpolation {
+    /// The value of the key at or before the time.
+    Step,
+    /// Linear for translations and scales, shortest-path slerp for rotations.
+    Linear,
+    /// Cubic Hermite spline with an in- and an out-tangent per key, as glTF's CUBICSPLINE;
+    /// rotations are re-normalised after interpolation.
+    CubicSpline,
+}
+
+impl std::fmt::Display for Interpolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Interpolation::Step => "step",
+            Interpolation::Linear => "linear",
+            Interpolation::CubicSpline => "cubic",
+        })
+    }
+}
+
+/// Key values of a raw channel.
+///
+/// For [`Interpolation::CubicSpline`] every key has three entries, in glTF's order: in-tangent,
+/// value, out-tangent. Tangents are per second.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RawValues {
+    /// Translation or scale values.
+    Vec3(Vec<Vec3>),
+    /// Rotation values (normalised when the clip is built).
+    Quat(Vec<Quat>),
+}
+
+impl RawValues {
+    /// Number of entries (3 per key for cubic channels).
+    pub fn len(&self) -> usize {
+        match self {
+            RawValues::Vec3(v) => v.len(),
+            RawValues::Quat(v) => v.len(),
+        }
+    }
+
+    /// `true` without entries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One channel of a [`RawClip`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawChannel {
+    /// The name of the joint it animates.
+    pub joint: String,
+    /// What it animates; must agree with [`RawValues`]'s kind.
+    pub target: Target,
+    /// How values between keys are computed.
+    pub interpolation: Interpolation,
+    /// Key times in seconds, strictly increasing.
+    pub times: Vec<f32>,
+    /// Key values: one per key, or three for cubic splines.
+    pub values: RawValues,
+}
+
+/// An editable clip, as importers produce it.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct RawClip {
+    /// The clip's name.
+    pub name: String,
+    /// Time of the clip's first frame, in seconds (the source's time base).
+    pub start: f32,
+    /// Length in seconds.
+    pub duration: f32,
+    /// The channels, in any order.
+    pub channels: Vec<RawChannel>,
+}
+
+/// What [`RawClip::build_with`] does with channels whose joint the skeleton lacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum UnboundChannels {
+    /// Fail with [`Error::UnboundChannels`], naming every such joint.
+    #[default]
+    Error,
+    /// Leave them out and list them in [`BuildReport::unbound`].
+    Skip,
+}
+
+/// Options of [`RawClip::build_with`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct BuildOptions {
+    /// What to do with channels that target joints the skeleton lacks.
+    pub unbound: UnboundChannels,
+}
+
+/// What building a clip did, beyond the clip itself.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct BuildReport {
+    /// Joint names whose channels were skipped (with [`UnboundChannels::Skip`]).
+    pub unbound: Vec<String>,
+    /// Keys in the raw clip.
+    pub keys_in: usize,
+    /// Keys kept (including the one key of each constant channel).
+    pub keys_out: usize,
+    /// Channels that were constant and became part of the clip's base pose.
+    pub constant_channels: usize,
+    /// Channels equal to the rest pose that were dropped altogether.
+    pub rest_channels: usize,
+}
+
+/// One animated channel of a built [`Clip`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Track {
+    pub joint: JointIndex,
+    pub target: Target,
+    pub interpolation: Interpolation,
+    /// First key's index in [`Clip::times`].
+    pub time_start: u32,
+    /// Number of keys (at least 2).
+    pub key_count: u32,
+    /// First value's index in the vec3 or quat value array (3 entries per key for cubic).
+    pub value_start: u32,
+}
+
+/// An immutable, validated clip bound to a skeleton, ready for [`crate::sample`].
+///
+/// Clips are `Send + Sync`; share one between characters with an `Arc`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Clip {
+    pub(crate) id: u64,
+    pub(crate) name: String,
+    pub(crate) start: f32,
+    pub(crate) duration: f32,
+    /// Rest pose with every constant channel applied: what a joint is where no track moves it.
+    pub(crate) base: Box<[Transform]>,
+    pub(crate) tracks: Box<[Track]>,
+    pub(crate) times: Box<[f32]>,
+    pub(crate) vec3s: Box<[Vec3]>,
+    pub(crate) quats: Box<[Quat]>,
+    /// One per LINEAR rotation key, at the key's value index: the angle to the next key.
+    pub(crate) slerp: Box<[SlerpSegment]>,
+    pub(crate) counts: ChannelCounts,
+}
+
+/// Channel and key counts of a built clip, by interpolation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ChannelCounts {
+    /// Animated (multi-key) channels per interpolation: step, linear, cubic.
+    pub tracks: [usize; 3],
+    /// Keys of animated channels per interpolation: step, linear, cubic.
+    pub keys: [usize; 3],
+    /// Channels that hold one value for the whole clip (part of the base pose).
+    pub constant: usize,
+}
+
+static NEXT_CLIP_ID: AtomicU64 = AtomicU64::new(1);
+
+fn interp_slot(i: Interpolation) -> usize {
+    match i {
+        Interpolation::Step => 0,
+        Interpolation::Linear => 1,
+        Interpolation::CubicSpline => 2,
+    }
+}
+
+impl RawClip {
+    /// Sets [`RawClip::start`] and [`RawClip::duration`] to span every channel's keys
+    /// (start 0, duration 0 for a clip without keys).
+    pub fn fit_range_to_keys(&mut self) {
+        let mut lo = f32::INFINITY;
+        let mut hi = f32::NEG_INFINITY;
+        for c in &self.channels {
+            if let (Some(&a), Some(&b)) = (c.times.first(), c.times.last()) {
+                lo = lo.min(a);
+                hi = hi.max(b);
+            }
+        }
+        if lo.is_finite() && hi.is_finite() {
+            self.start = lo;
+            self.duration = hi - lo;
+        } else {
+            self.start = 0.0;
+            self.duration = 0.0;
+        }
+    }
+
+    /// Builds the clip for `skeleton`, failing if any channel names a joint it lacks.
+    ///
+    /// ```
+    /// use skelett::{RawSkeleton, RawJoint, RawClip, RawChannel, RawValues, Target, Interpolation,
+    ///               Transform, SamplingCache, Pose, sample};
+    /// use glam::Vec3;
+    /// let skeleton = RawSkeleton {
+    ///     joints: vec![RawJoint { name: "root".into(), parent: None, rest: Transform::IDENTITY }],
+    ///     ..Default::default()
+    /// }.build().unwrap();
+    /// let mut raw = RawClip { name: "slide".into(), channels: vec![RawChannel {
+    ///     joint: "root".into(), target: Target::Translation, interpolation: Interpolation::Linear,
+    ///     times: vec![0.0, 1.0], values: RawValues::Vec3(vec![Vec3::ZERO, Vec3::X]),
+    /// }], ..Default::default() };
+    /// raw.fit_range_to_keys();
+    /// let clip = raw.build(&skeleton).unwrap();
+    /// let mut pose = Pose::rest(&skeleton);
+    /// sample(&clip, 0.25, &mut SamplingCache::default(), &mut pose).unwrap();
+    /// assert_eq!(pose[0].translation, Vec3::new(0.25, 0.0, 0.0));
+    /// ```
+    ///
+    /// # Errors
+    /// See [`RawClip::build_with`].
+    pub fn build(&self, skeleton: &Skeleton) -> Result<Clip, Error> {
+        self.build_with(skeleton, &BuildOptions::default())
+            .map(|(c, _)| c)
+    }
+
+    /// Builds the clip for `skeleton` with explicit options, and reports what was done.
+    ///
+    /// # Errors
+    /// - [`Error::ClipRange`] if start or duration is not finite, or the duration is negative.
+    /// - [`Error::Channel`] for a channel with no keys, non-finite or not strictly increasing
+    ///   times, a value count that does not match its key count (times 3 for cubic), values
+    ///   of the wrong kind for its target, non-finite values, a zero rotation, or a second
+    ///   channel for the same joint and target.
+    /// - [`Error::UnboundChannels`] naming every joint the skeleton lacks (unless skipped).
+    pub fn build_with(
+        &self,
+        skeleton: &Skeleton,
+        options: &BuildOptions,
+    ) -> Result<(Clip, BuildReport), Error> {
+        let range_err = |problem: String| Error::ClipRange {
+            clip: self.name.clone(),
+            problem,
+        };
+        if !self.start.is_finite() {
+            return Err(range_err(format!("start {} is not finite", self.start)));
+        }
+        if !self.duration.is_finite() || self.duration < 0.0 {
+            return Err(range_err(format!(
+                "duration {} is not a finite, non-negative number",
+                self.duration
+            )));
+        }
+
+        let mut report = BuildReport::default();
+        let mut unbound: Vec<String> = Vec::new();
+        let mut bound = Vec::with_capacity(self.channels.len());
+        let mut seen = std::collections::HashSet::new();
+        for (ci, ch) in self.channels.iter().enumerate() {
+            validate_channel(&self.name, ci, ch)?;
+            report.keys_in += ch.times.len();
+            match skeleton.find(&ch.joint) {
+                Some(j) => {
+                    if !seen.insert((j, ch.target)) {
+                        return Err(channel_err(
+                            &self.name,
+                            ci,
+                            ch,
+                            "a second channel for the same joint and target".into(),
+                        ));
+                    }
+                    bound.push((j, ci));
+                }
+                None => {
+                    if !unbound.contains(&ch.joint) {
+                        unbound.push(ch.joint.clone());
+                    }
+                }
+            }
+        }
+        if !unbound.is_empty() && options.unbound == UnboundChannels::Error {
+            return Err(Error::UnboundChannels {
+                clip: self.name.clone(),
+                joints: unbound,
+            });
+        }
+        report.unbound = unbound;
+        bound.sort_by_key(|&(j, ci)| (j, self.channels[ci].target));
+
+        let mut clip = Clip {
+            id: NEXT_CLIP_ID.fetch_add(1, Ordering::Relaxed),
+            name: self.name.clone(),
+            start: self.start,
+            duration: self.duration,
+            base: skeleton.rest_pose().into(),
+            tracks: Box::new([]),
+            times: Box::new([]),
+            vec3s: Box::new([]),
+            quats: Box::new([]),
+            slerp: Box::new([]),
+            counts: ChannelCounts::default(),
+        };
+        let mut tracks = Vec::new();
+        let mut times = Vec::new();
+        let mut vec3s = Vec::new();
+        let mut quats = Vec::new();
+        let mut slerp = Vec::new();
+        for (j, ci) in bound {
+            let ch = &self.channels[ci];
+            let keys = reduce_channel(ch);
+            let rest = &skeleton.rest_pose()[j as usize];
+            if keys.times.len() == 1 {
+                let base = &mut clip.base[j as usize];
+                let same_as_rest = match (&keys.values, ch.target) {
+                    (KeyValues::Vec3(v), Target::Translation) => {
+                        let same = v[0] == rest.translation;
+                        base.translation = v[0];
+                        same
+                    }
+                    (KeyValues::Vec3(v), _) => {
+                        let same = v[0] == rest.scale;
+                        base.scale = v[0];
+                        same
+                    }
+                    (KeyValues::Quat(q), _) => {
+                        let same = q[0] == rest.rotation || q[0] == -rest.rotation;
+                        base.rotation = q[0];
+                        same
+                    }
+                };
+                report.keys_out += usize::from(!same_as_rest);
+                if same_as_rest {
+                    report.rest_channels += 1;
+                } else {
+                    report.constant_channels += 1;
+                    clip.counts.constant += 1;
+                }
+                continue;
+            }
+            let n = keys.times.len();
+            report.keys_out += n;
+            clip.counts.tracks[interp_slot(ch.interpolation)] += 1;
+            clip.counts.keys[interp_slot(ch.interpolation)] += n;
+            let value_start = match &keys.values {
+                KeyValues::Vec3(v) => {
+                    let s = vec3s.len();
+                    vec3s.extend_from_slice(v);
+                    s
+                }
+                KeyValues::Quat(q) => {
+                    let s = quats.len();
+                    quats.extend_from_slice(q);
+                    if ch.interpolation == Interpolation::Linear {
+                        slerp.resize(quats.len(), SlerpSegment::default());
+                        for k in 0..n - 1 {
+                            slerp[s + k] = SlerpSegment::new(q[k], q[k + 1]);
+                        }
+                    }
+                    s
+                }
+            };
+            tracks.push(Track {
+                joint: j,
+                target: ch.target,
+                interpolation: ch.interpolation,
+                time_start: times.len() as u32,
+                key_count: n as u32,
+                value_start: value_start as u32,
+            });
+            times.extend_from_slice(&keys.times);
+        }
+        slerp.resize(quats.len(), SlerpSegment::default());
+        clip.tracks = tracks.into();
+        clip.times = times.into();
+        clip.vec3s = vec3s.into();
+        clip.quats = quats.into();
+        clip.slerp = slerp.into();
+        Ok((clip, report))
+    }
+}
+
+fn channel_err(clip: &str, ci: usize, ch: &RawChannel, problem: String) -> Error {
+    Error::Channel {
+        clip: clip.to_string(),
+        channel: ci,
+        joint: ch.joint.clone(),
+        target: ch.target,
+        problem,
+    }
+}
+
+fn validate_channel(clip: &str, ci: usize, ch: &RawChannel) -> Result<(), Error> {
+    let err = |p: String| Err(channel_err(clip, ci, ch, p));
+    if ch.times.is_empty() {
+        return err("has no keys".into());
+    }
+    if ch.times.len() > u32::MAX as usize / 4 {
+        return err(format!("has {} keys, too many", ch.times.len()));
+    }
+    for (k, t) in ch.times.iter().enumerate() {
+        if !t.is_finite() {
+            return err(format!("key {k} has time {t}, not finite"));
+        }
+        if k > 0 && *t <= ch.times[k - 1] {
+            return err(format!(
+                "key {k} at {t} s does not come after key {} at {} s (times must increase strictly)",
+                k - 1,
+                ch.times[k - 1]
+            ));
+        }
+    }
+    let per_key = if ch.interpolation == Interpolation::CubicSpline {
+        3
+    } else {
+        1
+    };
+    if ch.values.len() != ch.times.len() * per_key {
+        return err(format!(
+            "{} keys need {} values ({} per key), found {}",
+            ch.times.len(),
+            ch.times.len() * per_key,
+            per_key,
+            ch.values.len()
+        ));
+    }
+    match (&ch.values, ch.target) {
+        (RawValues::Quat(q), Target::Rotation) => {
+            for (i, v) in q.iter().enumerate() {
+                if !v.is_finite() {
+                    return err(format!("value {i} is not finite: {v}"));
+                }
+                let is_tangent = per_key == 3 && i % 3 != 1;
+                if !is_tangent && v.length_squared() < 1e-12 {
+                    return err(format!("value {i} is a zero quaternion"));
+                }
+            }
+        }
+        (RawValues::Vec3(v), Target::Translation | Target::Scale) => {
+            if let Some(i) = v.iter().position(|v| !v.is_finite()) {
+                return err(format!("value {i} is not finite: {}", v[i]));
+            }
+        }
+        (RawValues::Quat(_), _) => return err("has rotation values but is not a rotation".into()),
+        (RawValues::Vec3(_), _) => return err("a rotation needs quaternion values".into()),
+    }
+    Ok(())
+}
+
+enum KeyValues {
+    Vec3(Vec<Vec3>),
+    Quat(Vec<Quat>),
+}
+
+struct Keys {
+    times: Vec<f32>,
+    values: KeyValues,
+}
+
+/// Removes the keys that change no sampled value, and normalises rotations.
+///
+/// - STEP: a key equal to the one before it.
+/// - LINEAR: an interior key equal to both neighbours; a first or last key equal to its one
+///   neighbour (the hold before the first and after the last key gives the same value).
+/// - CUBIC: a key whose value equals both neighbours' and whose tangents and the neighbours'
+///   facing tangents are zero; the whole channel collapses when every value is equal and
+///   every tangent zero.
+///
+/// LINEAR rotation keys are also put on the hemisphere of the key before, so that sampling
+/// needs no sign test (`q` and `-q` are the same rotation).
+fn reduce_channel(ch: &RawChannel) -> Keys {
+    match &ch.values {
+        RawValues::Vec3(v) => {
+            let (times, values) = reduce(&ch.times, v, ch.interpolation, |a, b| a == b, Vec3::ZERO);
+            Keys {
+                times,
+                values: KeyValues::Vec3(values),
+            }
+        }
+        RawValues::Quat(q) => {
+            let mut q: Vec<Quat> = if ch.interpolation == Interpolation::CubicSpline {
+                // Values are re-normalised after interpolation; tangents stay as given.
+                q.clone()
+            } else {
+                q.iter().map(|q| q.normalize()).collect()
+            };
+            if ch.interpolation == Interpolation::Linear {
+                for k in 1..q.len() {
+                    q[k] = align_sign(q[k - 1], q[k]);
+                }
+            }
+            let same = |a: &Quat, b: &Quat| a == b;
+            let (times, mut values) = reduce(&ch.times, &q, ch.interpolation, same, Quat::from_xyzw(0.0, 0.0, 0.0, 0.0));
+            if ch.interpolation == Interpolation::CubicSpline && times.len() == 1 {
+                values[0] = values[0].normalize();
+            }
+            Keys {
+                times,
+                values: KeyValues::Quat(values),
+            }
+        }
+    }
+}
+
+fn reduce<T: Copy>(
+    times: &[f32],
+    values: &[T],
+    interp: Interpolation,
+    eq: impl Fn(&T, &T) -> bool,
+    zero: T,
+) -> (Vec<f32>, Vec<T>) {
+    let n = times.len();
+    let mut out_t = Vec::with_capacity(n);
+    let mut out_v = Vec::with_capacity(values.len());
+    match interp {
+        Interpolation::Step => {
+            for k in 0..n {
+                if k == 0 || !eq(&values[k], &values[k - 1]) {
+                    out_t.push(times[k]);
+                    out_v.push(values[k]);
+                }
+            }
+        }
+        Interpolation::Linear => {
+            for k in 0..n {
+                let same_prev = k > 0 && eq(&values[k], &values[k - 1]);
+                let same_next = k + 1 < n && eq(&values[k], &values[k + 1]);
+                let redundant = (same_prev || k == 0) && (same_next || k + 1 == n) && n > 1;
+                // Keep at least one key: the first of an all-equal run survives below.
+                if !redundant {
+                    out_t.push(times[k]);
+                    out_v.push(values[k]);
+                }
+            }
+            if out_t.is_empty() {
+                out_t.push(times[0]);
+                out_v.push(values[0]);
+            }
+        }
+        Interpolation::CubicSpline => {
+            let flat = |k: usize| eq(&values[3 * k], &zero) && eq(&values[3 * k + 2], &zero);
+            let val = |k: usize| &values[3 * k + 1];
+            for k in 0..n {
+                let same_prev = k > 0 && eq(val(k), val(k - 1)) && flat(k - 1);
+                let same_next = k + 1 < n && eq(val(k), val(k + 1)) && flat(k + 1);
+                let redundant =
+                    n > 1 && flat(k) && (same_prev || k == 0) && (same_next || k + 1 == n);
+                if !redundant {
+                    out_t.push(times[k]);
+                    out_v.extend_from_slice(&values[3 * k..3 * k + 3]);
+                }
+            }
+            if out_t.is_empty() {
+                out_t.push(times[0]);
+                out_v.extend_from_slice(&values[0..3]);
+            }
+            if out_t.len() == 1 {
+                // A constant: keep only the value.
+                out_v = vec![out_v[1]];
+            }
+        }
+    }
+    (out_t, out_v)
+}
+
+impl Clip {
+    /// The clip's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Time of the first frame, in the source's time base (seconds).
+    #[inline]
+    pub fn start(&self) -> f32 {
+        self.start
+    }
+
+    /// Length in seconds.
+    #[inline]
+    pub fn duration(&self) -> f32 {
+        self.duration
+    }
+
+    /// `start + duration`.
+    #[inline]
+    pub fn end(&self) -> f32 {
+        self.start + self.duration
+    }
+
+    /// Number of joints of the skeleton the clip was built for.
+    #[inline]
+    pub fn joint_count(&self) -> usize {
+        self.base.len()
+    }
+
+    /// Number of animated (multi-key) channels.
+    #[inline]
+    pub fn track_count(&self) -> usize {
+        self.tracks.len()
+    }
+
+    /// Channel and key counts by interpolation.
+    pub fn counts(&self) -> ChannelCounts {
+        self.counts
+    }
+
+    /// The pose of joints no track moves: the rest pose with every constant channel applied.
+    pub fn base_pose(&self) -> &[Transform] {
+        &self.base
+    }
+
+    /// Bytes of key data (times, values, precomputed slerp angles, track headers, base pose).
+    pub fn size_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.tracks.len() * size_of::<Track>()
+            + self.times.len() * 4
+            + self.vec3s.len() * size_of::<Vec3>()
+            + self.quats.len() * size_of::<Quat>()
+            + self.slerp.len() * size_of::<SlerpSegment>()
+            + self.base.len() * size_of::<Transform>()
+    }
+
+    /// The animated channels as (joint, target, interpolation, key count).
+    pub fn channels(&self) -> impl Iterator<Item = (JointIndex, Target, Interpolation, usize)> + '_ {
+        self.tracks
+            .iter()
+            .map(|t| (t.joint, t.target, t.interpolation, t.key_count as usize))
+    }
+
+    /// The key times of animated channel `i` (in [`Clip::channels`] order).
+    pub fn channel_times(&self, i: usize) -> &[f32] {
+        let t = &self.tracks[i];
+        &self.times[t.time_start as usize..(t.time_start + t.key_count) as usize]
+    }
+
+    /// Evaluates the channel `track` at `t` given its segment `k` (keys `k` and `k + 1`
+    /// bracket `t`, or `t` lies outside the keys and `k` is the first or last segment).
+    #[inline(always)]
+    pub(crate) fn eval_track(&self, track: &Track, k: usize, t: f32, out: &mut Transform) {
+        let ts = track.time_start as usize;
+        let n = track.key_count as usize;
+        // SAFETY-free bounds: these index computations are checked by slice indexing; the
+        // build guarantees them in range, so the checks never fail.
+        let t0 = self.times[ts + k];
+        let t1 = self.times[ts + k + 1];
+        let dt = t1 - t0;
+        let u = ((t - t0) / dt).clamp(0.0, 1.0);
+        let vs = track.value_start as usize;
+        debug_assert!(k + 1 < n);
+        match (track.target, track.interpolation) {
+            (Target::Rotation, Interpolation::Linear) => {
+                let a = Vec4::from(self.quats[vs + k]);
+                let b = Vec4::from(self.quats[vs + k + 1]);
+                let seg = self.slerp[vs + k];
+                let w0 = crate::transform::sin_0_half_pi((1.0 - u) * seg.angle) * seg.inv_sin;
+                let w1 = crate::transform::sin_0_half_pi(u * seg.angle) * seg.inv_sin;
+                out.rotation = Quat::from_vec4(a * w0 + b * w1);
+            }
+            (Target::Rotation, Interpolation::Step) => {
+                out.rotation = self.quats[vs + if u >= 1.0 { k + 1 } else { k }];
+            }
+            (Target::Rotation, Interpolation::CubicSpline) => {
+                let q = |i: usize| Vec4::from(self.quats[vs + i]);
+                let v = hermite(q(3 * k + 1), q(3 * k + 2), q(3 * k + 3), q(3 * k + 4), dt, u);
+                out.rotation = Quat::from_vec4(v.normalize_or(Vec4::W));
+            }
+            (target, interp) => {
+                let v = match interp {
+                    Interpolation::Linear => {
+                        self.vec3s[vs + k].lerp(self.vec3s[vs + k + 1], u)
+                    }
+                    Interpolation::Step => self.vec3s[vs + if u >= 1.0 { k + 1 } else { k }],
+                    Interpolation::CubicSpline => {
+                        let p = |i: usize| self.vec3s[vs + i].extend(0.0);
+                        hermite(p(3 * k + 1), p(3 * k + 2), p(3 * k + 3), p(3 * k + 4), dt, u)
+                            .truncate()
+                    }
+                };
+                if target == Target::Translation {
+                    out.translation = v;
+                } else {
+                    out.scale = v;
+                }
+            }
+        }
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+/// glTF's cubic Hermite spline between value `v0` (out-tangent `b0`) and value `v1`
+/// (in-tangent `a1`), tangents per second, over a segment `dt` seconds long, at `u` in 0..1.
+#[inline(always)]
+fn hermite(v0: Vec4, b0: Vec4, a1: Vec4, v1: Vec4, dt: f32, u: f32) -> Vec4 {
+    let u2 = u * u;
+    let u3 = u2 * u;
+    v0 * (2.0 * u3 - 3.0 * u2 + 1.0)
+        + b0 * (dt * (u3 - 2.0 * u2 + u))
+        + v1 * (-2.0 * u3 + 3.0 * u2)
+        + a1 * (dt * (u3 - u2))
+}

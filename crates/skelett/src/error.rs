@@ -1,0 +1,107 @@
+//! The runtime crate's error type.
+//!
+//! Every fallible function in `skelett` returns [`Error`]. Build-time errors (skeletons, clips,
+//! meshes) name the joint, channel or key at fault; hot-path errors are only length mismatches,
+//! checked once before any output is written.
+
+use thiserror::Error;
+
+/// What went wrong in the runtime crate.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// A slice passed to a hot-path function is shorter than the data it must hold.
+    #[error("{what}: expected at least {expected} entries, got {got}")]
+    Length {
+        /// Which argument.
+        what: &'static str,
+        /// Entries required.
+        expected: usize,
+        /// Entries given.
+        got: usize,
+    },
+    /// A skeleton has more joints than a [`crate::JointIndex`] can address.
+    #[error("skeleton has {0} joints; at most {max} are supported", max = crate::MAX_JOINTS)]
+    TooManyJoints(usize),
+    /// A joint names a parent index outside the skeleton.
+    #[error("joint {joint} ({name:?}) has parent index {parent}, but the skeleton has {count} joints")]
+    ParentOutOfRange {
+        /// Index of the joint in the raw skeleton.
+        joint: usize,
+        /// Its name.
+        name: String,
+        /// The parent index it names.
+        parent: usize,
+        /// Number of joints.
+        count: usize,
+    },
+    /// The parent links form a cycle.
+    #[error("joints form a parent cycle: {}", .0.join(" -> "))]
+    JointCycle(Vec<String>),
+    /// Two joints share a name, so clips could not be bound to them by name.
+    #[error("joint name {0:?} is used by more than one joint")]
+    DuplicateJointName(String),
+    /// A rest-pose transform or root transform has a NaN or infinite component.
+    #[error("joint {0:?} has a non-finite rest transform")]
+    NonFiniteRest(String),
+    /// A clip's channel is malformed.
+    #[error("clip {clip:?}, channel {channel} ({joint:?} {target}): {problem}")]
+    Channel {
+        /// The clip's name.
+        clip: String,
+        /// Index of the channel in the raw clip.
+        channel: usize,
+        /// The joint it targets.
+        joint: String,
+        /// What it animates.
+        target: crate::clip::Target,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A clip's start or duration is not finite or negative.
+    #[error("clip {clip:?}: {problem}")]
+    ClipRange {
+        /// The clip's name.
+        clip: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// Channels of a clip name joints the skeleton does not have.
+    #[error("clip {clip:?}: {} channel(s) target joints missing from the skeleton: {}", .joints.len(), .joints.join(", "))]
+    UnboundChannels {
+        /// The clip's name.
+        clip: String,
+        /// Every joint name that did not match, once each.
+        joints: Vec<String>,
+    },
+    /// A clip was built for a skeleton with a different joint count.
+    #[error("clip was built for {clip} joints, skeleton has {skeleton}")]
+    SkeletonMismatch {
+        /// Joints the clip was built for.
+        clip: usize,
+        /// Joints of the skeleton given.
+        skeleton: usize,
+    },
+    /// A mesh or skin is malformed.
+    #[error("mesh {mesh:?}: {problem}")]
+    Mesh {
+        /// The mesh's name.
+        mesh: String,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+/// Checks that `got >= expected`.
+#[inline]
+pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Result<(), Error> {
+    if got < expected {
+        Err(Error::Length {
+            what,
+            expected,
+            got,
+        })
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,238 @@
+//! Hierarchy: local transforms to model-space matrices, and the skinning palette.
+//!
+//! ```text
+//! pose (local SRT) ──local_to_model──▶ model matrices ──skinning_palette(skin)──▶ palette
+//!                     one forward pass,                 model[skin joint] * inverse bind
+//!                     parents first
+//! ```
+//!
+//! Model space is the skeleton's space; [`crate::Skeleton::root_transform`] maps it to the
+//! source scene. A [`Skin`] lists which joints a mesh is bound to and their inverse bind
+//! matrices (the "offset matrices" of the older DirectX articles); where a source has none,
+//! [`inverse_bind_matrices`] computes them from the rest pose.
+
+use glam::Mat4;
+
+use crate::error::check_len;
+use crate::{Error, JointIndex, Skeleton, Transform};
+
+/// Converts local joint transforms to model space, parents first.
+///
+/// `local` and `model` hold one entry per joint of `skeleton`. Joints before `from` keep the
+/// values already in `model`, so a caller that changed only an arm can pass the arm's first
+/// joint (every joint after it is recomputed; pass 0 for the whole skeleton).
+///
+/// ```
+/// # use skelett::*;
+/// # use glam::{Mat4, Vec3};
+/// let skeleton = RawSkeleton { joints: vec![
+///     RawJoint { name: "a".into(), parent: None, rest: Transform::new(Vec3::X, Default::default(), Vec3::ONE) },
+///     RawJoint { name: "b".into(), parent: Some(0), rest: Transform::new(Vec3::Y, Default::default(), Vec3::ONE) },
+/// ], ..Default::default() }.build()?;
+/// let mut model = vec![Mat4::IDENTITY; 2];
+/// local_to_model(&skeleton, skeleton.rest_pose(), 0, &mut model)?;
+/// assert_eq!(model[1].w_axis.truncate(), Vec3::new(1.0, 1.0, 0.0));
+/// # Ok::<(), skelett::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::Length`] if either slice is shorter than the skeleton; nothing is written then.
+pub fn local_to_model(
+    skeleton: &Skeleton,
+    local: &[Transform],
+    from: JointIndex,
+    model: &mut [Mat4],
+) -> Result<(), Error> {
+    let n = skeleton.len();
+    check_len("local", n, local.len())?;
+    check_len("model", n, model.len())?;
+    let parents = &skeleton.parents()[..n];
+    let local = &local[..n];
+    let model = &mut model[..n];
+    for j in from as usize..n {
+        let m = local[j].to_mat4();
+        let p = parents[j];
+        model[j] = if p == JointIndex::MAX {
+            m
+        } else {
+            // Parents precede children (Skeleton's invariant), so model[p] is final.
+            model[p as usize] * m
+        };
+    }
+    Ok(())
+}
+
+/// The joints a mesh is bound to, with their inverse bind matrices.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Skin {
+    /// The skin's name.
+    pub name: String,
+    /// For each palette entry, the skeleton joint it follows.
+    pub joints: Vec<JointIndex>,
+    /// For each palette entry, the inverse of the joint's model-space bind matrix: it takes a
+    /// bind-pose vertex (model space) into the joint's space.
+    pub inverse_bind: Vec<Mat4>,
+}
+
+impl Skin {
+    /// Number of palette entries.
+    pub fn len(&self) -> usize {
+        self.joints.len()
+    }
+
+    /// `true` without joints.
+    pub fn is_empty(&self) -> bool {
+        self.joints.is_empty()
+    }
+
+    /// Checks that joints and matrices agree in number, joints exist and matrices are finite.
+    ///
+    /// # Errors
+    /// [`Error::Mesh`] naming the first problem.
+    pub fn validate(&self, skeleton: &Skeleton) -> Result<(), Error> {
+        let err = |problem: String| Err(Error::Mesh {
+            mesh: self.name.clone(),
+            problem,
+        });
+        if self.joints.len() != self.inverse_bind.len() {
+            return err(format!(
+                "skin has {} joints but {} inverse bind matrices",
+                self.joints.len(),
+                self.inverse_bind.len()
+            ));
+        }
+        if let Some(j) = self.joints.iter().find(|&&j| j as usize >= skeleton.len()) {
+            return err(format!("skin joint {j} is not in the {}-joint skeleton", skeleton.len()));
+        }
+        if let Some(i) = self.inverse_bind.iter().position(|m| !m.is_finite()) {
+            return err(format!("inverse bind matrix {i} is not finite"));
+        }
+        Ok(())
+    }
+}
+
+/// Computes the skinning palette: `palette[i] = model[skin.joints[i]] * skin.inverse_bind[i]`.
+///
+/// The palette takes a bind-pose vertex to its animated position in model space.
+///
+/// # Errors
+/// [`Error::Length`] if `palette` is shorter than the skin, or `model` lacks a joint the
+/// skin uses; nothing is written then.
+pub fn skinning_palette(skin: &Skin, model: &[Mat4], palette: &mut [Mat4]) -> Result<(), Error> {
+    let n = skin.joints.len().min(skin.inverse_bind.len());
+    check_len("palette", n, palette.len())?;
+    let max_joint = skin.joints.iter().copied().max().map_or(0, |m| m as usize + 1);
+    check_len("model", max_joint, model.len())?;
+    for ((out, &j), ibm) in palette[..n]
+        .iter_mut()
+        .zip(&skin.joints[..n])
+        .zip(&skin.inverse_bind[..n])
+    {
+        *out = model[j as usize] * *ibm;
+    }
+    Ok(())
+}
+
+/// Inverse bind matrices from the rest pose, for sources that store none: for each joint of
+/// `joints`, the inverse of its model-space rest matrix.
+///
+/// # Errors
+/// [`Error::Mesh`] if a joint index is out of range.
+pub fn inverse_bind_matrices(skeleton: &Skeleton, joints: &[JointIndex]) -> Result<Vec<Mat4>, Error> {
+    let mut model = vec![Mat4::IDENTITY; skeleton.len()];
+    local_to_model(skeleton, skeleton.rest_pose(), 0, &mut model)?;
+    joints
+        .iter()
+        .map(|&j| {
+            model
+                .get(j as usize)
+                .map(|m| m.inverse())
+                .ok_or_else(|| Error::Mesh {
+                    mesh: String::new(),
+                    problem: format!("joint {j} is not in the {}-joint skeleton", skeleton.len()),
+                })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{RawJoint, RawSkeleton};
+    use glam::{Quat, Vec3};
+    use proptest::prelude::*;
+
+    fn chain(rests: &[Transform]) -> Skeleton {
+        RawSkeleton {
+            joints: rests
+                .iter()
+                .enumerate()
+                .map(|(i, r)| RawJoint {
+                    name: format!("j{i}"),
+                    parent: i.checked_sub(1),
+                    rest: *r,
+                })
+                .collect(),
+            ..Default::default()
+        }
+        .build()
+        .unwrap()
+    }
+
+    fn transform() -> impl Strategy<Value = Transform> {
+        (
+            prop::array::uniform3(-2.0f32..2.0),
+            prop::array::uniform3(-3.0f32..3.0),
+            prop::array::uniform3(0.5f32..1.5),
+        )
+            .prop_map(|(t, r, s)| {
+                Transform::new(
+                    Vec3::from(t),
+                    Quat::from_euler(glam::EulerRot::XYZ, r[0], r[1], r[2]),
+                    Vec3::from(s),
+                )
+            })
+    }
+
+    proptest! {
+        /// Model matrices equal the product of the local matrices along the chain, and the
+        /// palette of the rest pose is the identity.
+        #[test]
+        fn model_is_product_of_locals_and_rest_palette_is_identity(
+            rests in proptest::collection::vec(transform(), 1..8)
+        ) {
+            let s = chain(&rests);
+            let mut model = vec![Mat4::IDENTITY; s.len()];
+            local_to_model(&s, s.rest_pose(), 0, &mut model).unwrap();
+            let mut acc = Mat4::IDENTITY;
+            for (j, r) in rests.iter().enumerate() {
+                acc *= r.to_mat4();
+                prop_assert!(model[j].abs_diff_eq(acc, 1e-3 * (1.0 + acc.w_axis.length())));
+            }
+            let joints: Vec<JointIndex> = (0..s.len() as JointIndex).collect();
+            let skin = Skin { name: "s".into(), inverse_bind: inverse_bind_matrices(&s, &joints).unwrap(), joints };
+            let mut palette = vec![Mat4::ZERO; s.len()];
+            skinning_palette(&skin, &model, &mut palette).unwrap();
+            for p in palette {
+                prop_assert!(p.abs_diff_eq(Mat4::IDENTITY, 1e-3));
+            }
+        }
+    }
+
+    #[test]
+    fn from_joint_keeps_earlier_matrices_and_lengths_are_checked() {
+        let rests = [Transform::new(Vec3::X, Quat::IDENTITY, Vec3::ONE); 3];
+        let s = chain(&rests);
+        let sentinel = Mat4::from_scale(Vec3::splat(7.0));
+        let mut model = vec![sentinel; 3];
+        local_to_model(&s, s.rest_pose(), 1, &mut model).unwrap();
+        assert_eq!(model[0], sentinel);
+        assert_eq!(model[1], sentinel * rests[1].to_mat4());
+        let mut short = vec![Mat4::IDENTITY; 2];
+        assert!(matches!(
+            local_to_model(&s, s.rest_pose(), 0, &mut short),
+            Err(Error::Length { expected: 3, got: 2, .. })
+        ));
+        assert_eq!(short, vec![Mat4::IDENTITY; 2]);
+    }
+}

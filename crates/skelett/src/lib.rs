@@ -1,0 +1,68 @@
+//! # skelett: a skeletal animation runtime
+//!
+//! The runtime core: skeletons, clips, sampling, hierarchy and skinning data. No file I/O
+//! (see `skelett-io`), no GPU. Everything per-frame is a stateless function over borrowed
+//! slices; assets are immutable and shared with `Arc` by any number of characters.
+//!
+//! ```text
+//! importer ──▶ RawSkeleton ──build()──▶ Skeleton ─────────────┐ (Arc, shared)
+//!          ──▶ RawClip ─────build(&skeleton)──▶ Clip ──────────┤
+//!                                                              ▼
+//! per character, per frame:   sample(&clip, t, &mut SamplingCache, &mut Pose)   local SRT
+//!                             local_to_model(&skeleton, &pose, 0, &mut model)   model matrices
+//!                             skinning_palette(&skin, &model, &mut palette)     skinning
+//! ```
+//!
+//! ```
+//! use skelett::*;
+//! use glam::{Mat4, Quat, Vec3};
+//!
+//! let skeleton = RawSkeleton {
+//!     joints: vec![
+//!         RawJoint { name: "hip".into(), parent: None, rest: Transform::IDENTITY },
+//!         RawJoint { name: "knee".into(), parent: Some(0),
+//!                    rest: Transform::new(Vec3::new(0.0, -1.0, 0.0), Quat::IDENTITY, Vec3::ONE) },
+//!     ],
+//!     ..Default::default()
+//! }.build()?;
+//! let clip = RawClip {
+//!     name: "kick".into(), start: 0.0, duration: 1.0,
+//!     channels: vec![RawChannel {
+//!         joint: "hip".into(), target: Target::Rotation, interpolation: Interpolation::Linear,
+//!         times: vec![0.0, 1.0],
+//!         values: RawValues::Quat(vec![Quat::IDENTITY, Quat::from_rotation_x(1.0)]),
+//!     }],
+//! }.build(&skeleton)?;
+//!
+//! let mut cache = SamplingCache::for_clip(&clip);
+//! let mut pose = Pose::rest(&skeleton);
+//! let mut model = vec![Mat4::IDENTITY; skeleton.len()];
+//! sample(&clip, 0.5, &mut cache, &mut pose)?;
+//! local_to_model(&skeleton, &pose, 0, &mut model)?;
+//! let knee = model[1].w_axis.truncate();
+//! assert!((knee - Vec3::new(0.0, -0.5f32.cos(), -0.5f32.sin())).length() < 1e-5);
+//! # Ok::<(), skelett::Error>(())
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod clip;
+pub mod error;
+pub mod hierarchy;
+pub mod mesh;
+pub mod pose;
+pub mod sampling;
+pub mod skeleton;
+pub mod transform;
+
+pub use clip::{
+    BuildOptions, BuildReport, ChannelCounts, Clip, Interpolation, RawChannel, RawClip,
+    RawValues, Target, UnboundChannels,
+};
+pub use error::Error;
+pub use hierarchy::{inverse_bind_matrices, local_to_model, skinning_palette, Skin};
+pub use mesh::{MeshPrimitive, SkinnedMesh};
+pub use pose::Pose;
+pub use sampling::{sample, sample_uncached, SamplingCache};
+pub use skeleton::{JointIndex, RawJoint, RawSkeleton, Skeleton, MAX_JOINTS};
+pub use transform::Transform;

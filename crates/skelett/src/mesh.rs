@@ -1,0 +1,120 @@
+//! Skinned meshes: vertex data bound to a [`Skin`].
+//!
+//! Importers fill [`MeshPrimitive`]s; [`SkinnedMesh::validate`] checks them once, so that
+//! skinning can index without further checks. Each vertex has a fixed number of influences
+//! ([`MeshPrimitive::influences`], 4 or 8 from glTF's `JOINTS_0/1`), stored as flat arrays of
+//! palette indices and weights; unused slots have weight 0.
+
+use glam::{Vec2, Vec3, Vec4};
+
+use crate::{Error, Skin};
+
+/// One primitive (one draw call's worth of triangles) of a skinned mesh.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct MeshPrimitive {
+    /// Bind-pose positions, in model space.
+    pub positions: Vec<Vec3>,
+    /// Bind-pose normals, if the source has them.
+    pub normals: Option<Vec<Vec3>>,
+    /// Tangents with handedness in `w`, if the source has them.
+    pub tangents: Option<Vec<Vec4>>,
+    /// First texture coordinate set, if any.
+    pub uvs: Option<Vec<Vec2>>,
+    /// Influences per vertex (the stride of `joints` and `weights`).
+    pub influences: usize,
+    /// Palette indices (into the skin's joints), `influences` per vertex.
+    pub joints: Vec<u16>,
+    /// Weights, `influences` per vertex, summing to 1 (or all 0: the vertex is not skinned).
+    pub weights: Vec<f32>,
+    /// Triangle list indices.
+    pub indices: Vec<u32>,
+    /// Name of the base colour texture's image, if any (for renderers).
+    pub base_color_texture: Option<usize>,
+    /// Base colour factor (linear RGBA).
+    pub base_color: Vec4,
+}
+
+impl MeshPrimitive {
+    /// Number of vertices.
+    pub fn vertex_count(&self) -> usize {
+        self.positions.len()
+    }
+
+    /// Number of triangles.
+    pub fn triangle_count(&self) -> usize {
+        self.indices.len() / 3
+    }
+
+    /// For each vertex, how many of its weights are non-zero.
+    pub fn influence_counts(&self) -> impl Iterator<Item = usize> + '_ {
+        self.weights
+            .chunks_exact(self.influences.max(1))
+            .map(|w| w.iter().filter(|&&w| w > 0.0).count())
+    }
+}
+
+/// A mesh bound to a skin of a skeleton.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct SkinnedMesh {
+    /// The mesh's name.
+    pub name: String,
+    /// Index of its skin in the asset's skins.
+    pub skin: usize,
+    /// Its primitives.
+    pub primitives: Vec<MeshPrimitive>,
+}
+
+impl SkinnedMesh {
+    /// Checks every primitive against `skin`: attribute lengths agree, indices and palette
+    /// indices are in range, values are finite, and weights are non-negative.
+    ///
+    /// # Errors
+    /// [`Error::Mesh`] naming the primitive and the problem.
+    pub fn validate(&self, skin: &Skin) -> Result<(), Error> {
+        for (pi, p) in self.primitives.iter().enumerate() {
+            let err = |problem: String| Error::Mesh {
+                mesh: self.name.clone(),
+                problem: format!("primitive {pi}: {problem}"),
+            };
+            let n = p.positions.len();
+            let same = |what: &str, len: Option<usize>| match len {
+                Some(l) if l != n => Err(err(format!("{what} has {l} entries for {n} vertices"))),
+                _ => Ok(()),
+            };
+            same("normals", p.normals.as_ref().map(Vec::len))?;
+            same("tangents", p.tangents.as_ref().map(Vec::len))?;
+            same("uvs", p.uvs.as_ref().map(Vec::len))?;
+            if p.influences == 0 || p.joints.len() != n * p.influences || p.weights.len() != n * p.influences {
+                return Err(err(format!(
+                    "{} influences per vertex need {} joints and weights, found {} and {}",
+                    p.influences,
+                    n * p.influences,
+                    p.joints.len(),
+                    p.weights.len()
+                )));
+            }
+            if let Some(i) = p.indices.iter().position(|&i| i as usize >= n) {
+                return Err(err(format!("index {i} is {}, past the {n} vertices", p.indices[i])));
+            }
+            if p.indices.len() % 3 != 0 {
+                return Err(err(format!("{} indices do not make whole triangles", p.indices.len())));
+            }
+            for (k, (&j, &w)) in p.joints.iter().zip(&p.weights).enumerate() {
+                if !(w.is_finite() && w >= 0.0) {
+                    return Err(err(format!("vertex {} has weight {w}", k / p.influences)));
+                }
+                if w > 0.0 && j as usize >= skin.len() {
+                    return Err(err(format!(
+                        "vertex {} uses palette entry {j}, the skin has {}",
+                        k / p.influences,
+                        skin.len()
+                    )));
+                }
+            }
+            if let Some(i) = p.positions.iter().position(|v| !v.is_finite()) {
+                return Err(err(format!("position {i} is not finite")));
+            }
+        }
+        Ok(())
+    }
+}
