@@ -1,1 +1,88 @@
+//! # skelett-io: loading animated characters from files
+//!
+//! One module per format; each turns a file into an [`Asset`]: a built
+//! [`skelett::Skeleton`], its skins and skinned meshes, and clips, with the warnings
+//! collected on the way (what was skipped and why — nothing is dropped silently).
+//!
+//! ```text
+//! file bytes ──format module──▶ RawSkeleton, RawClip, meshes ──build──▶ Asset (Arc-shared parts)
+//! ```
+//!
+//! ```no_run
+//! use skelett::{sample, local_to_model, Pose, SamplingCache};
+//! let asset = skelett_io::load("Fox.glb")?;
+//! let run = asset.clip("Run").expect("Fox has a Run clip");
+//! let mut pose = Pose::rest(&asset.skeleton);
+//! let mut model = vec![glam::Mat4::IDENTITY; asset.skeleton.len()];
+//! sample(run, run.start() + 0.5, &mut SamplingCache::for_clip(run), &mut pose)?;
+//! local_to_model(&asset.skeleton, &pose, 0, &mut model)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
+#![warn(missing_docs)]
+
+mod error;
+pub mod gltf;
+
+use std::path::Path;
+use std::sync::Arc;
+
+pub use error::Error;
+use skelett::{Clip, Skeleton, Skin, SkinnedMesh};
+
+/// Everything an importer read from one file.
+#[derive(Clone, Debug)]
+pub struct Asset {
+    /// The joint hierarchy all skins and clips refer to.
+    pub skeleton: Arc<Skeleton>,
+    /// The skins (joint lists with inverse bind matrices), in source order.
+    pub skins: Vec<Skin>,
+    /// Skinned meshes; each names its skin.
+    pub meshes: Vec<SkinnedMesh>,
+    /// Clips, in source order.
+    pub clips: Vec<Arc<Clip>>,
+    /// What was skipped or changed on the way, for the user to read.
+    pub warnings: Vec<String>,
+}
+
+impl Asset {
+    /// The clip called `name`, or with that index if `name` is a number.
+    pub fn clip(&self, name: &str) -> Option<&Arc<Clip>> {
+        self.clips
+            .iter()
+            .find(|c| c.name() == name)
+            .or_else(|| name.parse::<usize>().ok().and_then(|i| self.clips.get(i)))
+    }
+
+    /// The joints of skin `i` (skeleton indices, in the skin's order), or every joint when the
+    /// asset has no skins.
+    pub fn skin_joints(&self, i: usize) -> Vec<skelett::JointIndex> {
+        match self.skins.get(i) {
+            Some(s) => s.joints.clone(),
+            None => (0..self.skeleton.len() as skelett::JointIndex).collect(),
+        }
+    }
+}
+
+/// The file extensions [`load`] understands.
+pub const KNOWN_EXTENSIONS: &str = ".glb, .gltf";
+
+/// Loads an asset, choosing the format from the file's extension.
+///
+/// # Errors
+/// [`Error::UnknownFormat`] for an unknown extension, otherwise the format's errors.
+pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
+    let path = path.as_ref();
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .unwrap_or_default();
+    match ext.as_str() {
+        "glb" | "gltf" => gltf::load(path),
+        _ => Err(Error::UnknownFormat {
+            file: path.to_path_buf(),
+            known: KNOWN_EXTENSIONS,
+        }),
+    }
+}

@@ -1,0 +1,81 @@
+//! The I/O crate's error type: every importer error names the file, where in it, and what was
+//! expected there.
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+/// What went wrong reading or writing an asset.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The file could not be read or written.
+    #[error("{file}: {source}")]
+    Io {
+        /// The file.
+        file: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The bytes at `offset` are not what the format requires.
+    #[error("{file}: byte {offset}: {expected}")]
+    Malformed {
+        /// The file.
+        file: PathBuf,
+        /// Byte offset of the problem from the start of the file.
+        offset: u64,
+        /// What the format requires there.
+        expected: String,
+    },
+    /// Text that does not parse, at a line and column.
+    #[error("{file}: line {line}, column {column}: {expected}")]
+    Syntax {
+        /// The file.
+        file: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What the format requires there.
+        expected: String,
+    },
+    /// A well-formed file whose content breaks the format's rules, at an element such as
+    /// `accessors[3]` or `animations[0].channels[2]`.
+    #[error("{file}: {location}: {problem}")]
+    Invalid {
+        /// The file.
+        file: PathBuf,
+        /// The element at fault.
+        location: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The content was read but the runtime rejected it (for example a clip's keys).
+    #[error("{file}: {location}: {source}")]
+    Build {
+        /// The file.
+        file: PathBuf,
+        /// The element at fault.
+        location: String,
+        /// The runtime's error.
+        #[source]
+        source: skelett::Error,
+    },
+    /// A feature of the format skelett does not read.
+    #[error("{file}: not supported: {what}")]
+    Unsupported {
+        /// The file.
+        file: PathBuf,
+        /// What is not supported.
+        what: String,
+    },
+    /// The file's extension names no format skelett knows.
+    #[error("{file}: unknown format (expected one of: {known})")]
+    UnknownFormat {
+        /// The file.
+        file: PathBuf,
+        /// The extensions skelett reads.
+        known: &'static str,
+    },
+}

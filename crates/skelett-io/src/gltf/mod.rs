@@ -1,0 +1,661 @@
+//! glTF 2.0 import (`.gltf` with external or `data:` buffers, and `.glb`).
+//!
+//! ```text
+//! bytes ─container─▶ validated Document + buffers
+//!   nodes ─▶ skeleton: every skin joint, the nodes between joints, and animated ancestors;
+//!            what sits above the roots becomes Skeleton::root_transform
+//!   skins ─▶ Skin (joints remapped to skeleton order, inverse bind matrices)
+//!   nodes with mesh + skin ─▶ SkinnedMesh (triangle primitives: positions, normals,
+//!            tangents, uv0, JOINTS_0/1 + WEIGHTS_0/1 as 4 or 8 influences)
+//!   animations ─▶ RawClip (node TRS channels; STEP, LINEAR, CUBICSPLINE) ─build─▶ Clip
+//! ```
+//!
+//! JSON parsing and document validation come from the `gltf` crate; the GLB container and
+//! accessor reading are skelett's ([`container`], [`accessor`]) because they must check every
+//! length against the file. Nothing is dropped silently: morph-weight channels, channels on
+//! nodes outside the skeleton, non-triangle primitives and meshes without a skin are listed in
+//! [`Asset::warnings`].
+
+mod accessor;
+mod container;
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use glam::{Mat4, Quat, Vec2, Vec3, Vec4};
+use gltf::accessor::DataType;
+use skelett::{
+    Interpolation, JointIndex, MeshPrimitive, RawChannel, RawClip, RawJoint, RawSkeleton,
+    RawValues, Skin, SkinnedMesh, Target, Transform,
+};
+
+use self::accessor::{Accept, Reader};
+use crate::{Asset, Error};
+
+/// Loads a `.gltf` or `.glb` file; external buffers are read from the file's folder.
+///
+/// # Errors
+/// [`Error::Io`] if a file cannot be read; otherwise as [`load_bytes`].
+pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
+    let path = path.as_ref();
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        file: path.to_path_buf(),
+        source,
+    })?;
+    load_bytes(&bytes, path, path.parent())
+}
+
+/// Loads glTF from memory. `name` is used in errors; `base`, if given, is the folder external
+/// buffers are read from (without it, only GLB and `data:` buffers can be read).
+///
+/// # Errors
+/// [`Error::Malformed`] for a bad GLB container, [`Error::Syntax`] for bad JSON,
+/// [`Error::Invalid`] for a document that breaks the glTF rules (out-of-range accessors,
+/// node cycles, wrong accessor types), [`Error::Build`] when the runtime rejects the content
+/// (unsorted or non-finite key times, for example).
+pub fn load_bytes(bytes: &[u8], name: &Path, base: Option<&Path>) -> Result<Asset, Error> {
+    let c = container::parse(name, bytes, base)?;
+    Importer {
+        file: name,
+        doc: &c.doc,
+        reader: Reader {
+            file: name,
+            buffers: &c.buffers,
+        },
+        warnings: Vec::new(),
+    }
+    .import()
+}
+
+struct Importer<'a, 'b> {
+    file: &'a Path,
+    doc: &'a gltf::Document,
+    reader: Reader<'a, 'b>,
+    warnings: Vec<String>,
+}
+
+impl Importer<'_, '_> {
+    fn invalid(&self, location: impl Into<String>, problem: impl Into<String>) -> Error {
+        Error::Invalid {
+            file: self.file.to_path_buf(),
+            location: location.into(),
+            problem: problem.into(),
+        }
+    }
+
+    fn import(mut self) -> Result<Asset, Error> {
+        let nodes: Vec<gltf::Node> = self.doc.nodes().collect();
+        let parent = self.parents(&nodes)?;
+        let selected = self.select_joint_nodes(&nodes, &parent);
+        let names = self.joint_names(&nodes, &selected);
+
+        // Root transform: the world matrix of the common parent above the root joints.
+        let in_skeleton: HashMap<usize, usize> =
+            selected.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+        let above = selected
+            .iter()
+            .find(|&&n| parent[n].is_none_or(|p| !in_skeleton.contains_key(&p)))
+            .and_then(|&n| parent[n]);
+        let root_transform = above.map_or(Mat4::IDENTITY, |p| world_matrix(&nodes, &parent, p));
+        let raw = RawSkeleton {
+            joints: selected
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| RawJoint {
+                    name: names[i].clone(),
+                    parent: parent[n].and_then(|p| in_skeleton.get(&p).copied()),
+                    rest: local_transform(&nodes[n]),
+                })
+                .collect(),
+            root_transform,
+        };
+        let skeleton = raw.build().map_err(|source| Error::Build {
+            file: self.file.to_path_buf(),
+            location: "nodes".into(),
+            source,
+        })?;
+        let joint_of_source = skeleton.joint_of_source();
+        let joint_of_node = |n: usize| in_skeleton.get(&n).map(|&i| joint_of_source[i]);
+
+        let skins = self.skins(&joint_of_node, &skeleton)?;
+        let meshes = self.meshes(&skins)?;
+        let clips = self.clips(&joint_of_node, &skeleton)?;
+        Ok(Asset {
+            skeleton: Arc::new(skeleton),
+            skins,
+            meshes,
+            clips,
+            warnings: self.warnings,
+        })
+    }
+
+    /// Each node's parent, rejecting nodes with two parents and cycles.
+    fn parents(&self, nodes: &[gltf::Node]) -> Result<Vec<Option<usize>>, Error> {
+        let mut parent = vec![None; nodes.len()];
+        for n in nodes {
+            for c in n.children() {
+                if let Some(p) = parent[c.index()] {
+                    return Err(self.invalid(
+                        format!("nodes[{}]", c.index()),
+                        format!("is a child of both nodes[{p}] and nodes[{}]", n.index()),
+                    ));
+                }
+                parent[c.index()] = Some(n.index());
+            }
+        }
+        for start in 0..nodes.len() {
+            let mut k = start;
+            for _ in 0..=nodes.len() {
+                match parent[k] {
+                    Some(p) if p == start => {
+                        return Err(self.invalid(
+                            format!("nodes[{start}]"),
+                            "is its own ancestor (the node hierarchy has a cycle)",
+                        ))
+                    }
+                    Some(p) => k = p,
+                    None => break,
+                }
+            }
+        }
+        Ok(parent)
+    }
+
+    /// The nodes that become skeleton joints, in order: skin 0's joints, then other skins'
+    /// joints, then the non-joint nodes between joints and animated ancestors.
+    fn select_joint_nodes(&self, nodes: &[gltf::Node], parent: &[Option<usize>]) -> Vec<usize> {
+        let mut order: Vec<usize> = Vec::new();
+        let mut chosen = vec![false; nodes.len()];
+        let push = |n: usize, order: &mut Vec<usize>, chosen: &mut Vec<bool>| {
+            if !chosen[n] {
+                chosen[n] = true;
+                order.push(n);
+            }
+        };
+        for skin in self.doc.skins() {
+            for j in skin.joints() {
+                push(j.index(), &mut order, &mut chosen);
+            }
+        }
+        if order.is_empty() {
+            // No skin: every node is a joint (a node-animated scene).
+            for n in 0..nodes.len() {
+                push(n, &mut order, &mut chosen);
+            }
+            return order;
+        }
+        let animated: HashSet<usize> = self
+            .doc
+            .animations()
+            .flat_map(|a| a.channels().map(|c| c.target().node().index()).collect::<Vec<_>>())
+            .collect();
+        let is_ancestor_of_joint = |n: usize, chosen: &[bool]| {
+            chosen.iter().enumerate().any(|(j, &c)| c && {
+                let mut k = parent[j];
+                let mut hit = false;
+                while let Some(p) = k {
+                    if p == n {
+                        hit = true;
+                        break;
+                    }
+                    k = parent[p];
+                }
+                hit
+            })
+        };
+        // Animated ancestors of joints join the skeleton (their motion moves the joints).
+        let mut anim_sorted: Vec<usize> = animated.iter().copied().collect();
+        anim_sorted.sort_unstable();
+        for n in anim_sorted {
+            if !chosen[n] && is_ancestor_of_joint(n, &chosen) {
+                push(n, &mut order, &mut chosen);
+            }
+        }
+        // Nodes strictly between a chosen node and a chosen ancestor join too; repeat until
+        // the roots share one parent (or none).
+        loop {
+            let mut added = false;
+            for j in order.clone() {
+                let mut path = Vec::new();
+                let mut k = parent[j];
+                while let Some(p) = k {
+                    if chosen[p] {
+                        for &q in &path {
+                            push(q, &mut order, &mut chosen);
+                            added = true;
+                        }
+                        break;
+                    }
+                    path.push(p);
+                    k = parent[p];
+                }
+            }
+            // Roots with different parents: climb to their lowest common ancestor.
+            let roots: Vec<usize> = order
+                .iter()
+                .copied()
+                .filter(|&n| parent[n].is_none_or(|p| !chosen[p]))
+                .collect();
+            let root_parents: HashSet<Option<usize>> = roots.iter().map(|&r| parent[r]).collect();
+            if root_parents.len() > 1 {
+                let chain = |mut k: Option<usize>| {
+                    let mut v = Vec::new();
+                    while let Some(p) = k {
+                        v.push(p);
+                        k = parent[p];
+                    }
+                    v
+                };
+                let first = chain(parent[roots[0]]);
+                let lca = first.iter().copied().find(|a| {
+                    roots.iter().all(|&r| chain(parent[r]).contains(a))
+                });
+                for &r in &roots {
+                    for a in chain(parent[r]) {
+                        if Some(a) == lca {
+                            break;
+                        }
+                        if !chosen[a] {
+                            push(a, &mut order, &mut chosen);
+                            added = true;
+                        }
+                    }
+                }
+            }
+            if !added {
+                break;
+            }
+        }
+        order
+    }
+
+    /// Unique joint names: node names, `node<i>` for unnamed nodes, `name#<i>` for repeats.
+    fn joint_names(&mut self, nodes: &[gltf::Node], selected: &[usize]) -> Vec<String> {
+        let mut seen = HashSet::new();
+        let mut out = Vec::with_capacity(selected.len());
+        for &n in selected {
+            let mut name = nodes[n]
+                .name()
+                .map_or_else(|| format!("node{n}"), str::to_string);
+            if !seen.insert(name.clone()) {
+                let renamed = format!("{name}#{n}");
+                self.warnings.push(format!(
+                    "nodes[{n}]: joint name {name:?} is used twice; this one is called {renamed:?}"
+                ));
+                name = renamed;
+                seen.insert(name.clone());
+            }
+            out.push(name);
+        }
+        out
+    }
+
+    fn skins(
+        &mut self,
+        joint_of_node: &dyn Fn(usize) -> Option<JointIndex>,
+        skeleton: &skelett::Skeleton,
+    ) -> Result<Vec<Skin>, Error> {
+        let mut skins = Vec::new();
+        for skin in self.doc.skins() {
+            let location = format!("skins[{}]", skin.index());
+            let joints: Vec<JointIndex> = skin
+                .joints()
+                .map(|j| joint_of_node(j.index()).expect("every skin joint is in the skeleton"))
+                .collect();
+            let inverse_bind = match skin.inverse_bind_matrices() {
+                Some(acc) => {
+                    let loc = format!("{location}.inverseBindMatrices (accessors[{}])", acc.index());
+                    let m = self.reader.read_f32(&acc, &loc, &[16], Accept::Float)?;
+                    if m.len() != joints.len() * 16 {
+                        return Err(self.invalid(
+                            loc,
+                            format!("has {} matrices for {} joints", m.len() / 16, joints.len()),
+                        ));
+                    }
+                    m.chunks_exact(16)
+                        .map(|c| Mat4::from_cols_slice(c))
+                        .collect()
+                }
+                None => vec![Mat4::IDENTITY; joints.len()],
+            };
+            let skin = Skin {
+                name: skin.name().map_or_else(|| format!("skin{}", skin.index()), str::to_string),
+                joints,
+                inverse_bind,
+            };
+            skin.validate(skeleton).map_err(|source| Error::Build {
+                file: self.file.to_path_buf(),
+                location: location.clone(),
+                source,
+            })?;
+            skins.push(skin);
+        }
+        Ok(skins)
+    }
+
+    fn meshes(&mut self, skins: &[Skin]) -> Result<Vec<SkinnedMesh>, Error> {
+        let mut meshes = Vec::new();
+        for node in self.doc.nodes() {
+            let Some(mesh) = node.mesh() else { continue };
+            let Some(skin) = node.skin() else {
+                self.warnings.push(format!(
+                    "nodes[{}]: mesh {:?} has no skin; skipped (rigid meshes are not imported)",
+                    node.index(),
+                    mesh.name().unwrap_or("")
+                ));
+                continue;
+            };
+            let mut out = SkinnedMesh {
+                name: mesh
+                    .name()
+                    .or(node.name())
+                    .map_or_else(|| format!("mesh{}", mesh.index()), str::to_string),
+                skin: skin.index(),
+                primitives: Vec::new(),
+            };
+            for prim in mesh.primitives() {
+                let location = format!("meshes[{}].primitives[{}]", mesh.index(), prim.index());
+                if prim.mode() != gltf::mesh::Mode::Triangles {
+                    self.warnings.push(format!(
+                        "{location}: mode {:?} is not a triangle list; skipped",
+                        prim.mode()
+                    ));
+                    continue;
+                }
+                if prim.morph_targets().len() > 0 {
+                    self.warnings.push(format!(
+                        "{location}: {} morph targets ignored (morph targets are not supported)",
+                        prim.morph_targets().len()
+                    ));
+                }
+                out.primitives.push(self.primitive(&prim, &location)?);
+            }
+            out.validate(&skins[skin.index()]).map_err(|source| Error::Build {
+                file: self.file.to_path_buf(),
+                location: format!("meshes[{}]", mesh.index()),
+                source,
+            })?;
+            meshes.push(out);
+        }
+        Ok(meshes)
+    }
+
+    fn attribute(
+        &self,
+        prim: &gltf::Primitive,
+        semantic: gltf::Semantic,
+        location: &str,
+        want: usize,
+        accept: Accept,
+    ) -> Result<Option<Vec<f32>>, Error> {
+        let Some(acc) = prim.get(&semantic) else {
+            return Ok(None);
+        };
+        let loc = format!("{location}.attributes.{} (accessors[{}])", semantic.to_string(), acc.index());
+        self.reader.read_f32(&acc, &loc, &[want], accept).map(Some)
+    }
+
+    fn primitive(&mut self, prim: &gltf::Primitive, location: &str) -> Result<MeshPrimitive, Error> {
+        use gltf::Semantic as S;
+        const NORM: &[DataType] = &[DataType::U8, DataType::U16];
+        let positions: Vec<Vec3> = self
+            .attribute(prim, S::Positions, location, 3, Accept::Float)?
+            .ok_or_else(|| self.invalid(location, "has no POSITION attribute"))?
+            .chunks_exact(3)
+            .map(Vec3::from_slice)
+            .collect();
+        let n = positions.len();
+        let check_len = |what: &str, len: usize| {
+            if len != n {
+                Err(self.invalid(location, format!("{what} has {len} entries for {n} positions")))
+            } else {
+                Ok(())
+            }
+        };
+        let normals = self
+            .attribute(prim, S::Normals, location, 3, Accept::Float)?
+            .map(|v| v.chunks_exact(3).map(Vec3::from_slice).collect::<Vec<_>>());
+        let tangents = self
+            .attribute(prim, S::Tangents, location, 4, Accept::Float)?
+            .map(|v| v.chunks_exact(4).map(Vec4::from_slice).collect::<Vec<_>>());
+        let uvs = self
+            .attribute(prim, S::TexCoords(0), location, 2, Accept::FloatOrNormalized(NORM))?
+            .map(|v| v.chunks_exact(2).map(Vec2::from_slice).collect::<Vec<_>>());
+        for (what, len) in [
+            ("NORMAL", normals.as_ref().map(Vec::len)),
+            ("TANGENT", tangents.as_ref().map(Vec::len)),
+            ("TEXCOORD_0", uvs.as_ref().map(Vec::len)),
+        ] {
+            if let Some(len) = len {
+                check_len(what, len)?;
+            }
+        }
+
+        // Influences: JOINTS_0/WEIGHTS_0, and JOINTS_1/WEIGHTS_1 for 8 per vertex.
+        let mut sets = Vec::new();
+        for set in 0..2u32 {
+            let j = prim.get(&S::Joints(set));
+            let w = prim.get(&S::Weights(set));
+            match (j, w) {
+                (Some(j), Some(w)) => {
+                    let jl = format!("{location}.attributes.JOINTS_{set} (accessors[{}])", j.index());
+                    let wl = format!("{location}.attributes.WEIGHTS_{set} (accessors[{}])", w.index());
+                    let joints = self.reader.read_u32(&j, &jl, &[4], Accept::Unsigned(NORM))?;
+                    let weights = self.reader.read_f32(&w, &wl, &[4], Accept::FloatOrNormalized(NORM))?;
+                    check_len(&format!("JOINTS_{set}"), joints.len() / 4)?;
+                    check_len(&format!("WEIGHTS_{set}"), weights.len() / 4)?;
+                    sets.push((joints, weights));
+                }
+                (None, None) => break,
+                _ => {
+                    return Err(self.invalid(
+                        location,
+                        format!("JOINTS_{set} and WEIGHTS_{set} must come together"),
+                    ))
+                }
+            }
+        }
+        if sets.is_empty() {
+            return Err(self.invalid(location, "a skinned mesh primitive needs JOINTS_0 and WEIGHTS_0"));
+        }
+        let influences = 4 * sets.len();
+        let mut joints = Vec::with_capacity(n * influences);
+        let mut weights = Vec::with_capacity(n * influences);
+        let mut renormalised = 0usize;
+        for v in 0..n {
+            let start = weights.len();
+            for (js, ws) in &sets {
+                for k in 0..4 {
+                    let j = js[v * 4 + k];
+                    let w = ws[v * 4 + k];
+                    if j > u16::MAX as u32 {
+                        return Err(self.invalid(location, format!("vertex {v} has joint index {j}")));
+                    }
+                    joints.push(j as u16);
+                    weights.push(if w.is_finite() && w > 0.0 { w } else { 0.0 });
+                }
+            }
+            let sum: f32 = weights[start..].iter().sum();
+            if sum > 0.0 && (sum - 1.0).abs() > 1e-6 {
+                if (sum - 1.0).abs() > 1e-2 {
+                    renormalised += 1;
+                }
+                for w in &mut weights[start..] {
+                    *w /= sum;
+                }
+            }
+        }
+        if renormalised > 0 {
+            self.warnings.push(format!(
+                "{location}: {renormalised} vertices had weights not summing to 1; normalised"
+            ));
+        }
+        let indices = match prim.indices() {
+            Some(acc) => {
+                let loc = format!("{location}.indices (accessors[{}])", acc.index());
+                self.reader.read_u32(
+                    &acc,
+                    &loc,
+                    &[1],
+                    Accept::Unsigned(&[DataType::U8, DataType::U16, DataType::U32]),
+                )?
+            }
+            None => (0..n as u32).collect(),
+        };
+        let material = prim.material();
+        let pbr = material.pbr_metallic_roughness();
+        Ok(MeshPrimitive {
+            positions,
+            normals,
+            tangents,
+            uvs,
+            influences,
+            joints,
+            weights,
+            indices,
+            base_color_texture: pbr.base_color_texture().map(|t| t.texture().source().index()),
+            base_color: Vec4::from(pbr.base_color_factor()),
+        })
+    }
+
+    fn clips(
+        &mut self,
+        joint_of_node: &dyn Fn(usize) -> Option<JointIndex>,
+        skeleton: &skelett::Skeleton,
+    ) -> Result<Vec<Arc<skelett::Clip>>, Error> {
+        let mut clips = Vec::new();
+        for anim in self.doc.animations() {
+            let location = format!("animations[{}]", anim.index());
+            let name = anim
+                .name()
+                .map_or_else(|| format!("animation_{}", anim.index()), str::to_string);
+            let mut raw = RawClip {
+                name: name.clone(),
+                ..Default::default()
+            };
+            let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
+            let mut skipped_morph = 0;
+            for ch in anim.channels() {
+                let cl = format!("{location}.channels[{}]", ch.index());
+                let sampler = ch.sampler();
+                let input = sampler.input();
+                let il = format!("{cl} input (accessors[{}])", input.index());
+                let times = self.reader.read_f32(&input, &il, &[1], Accept::Float)?;
+                if let (Some(&a), Some(&b)) = (times.first(), times.last()) {
+                    if a.is_finite() && b.is_finite() {
+                        lo = lo.min(a);
+                        hi = hi.max(b);
+                    }
+                }
+                let node = ch.target().node().index();
+                let target = match ch.target().property() {
+                    gltf::animation::Property::Translation => Target::Translation,
+                    gltf::animation::Property::Rotation => Target::Rotation,
+                    gltf::animation::Property::Scale => Target::Scale,
+                    gltf::animation::Property::MorphTargetWeights => {
+                        skipped_morph += 1;
+                        continue;
+                    }
+                };
+                let Some(joint) = joint_of_node(node) else {
+                    self.warnings.push(format!(
+                        "{cl}: animates the {target} of nodes[{node}] ({:?}), which is not part of \
+                         the skeleton; skipped",
+                        ch.target().node().name().unwrap_or("")
+                    ));
+                    continue;
+                };
+                let interpolation = match sampler.interpolation() {
+                    gltf::animation::Interpolation::Step => Interpolation::Step,
+                    gltf::animation::Interpolation::Linear => Interpolation::Linear,
+                    gltf::animation::Interpolation::CubicSpline => Interpolation::CubicSpline,
+                };
+                let output = sampler.output();
+                let ol = format!("{cl} output (accessors[{}])", output.index());
+                const SNORM: &[DataType] = &[DataType::I8, DataType::U8, DataType::I16, DataType::U16];
+                let values = match target {
+                    Target::Rotation => RawValues::Quat(
+                        self.reader
+                            .read_f32(&output, &ol, &[4], Accept::FloatOrNormalized(SNORM))?
+                            .chunks_exact(4)
+                            .map(|q| Quat::from_xyzw(q[0], q[1], q[2], q[3]))
+                            .collect(),
+                    ),
+                    _ => RawValues::Vec3(
+                        self.reader
+                            .read_f32(&output, &ol, &[3], Accept::Float)?
+                            .chunks_exact(3)
+                            .map(Vec3::from_slice)
+                            .collect(),
+                    ),
+                };
+                raw.channels.push(RawChannel {
+                    joint: skeleton.name(joint).to_string(),
+                    target,
+                    interpolation,
+                    times,
+                    values,
+                });
+            }
+            if skipped_morph > 0 {
+                self.warnings.push(format!(
+                    "{location} ({name:?}): {skipped_morph} morph-weight channel(s) skipped \
+                     (morph targets are not supported)"
+                ));
+            }
+            if lo <= hi {
+                raw.start = lo;
+                raw.duration = hi - lo;
+            }
+            let clip = raw.build(skeleton).map_err(|source| Error::Build {
+                file: self.file.to_path_buf(),
+                location: format!("{location} ({name:?})"),
+                source,
+            })?;
+            clips.push(Arc::new(clip));
+        }
+        Ok(clips)
+    }
+}
+
+fn local_transform(node: &gltf::Node) -> Transform {
+    match node.transform() {
+        gltf::scene::Transform::Matrix { matrix } => {
+            Transform::from_mat4(&Mat4::from_cols_array_2d(&matrix))
+        }
+        gltf::scene::Transform::Decomposed {
+            translation,
+            rotation,
+            scale,
+        } => Transform::new(
+            Vec3::from(translation),
+            Quat::from_array(rotation).normalize(),
+            Vec3::from(scale),
+        ),
+    }
+}
+
+fn local_matrix(node: &gltf::Node) -> Mat4 {
+    match node.transform() {
+        gltf::scene::Transform::Matrix { matrix } => Mat4::from_cols_array_2d(&matrix),
+        t @ gltf::scene::Transform::Decomposed { .. } => {
+            let (t, r, s) = t.decomposed();
+            Mat4::from_scale_rotation_translation(
+                Vec3::from(s),
+                Quat::from_array(r).normalize(),
+                Vec3::from(t),
+            )
+        }
+    }
+}
+
+fn world_matrix(nodes: &[gltf::Node], parent: &[Option<usize>], n: usize) -> Mat4 {
+    let mut m = local_matrix(&nodes[n]);
+    let mut k = parent[n];
+    while let Some(p) = k {
+        m = local_matrix(&nodes[p]) * m;
+        k = parent[p];
+    }
+    m
+}
