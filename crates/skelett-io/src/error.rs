@@ -60,7 +60,7 @@ pub enum Error {
         location: String,
         /// The runtime's error.
         #[source]
-        source: skelett::Error,
+        source: Box<skelett::Error>,
     },
     /// A feature of the format skelett does not read.
     #[error("{file}: not supported: {what}")]

@@ -46,12 +46,17 @@ pub struct Asset {
 }
 
 impl Asset {
-    /// The clip called `name`, or with that index if `name` is a number.
-    pub fn clip(&self, name: &str) -> Option<&Arc<Clip>> {
+    /// The index of the clip called `name`, or `name` itself if it is a number in range.
+    pub fn clip_index(&self, name: &str) -> Option<usize> {
         self.clips
             .iter()
-            .find(|c| c.name() == name)
-            .or_else(|| name.parse::<usize>().ok().and_then(|i| self.clips.get(i)))
+            .position(|c| c.name() == name)
+            .or_else(|| name.parse::<usize>().ok().filter(|&i| i < self.clips.len()))
+    }
+
+    /// The clip called `name`, or with that index if `name` is a number.
+    pub fn clip(&self, name: &str) -> Option<&Arc<Clip>> {
+        self.clip_index(name).map(|i| &self.clips[i])
     }
 
     /// The joints of skin `i` (skeleton indices, in the skin's order), or every joint when the

@@ -40,8 +40,18 @@ fn check_asset(file: &str, rel_tol: f32) -> f32 {
         }
         let start = rc["start"].as_f64().unwrap() as f32;
         let end = rc["end"].as_f64().unwrap() as f32;
-        assert!((clip.start() - start).abs() < 1e-4, "{file} {}: start {} vs {start}", clip.name(), clip.start());
-        assert!((clip.end() - end).abs() < 1e-4, "{file} {}: end {} vs {end}", clip.name(), clip.end());
+        assert!(
+            (clip.start() - start).abs() < 1e-4,
+            "{file} {}: start {} vs {start}",
+            clip.name(),
+            clip.start()
+        );
+        assert!(
+            (clip.end() - end).abs() < 1e-4,
+            "{file} {}: end {} vs {end}",
+            clip.name(),
+            clip.end()
+        );
         let mut cache = SamplingCache::for_clip(clip);
         for s in rc["samples"].as_array().unwrap() {
             let t = s["t"].as_f64().unwrap() as f32;
@@ -51,7 +61,12 @@ fn check_asset(file: &str, rel_tol: f32) -> f32 {
                 let mut last = Pose::rest(&asset.skeleton);
                 sample_uncached(clip, t, &mut held).unwrap();
                 sample_uncached(clip, clip.end(), &mut last).unwrap();
-                assert_eq!(held, last, "{file} {}: past the end holds the last key", clip.name());
+                assert_eq!(
+                    held,
+                    last,
+                    "{file} {}: past the end holds the last key",
+                    clip.name()
+                );
                 &[t, clip.start()]
             } else {
                 &[t]
@@ -93,7 +108,12 @@ fn compare(
     let want: Vec<Vec<f32>> = joints
         .iter()
         .map(|j| {
-            j["world"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect()
+            j["world"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect()
         })
         .collect();
     let size = want
@@ -105,13 +125,19 @@ fn compare(
         let name = joints[k]["name"].as_str().unwrap_or("");
         if !name.is_empty() {
             // Unnamed nodes get generated names; repeated names a `#node` suffix.
-            assert_eq!(asset.skeleton.name(j).split('#').next().unwrap(), name, "joint {k}");
+            assert_eq!(
+                asset.skeleton.name(j).split('#').next().unwrap(),
+                name,
+                "joint {k}"
+            );
         }
         let got = (root * model[j as usize]).to_cols_array();
         for c in 0..4 {
             let scale = if c < 3 {
                 let col = &w[c * 4..c * 4 + 3];
-                (col[0] * col[0] + col[1] * col[1] + col[2] * col[2]).sqrt().max(1.0)
+                (col[0] * col[0] + col[1] * col[1] + col[2] * col[2])
+                    .sqrt()
+                    .max(1.0)
             } else {
                 size
             };
@@ -178,5 +204,8 @@ fn robot_quaternius() {
 #[test]
 fn simple_skin_non_unit_keys() {
     let worst = check_asset("SimpleSkin.gltf", 1e-3);
-    assert!(worst > 1e-5, "the non-unit keys should make a visible difference");
+    assert!(
+        worst > 1e-5,
+        "the non-unit keys should make a visible difference"
+    );
 }

@@ -525,7 +525,13 @@ fn reduce_channel(ch: &RawChannel) -> Keys {
                 }
             }
             let same = |a: &Quat, b: &Quat| a == b;
-            let (times, mut values) = reduce(&ch.times, &q, ch.interpolation, same, Quat::from_xyzw(0.0, 0.0, 0.0, 0.0));
+            let (times, mut values) = reduce(
+                &ch.times,
+                &q,
+                ch.interpolation,
+                same,
+                Quat::from_xyzw(0.0, 0.0, 0.0, 0.0),
+            );
             if ch.interpolation == Interpolation::CubicSpline && times.len() == 1 {
                 values[0] = values[0].normalize();
             }
@@ -656,7 +662,9 @@ impl Clip {
     }
 
     /// The animated channels as (joint, target, interpolation, key count).
-    pub fn channels(&self) -> impl Iterator<Item = (JointIndex, Target, Interpolation, usize)> + '_ {
+    pub fn channels(
+        &self,
+    ) -> impl Iterator<Item = (JointIndex, Target, Interpolation, usize)> + '_ {
         self.tracks
             .iter()
             .map(|t| (t.joint, t.target, t.interpolation, t.key_count as usize))
@@ -696,19 +704,31 @@ impl Clip {
             }
             (Target::Rotation, Interpolation::CubicSpline) => {
                 let q = |i: usize| Vec4::from(self.quats[vs + i]);
-                let v = hermite(q(3 * k + 1), q(3 * k + 2), q(3 * k + 3), q(3 * k + 4), dt, u);
+                let v = hermite(
+                    q(3 * k + 1),
+                    q(3 * k + 2),
+                    q(3 * k + 3),
+                    q(3 * k + 4),
+                    dt,
+                    u,
+                );
                 out.rotation = Quat::from_vec4(v.normalize_or(Vec4::W));
             }
             (target, interp) => {
                 let v = match interp {
-                    Interpolation::Linear => {
-                        self.vec3s[vs + k].lerp(self.vec3s[vs + k + 1], u)
-                    }
+                    Interpolation::Linear => self.vec3s[vs + k].lerp(self.vec3s[vs + k + 1], u),
                     Interpolation::Step => self.vec3s[vs + if u >= 1.0 { k + 1 } else { k }],
                     Interpolation::CubicSpline => {
                         let p = |i: usize| self.vec3s[vs + i].extend(0.0);
-                        hermite(p(3 * k + 1), p(3 * k + 2), p(3 * k + 3), p(3 * k + 4), dt, u)
-                            .truncate()
+                        hermite(
+                            p(3 * k + 1),
+                            p(3 * k + 2),
+                            p(3 * k + 3),
+                            p(3 * k + 4),
+                            dt,
+                            u,
+                        )
+                        .truncate()
                     }
                 };
                 if target == Target::Translation {

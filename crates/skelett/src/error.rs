@@ -24,7 +24,9 @@ pub enum Error {
     #[error("skeleton has {0} joints; at most {max} are supported", max = crate::MAX_JOINTS)]
     TooManyJoints(usize),
     /// A joint names a parent index outside the skeleton.
-    #[error("joint {joint} ({name:?}) has parent index {parent}, but the skeleton has {count} joints")]
+    #[error(
+        "joint {joint} ({name:?}) has parent index {parent}, but the skeleton has {count} joints"
+    )]
     ParentOutOfRange {
         /// Index of the joint in the raw skeleton.
         joint: usize,

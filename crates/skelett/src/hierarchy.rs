@@ -90,10 +90,12 @@ impl Skin {
     /// # Errors
     /// [`Error::Mesh`] naming the first problem.
     pub fn validate(&self, skeleton: &Skeleton) -> Result<(), Error> {
-        let err = |problem: String| Err(Error::Mesh {
-            mesh: self.name.clone(),
-            problem,
-        });
+        let err = |problem: String| {
+            Err(Error::Mesh {
+                mesh: self.name.clone(),
+                problem,
+            })
+        };
         if self.joints.len() != self.inverse_bind.len() {
             return err(format!(
                 "skin has {} joints but {} inverse bind matrices",
@@ -102,7 +104,10 @@ impl Skin {
             ));
         }
         if let Some(j) = self.joints.iter().find(|&&j| j as usize >= skeleton.len()) {
-            return err(format!("skin joint {j} is not in the {}-joint skeleton", skeleton.len()));
+            return err(format!(
+                "skin joint {j} is not in the {}-joint skeleton",
+                skeleton.len()
+            ));
         }
         if let Some(i) = self.inverse_bind.iter().position(|m| !m.is_finite()) {
             return err(format!("inverse bind matrix {i} is not finite"));
@@ -121,7 +126,12 @@ impl Skin {
 pub fn skinning_palette(skin: &Skin, model: &[Mat4], palette: &mut [Mat4]) -> Result<(), Error> {
     let n = skin.joints.len().min(skin.inverse_bind.len());
     check_len("palette", n, palette.len())?;
-    let max_joint = skin.joints.iter().copied().max().map_or(0, |m| m as usize + 1);
+    let max_joint = skin
+        .joints
+        .iter()
+        .copied()
+        .max()
+        .map_or(0, |m| m as usize + 1);
     check_len("model", max_joint, model.len())?;
     for ((out, &j), ibm) in palette[..n]
         .iter_mut()
@@ -138,7 +148,10 @@ pub fn skinning_palette(skin: &Skin, model: &[Mat4], palette: &mut [Mat4]) -> Re
 ///
 /// # Errors
 /// [`Error::Mesh`] if a joint index is out of range.
-pub fn inverse_bind_matrices(skeleton: &Skeleton, joints: &[JointIndex]) -> Result<Vec<Mat4>, Error> {
+pub fn inverse_bind_matrices(
+    skeleton: &Skeleton,
+    joints: &[JointIndex],
+) -> Result<Vec<Mat4>, Error> {
     let mut model = vec![Mat4::IDENTITY; skeleton.len()];
     local_to_model(skeleton, skeleton.rest_pose(), 0, &mut model)?;
     joints
@@ -231,7 +244,11 @@ mod tests {
         let mut short = vec![Mat4::IDENTITY; 2];
         assert!(matches!(
             local_to_model(&s, s.rest_pose(), 0, &mut short),
-            Err(Error::Length { expected: 3, got: 2, .. })
+            Err(Error::Length {
+                expected: 3,
+                got: 2,
+                ..
+            })
         ));
         assert_eq!(short, vec![Mat4::IDENTITY; 2]);
     }

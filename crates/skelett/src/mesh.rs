@@ -84,7 +84,10 @@ impl SkinnedMesh {
             same("normals", p.normals.as_ref().map(Vec::len))?;
             same("tangents", p.tangents.as_ref().map(Vec::len))?;
             same("uvs", p.uvs.as_ref().map(Vec::len))?;
-            if p.influences == 0 || p.joints.len() != n * p.influences || p.weights.len() != n * p.influences {
+            if p.influences == 0
+                || p.joints.len() != n * p.influences
+                || p.weights.len() != n * p.influences
+            {
                 return Err(err(format!(
                     "{} influences per vertex need {} joints and weights, found {} and {}",
                     p.influences,
@@ -94,10 +97,16 @@ impl SkinnedMesh {
                 )));
             }
             if let Some(i) = p.indices.iter().position(|&i| i as usize >= n) {
-                return Err(err(format!("index {i} is {}, past the {n} vertices", p.indices[i])));
+                return Err(err(format!(
+                    "index {i} is {}, past the {n} vertices",
+                    p.indices[i]
+                )));
             }
             if p.indices.len() % 3 != 0 {
-                return Err(err(format!("{} indices do not make whole triangles", p.indices.len())));
+                return Err(err(format!(
+                    "{} indices do not make whole triangles",
+                    p.indices.len()
+                )));
             }
             for (k, (&j, &w)) in p.joints.iter().zip(&p.weights).enumerate() {
                 if !(w.is_finite() && w >= 0.0) {

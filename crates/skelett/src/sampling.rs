@@ -184,7 +184,11 @@ mod tests {
         for cursor in [0, 1, 5, 24, 47, 48, 100] {
             for i in -10..120 {
                 let t = i as f32 * 0.23;
-                assert_eq!(find_segment(&times, cursor, t), truth(t), "cursor {cursor}, t {t}");
+                assert_eq!(
+                    find_segment(&times, cursor, t),
+                    truth(t),
+                    "cursor {cursor}, t {t}"
+                );
             }
         }
     }

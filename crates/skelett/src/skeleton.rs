@@ -269,8 +269,8 @@ impl Skeleton {
         let mut inside = vec![false; self.len()];
         let mut out = Vec::new();
         for k in j as usize..self.len() {
-            let is_in =
-                k == j as usize || (self.parents[k] != NO_PARENT && inside[self.parents[k] as usize]);
+            let is_in = k == j as usize
+                || (self.parents[k] != NO_PARENT && inside[self.parents[k] as usize]);
             if is_in {
                 inside[k] = true;
                 out.push(k as JointIndex);
@@ -357,7 +357,10 @@ mod tests {
             joints: vec![joint("a", Some(5))],
             ..Default::default()
         };
-        assert!(matches!(out.build(), Err(Error::ParentOutOfRange { parent: 5, .. })));
+        assert!(matches!(
+            out.build(),
+            Err(Error::ParentOutOfRange { parent: 5, .. })
+        ));
         let dup = RawSkeleton {
             joints: vec![joint("a", None), joint("a", Some(0))],
             ..Default::default()

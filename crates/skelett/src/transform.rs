@@ -167,8 +167,7 @@ impl SlerpSegment {
 pub(crate) fn sin_0_half_pi(x: f32) -> f32 {
     let x2 = x * x;
     x * (1.0
-        - x2 / 6.0
-            * (1.0 - x2 / 20.0 * (1.0 - x2 / 42.0 * (1.0 - x2 / 72.0 * (1.0 - x2 / 110.0)))))
+        - x2 / 6.0 * (1.0 - x2 / 20.0 * (1.0 - x2 / 42.0 * (1.0 - x2 / 72.0 * (1.0 - x2 / 110.0)))))
 }
 
 /// Slerp from `a` to `b` with the angle precomputed in `seg`; `b` must already be on `a`'s
@@ -193,12 +192,7 @@ mod tests {
     }
 
     fn quat() -> impl Strategy<Value = Quat> {
-        (
-            -1.0f32..1.0,
-            -1.0f32..1.0,
-            -1.0f32..1.0,
-            -1.0f32..1.0,
-        )
+        (-1.0f32..1.0, -1.0f32..1.0, -1.0f32..1.0, -1.0f32..1.0)
             .prop_filter("non-degenerate", |(x, y, z, w)| {
                 x * x + y * y + z * z + w * w > 0.01
             })
@@ -233,7 +227,10 @@ mod tests {
     fn sin_polynomial_is_accurate_on_its_domain() {
         for i in 0..=1000 {
             let x = i as f32 / 1000.0 * std::f32::consts::FRAC_PI_2;
-            assert!((sin_0_half_pi(x) as f64 - (x as f64).sin()).abs() < 2e-7, "{x}");
+            assert!(
+                (sin_0_half_pi(x) as f64 - (x as f64).sin()).abs() < 2e-7,
+                "{x}"
+            );
         }
     }
 

@@ -30,7 +30,11 @@ fn chan() -> impl Strategy<Value = Chan> {
     ];
     (target, interp, 1usize..12, -1.0f32..1.0)
         .prop_flat_map(|(target, interp, n, t0)| {
-            let per = if interp == Interpolation::CubicSpline { 3 } else { 1 };
+            let per = if interp == Interpolation::CubicSpline {
+                3
+            } else {
+                1
+            };
             // Values from a small set so that repeats (redundant keys) are common.
             let value = prop_oneof![
                 Just([0.5f32, -0.25, 1.0, 0.5]),
@@ -116,7 +120,12 @@ fn raw_clip(chans: &[Chan]) -> RawClip {
                 values: if c.target == Target::Rotation {
                     RawValues::Quat(c.values.iter().map(|v| Quat::from_array(*v)).collect())
                 } else {
-                    RawValues::Vec3(c.values.iter().map(|v| Vec3::new(v[0], v[1], v[2])).collect())
+                    RawValues::Vec3(
+                        c.values
+                            .iter()
+                            .map(|v| Vec3::new(v[0], v[1], v[2]))
+                            .collect(),
+                    )
                 },
             })
             .collect(),
@@ -128,7 +137,11 @@ fn raw_clip(chans: &[Chan]) -> RawClip {
 
 /// The channel's value at `t` by the textbook definitions, in f64.
 fn naive(c: &Chan, t: f32) -> [f64; 4] {
-    let per = if c.interp == Interpolation::CubicSpline { 3 } else { 1 };
+    let per = if c.interp == Interpolation::CubicSpline {
+        3
+    } else {
+        1
+    };
     let val = |k: usize| c.values[k * per + per / 2].map(f64::from);
     let n = c.times.len();
     let rot = c.target == Target::Rotation;
@@ -337,7 +350,8 @@ fn build_rejects_bad_keys_with_a_clear_error() {
         times: vec![0.0, 1.0, 2.0],
         values: vec![[0.0; 4], [1.0; 4], [2.0; 4]],
     };
-    let cases: Vec<(Box<dyn Fn(&mut RawChannel)>, &str)> = vec![
+    type Breaker = Box<dyn Fn(&mut RawChannel)>;
+    let cases: Vec<(Breaker, &str)> = vec![
         (Box::new(|c| c.times[1] = f32::NAN), "not finite"),
         (Box::new(|c| c.times[2] = 0.5), "increase strictly"),
         (Box::new(|c| c.times[1] = 0.0), "increase strictly"),
@@ -371,7 +385,11 @@ fn build_rejects_bad_keys_with_a_clear_error() {
     }
     let mut dup = raw_clip(&[base.clone(), base]);
     dup.channels[1].joint = "root".into();
-    assert!(dup.build(&s).unwrap_err().to_string().contains("second channel"));
+    assert!(dup
+        .build(&s)
+        .unwrap_err()
+        .to_string()
+        .contains("second channel"));
 }
 
 #[test]

@@ -50,7 +50,9 @@ fn component(t: DataType, normalized: bool, b: &[u8]) -> f32 {
         DataType::U8 if normalized => b[0] as f32 / 255.0,
         DataType::I8 if normalized => (b[0] as i8 as f32 / 127.0).max(-1.0),
         DataType::U16 if normalized => u16::from_le_bytes([b[0], b[1]]) as f32 / 65535.0,
-        DataType::I16 if normalized => (i16::from_le_bytes([b[0], b[1]]) as f32 / 32767.0).max(-1.0),
+        DataType::I16 if normalized => {
+            (i16::from_le_bytes([b[0], b[1]]) as f32 / 32767.0).max(-1.0)
+        }
         DataType::U8 => b[0] as f32,
         DataType::I8 => b[0] as i8 as f32,
         DataType::U16 => u16::from_le_bytes([b[0], b[1]]) as f32,
@@ -91,14 +93,12 @@ impl<'a, 'b> Reader<'a, 'b> {
     }
 
     /// Locates the bytes of a view: (slice of the buffer, stride), checked.
-    fn view_bytes(
-        &self,
-        view: &gltf::buffer::View,
-        location: &str,
-    ) -> Result<&'a [u8], Error> {
+    fn view_bytes(&self, view: &gltf::buffer::View, location: &str) -> Result<&'a [u8], Error> {
         let buffer = &self.buffers[view.buffer().index()];
         let start = view.offset();
-        let end = start.checked_add(view.length()).filter(|&e| e <= buffer.len());
+        let end = start
+            .checked_add(view.length())
+            .filter(|&e| e <= buffer.len());
         match end {
             Some(end) => Ok(&buffer[start..end]),
             None => Err(self.invalid(
@@ -168,7 +168,15 @@ impl<'a, 'b> Reader<'a, 'b> {
         if !want_dims.contains(&d) {
             return Err(self.invalid(
                 location.into(),
-                format!("has {:?} elements, expected {} components", acc.dimensions(), want_dims.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" or ")),
+                format!(
+                    "has {:?} elements, expected {} components",
+                    acc.dimensions(),
+                    want_dims
+                        .iter()
+                        .map(|x| x.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                ),
             ));
         }
         let t = acc.data_type();
@@ -184,7 +192,11 @@ impl<'a, 'b> Reader<'a, 'b> {
                 location.into(),
                 format!(
                     "has component type {t:?}{}, which this attribute does not allow",
-                    if acc.normalized() { " (normalized)" } else { "" }
+                    if acc.normalized() {
+                        " (normalized)"
+                    } else {
+                        ""
+                    }
                 ),
             ));
         }
@@ -243,7 +255,11 @@ impl<'a, 'b> Reader<'a, 'b> {
         let mut out = Vec::new();
         match acc.view() {
             Some(view) => {
-                out.reserve(count.saturating_mul(n).min(self.view_bytes(&view, location)?.len()));
+                out.reserve(
+                    count
+                        .saturating_mul(n)
+                        .min(self.view_bytes(&view, location)?.len()),
+                );
                 self.for_each_element(&view, acc.offset(), count, elem, location, |b| {
                     push(b, &mut out, n)
                 })?;
@@ -274,9 +290,14 @@ impl<'a, 'b> Reader<'a, 'b> {
             };
             let mut indices = Vec::with_capacity(sc);
             let ilocation = format!("{location}.sparse.indices");
-            self.for_each_element(&idx.view(), idx.offset(), sc, component_size(it), &ilocation, |b| {
-                indices.push(component_u32(it, b) as usize)
-            })?;
+            self.for_each_element(
+                &idx.view(),
+                idx.offset(),
+                sc,
+                component_size(it),
+                &ilocation,
+                |b| indices.push(component_u32(it, b) as usize),
+            )?;
             let mut values = Vec::with_capacity(sc * n);
             let vals = sparse.values();
             let vlocation = format!("{location}.sparse.values");

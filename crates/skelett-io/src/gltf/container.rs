@@ -35,14 +35,21 @@ fn split_glb<'a>(file: &Path, bytes: &'a [u8]) -> Result<(&'a [u8], Option<&'a [
         offset: offset as u64,
         expected,
     };
-    let version = u32_at(bytes, 4)
-        .ok_or_else(|| bad(bytes.len(), "a 12-byte GLB header (file is truncated)".into()))?;
+    let version = u32_at(bytes, 4).ok_or_else(|| {
+        bad(
+            bytes.len(),
+            "a 12-byte GLB header (file is truncated)".into(),
+        )
+    })?;
     if version != 2 {
         return Err(bad(4, format!("GLB version 2, found {version}")));
     }
-    let total = u32_at(bytes, 8)
-        .ok_or_else(|| bad(bytes.len(), "a 12-byte GLB header (file is truncated)".into()))?
-        as usize;
+    let total = u32_at(bytes, 8).ok_or_else(|| {
+        bad(
+            bytes.len(),
+            "a 12-byte GLB header (file is truncated)".into(),
+        )
+    })? as usize;
     if total > bytes.len() {
         return Err(bad(
             8,
@@ -122,6 +129,7 @@ pub(crate) fn parse<'a>(
         column: e.column(),
         expected: format!("valid glTF JSON: {e}"),
     })?;
+    check_unvalidated(file, &root)?;
     let doc = gltf::Document::from_json(root).map_err(|e| invalid_doc(file, e))?;
 
     let mut buffers = Vec::new();
@@ -132,12 +140,13 @@ pub(crate) fn parse<'a>(
             location: location.clone(),
             problem,
         };
-        let data: Cow<'a, [u8]> = match buffer.source() {
-            gltf::buffer::Source::Bin => Cow::Borrowed(
-                bin.ok_or_else(|| invalid("refers to the GLB BIN chunk, which is missing".into()))?,
-            ),
-            gltf::buffer::Source::Uri(uri) => Cow::Owned(read_uri(base, uri, &invalid)?),
-        };
+        let data: Cow<'a, [u8]> =
+            match buffer.source() {
+                gltf::buffer::Source::Bin => Cow::Borrowed(bin.ok_or_else(|| {
+                    invalid("refers to the GLB BIN chunk, which is missing".into())
+                })?),
+                gltf::buffer::Source::Uri(uri) => Cow::Owned(read_uri(base, uri, &invalid)?),
+            };
         if data.len() < buffer.length() {
             return Err(invalid(format!(
                 "declares {} bytes but its data has {} (truncated)",
@@ -194,6 +203,36 @@ fn percent_decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Checks what `gltf::Document::from_json` leaves unchecked but the `gltf` crate's accessors
+/// later unwrap: animation channel targets (node index and path).
+fn check_unvalidated(file: &Path, root: &gltf::json::Root) -> Result<(), Error> {
+    use gltf::json::validation::Checked;
+    for (a, anim) in root.animations.iter().enumerate() {
+        for (c, ch) in anim.channels.iter().enumerate() {
+            let location = format!("animations[{a}].channels[{c}].target");
+            if ch.target.node.value() >= root.nodes.len() {
+                return Err(Error::Invalid {
+                    file: file.to_path_buf(),
+                    location,
+                    problem: format!(
+                        "node {} does not exist ({} nodes)",
+                        ch.target.node.value(),
+                        root.nodes.len()
+                    ),
+                });
+            }
+            if let Checked::Invalid = ch.target.path {
+                return Err(Error::Invalid {
+                    file: file.to_path_buf(),
+                    location,
+                    problem: "path must be translation, rotation, scale or weights".into(),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 fn invalid_doc(file: &Path, e: gltf::Error) -> Error {

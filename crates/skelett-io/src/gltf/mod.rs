@@ -113,7 +113,7 @@ impl Importer<'_, '_> {
         let skeleton = raw.build().map_err(|source| Error::Build {
             file: self.file.to_path_buf(),
             location: "nodes".into(),
-            source,
+            source: Box::new(source),
         })?;
         let joint_of_source = skeleton.joint_of_source();
         let joint_of_node = |n: usize| in_skeleton.get(&n).map(|&i| joint_of_source[i]);
@@ -188,20 +188,26 @@ impl Importer<'_, '_> {
         let animated: HashSet<usize> = self
             .doc
             .animations()
-            .flat_map(|a| a.channels().map(|c| c.target().node().index()).collect::<Vec<_>>())
+            .flat_map(|a| {
+                a.channels()
+                    .map(|c| c.target().node().index())
+                    .collect::<Vec<_>>()
+            })
             .collect();
         let is_ancestor_of_joint = |n: usize, chosen: &[bool]| {
-            chosen.iter().enumerate().any(|(j, &c)| c && {
-                let mut k = parent[j];
-                let mut hit = false;
-                while let Some(p) = k {
-                    if p == n {
-                        hit = true;
-                        break;
+            chosen.iter().enumerate().any(|(j, &c)| {
+                c && {
+                    let mut k = parent[j];
+                    let mut hit = false;
+                    while let Some(p) = k {
+                        if p == n {
+                            hit = true;
+                            break;
+                        }
+                        k = parent[p];
                     }
-                    k = parent[p];
+                    hit
                 }
-                hit
             })
         };
         // Animated ancestors of joints join the skeleton (their motion moves the joints).
@@ -248,9 +254,10 @@ impl Importer<'_, '_> {
                     v
                 };
                 let first = chain(parent[roots[0]]);
-                let lca = first.iter().copied().find(|a| {
-                    roots.iter().all(|&r| chain(parent[r]).contains(a))
-                });
+                let lca = first
+                    .iter()
+                    .copied()
+                    .find(|a| roots.iter().all(|&r| chain(parent[r]).contains(a)));
                 for &r in &roots {
                     for a in chain(parent[r]) {
                         if Some(a) == lca {
@@ -305,7 +312,10 @@ impl Importer<'_, '_> {
                 .collect();
             let inverse_bind = match skin.inverse_bind_matrices() {
                 Some(acc) => {
-                    let loc = format!("{location}.inverseBindMatrices (accessors[{}])", acc.index());
+                    let loc = format!(
+                        "{location}.inverseBindMatrices (accessors[{}])",
+                        acc.index()
+                    );
                     let m = self.reader.read_f32(&acc, &loc, &[16], Accept::Float)?;
                     if m.len() != joints.len() * 16 {
                         return Err(self.invalid(
@@ -313,21 +323,21 @@ impl Importer<'_, '_> {
                             format!("has {} matrices for {} joints", m.len() / 16, joints.len()),
                         ));
                     }
-                    m.chunks_exact(16)
-                        .map(|c| Mat4::from_cols_slice(c))
-                        .collect()
+                    m.chunks_exact(16).map(Mat4::from_cols_slice).collect()
                 }
                 None => vec![Mat4::IDENTITY; joints.len()],
             };
             let skin = Skin {
-                name: skin.name().map_or_else(|| format!("skin{}", skin.index()), str::to_string),
+                name: skin
+                    .name()
+                    .map_or_else(|| format!("skin{}", skin.index()), str::to_string),
                 joints,
                 inverse_bind,
             };
             skin.validate(skeleton).map_err(|source| Error::Build {
                 file: self.file.to_path_buf(),
                 location: location.clone(),
-                source,
+                source: Box::new(source),
             })?;
             skins.push(skin);
         }
@@ -371,11 +381,12 @@ impl Importer<'_, '_> {
                 }
                 out.primitives.push(self.primitive(&prim, &location)?);
             }
-            out.validate(&skins[skin.index()]).map_err(|source| Error::Build {
-                file: self.file.to_path_buf(),
-                location: format!("meshes[{}]", mesh.index()),
-                source,
-            })?;
+            out.validate(&skins[skin.index()])
+                .map_err(|source| Error::Build {
+                    file: self.file.to_path_buf(),
+                    location: format!("meshes[{}]", mesh.index()),
+                    source: Box::new(source),
+                })?;
             meshes.push(out);
         }
         Ok(meshes)
@@ -392,11 +403,19 @@ impl Importer<'_, '_> {
         let Some(acc) = prim.get(&semantic) else {
             return Ok(None);
         };
-        let loc = format!("{location}.attributes.{} (accessors[{}])", semantic.to_string(), acc.index());
+        let loc = format!(
+            "{location}.attributes.{} (accessors[{}])",
+            semantic.to_string(),
+            acc.index()
+        );
         self.reader.read_f32(&acc, &loc, &[want], accept).map(Some)
     }
 
-    fn primitive(&mut self, prim: &gltf::Primitive, location: &str) -> Result<MeshPrimitive, Error> {
+    fn primitive(
+        &mut self,
+        prim: &gltf::Primitive,
+        location: &str,
+    ) -> Result<MeshPrimitive, Error> {
         use gltf::Semantic as S;
         const NORM: &[DataType] = &[DataType::U8, DataType::U16];
         let positions: Vec<Vec3> = self
@@ -408,7 +427,10 @@ impl Importer<'_, '_> {
         let n = positions.len();
         let check_len = |what: &str, len: usize| {
             if len != n {
-                Err(self.invalid(location, format!("{what} has {len} entries for {n} positions")))
+                Err(self.invalid(
+                    location,
+                    format!("{what} has {len} entries for {n} positions"),
+                ))
             } else {
                 Ok(())
             }
@@ -420,7 +442,13 @@ impl Importer<'_, '_> {
             .attribute(prim, S::Tangents, location, 4, Accept::Float)?
             .map(|v| v.chunks_exact(4).map(Vec4::from_slice).collect::<Vec<_>>());
         let uvs = self
-            .attribute(prim, S::TexCoords(0), location, 2, Accept::FloatOrNormalized(NORM))?
+            .attribute(
+                prim,
+                S::TexCoords(0),
+                location,
+                2,
+                Accept::FloatOrNormalized(NORM),
+            )?
             .map(|v| v.chunks_exact(2).map(Vec2::from_slice).collect::<Vec<_>>());
         for (what, len) in [
             ("NORMAL", normals.as_ref().map(Vec::len)),
@@ -439,10 +467,20 @@ impl Importer<'_, '_> {
             let w = prim.get(&S::Weights(set));
             match (j, w) {
                 (Some(j), Some(w)) => {
-                    let jl = format!("{location}.attributes.JOINTS_{set} (accessors[{}])", j.index());
-                    let wl = format!("{location}.attributes.WEIGHTS_{set} (accessors[{}])", w.index());
-                    let joints = self.reader.read_u32(&j, &jl, &[4], Accept::Unsigned(NORM))?;
-                    let weights = self.reader.read_f32(&w, &wl, &[4], Accept::FloatOrNormalized(NORM))?;
+                    let jl = format!(
+                        "{location}.attributes.JOINTS_{set} (accessors[{}])",
+                        j.index()
+                    );
+                    let wl = format!(
+                        "{location}.attributes.WEIGHTS_{set} (accessors[{}])",
+                        w.index()
+                    );
+                    let joints = self
+                        .reader
+                        .read_u32(&j, &jl, &[4], Accept::Unsigned(NORM))?;
+                    let weights =
+                        self.reader
+                            .read_f32(&w, &wl, &[4], Accept::FloatOrNormalized(NORM))?;
                     check_len(&format!("JOINTS_{set}"), joints.len() / 4)?;
                     check_len(&format!("WEIGHTS_{set}"), weights.len() / 4)?;
                     sets.push((joints, weights));
@@ -457,7 +495,10 @@ impl Importer<'_, '_> {
             }
         }
         if sets.is_empty() {
-            return Err(self.invalid(location, "a skinned mesh primitive needs JOINTS_0 and WEIGHTS_0"));
+            return Err(self.invalid(
+                location,
+                "a skinned mesh primitive needs JOINTS_0 and WEIGHTS_0",
+            ));
         }
         let influences = 4 * sets.len();
         let mut joints = Vec::with_capacity(n * influences);
@@ -470,7 +511,9 @@ impl Importer<'_, '_> {
                     let j = js[v * 4 + k];
                     let w = ws[v * 4 + k];
                     if j > u16::MAX as u32 {
-                        return Err(self.invalid(location, format!("vertex {v} has joint index {j}")));
+                        return Err(
+                            self.invalid(location, format!("vertex {v} has joint index {j}"))
+                        );
                     }
                     joints.push(j as u16);
                     weights.push(if w.is_finite() && w > 0.0 { w } else { 0.0 });
@@ -514,7 +557,9 @@ impl Importer<'_, '_> {
             joints,
             weights,
             indices,
-            base_color_texture: pbr.base_color_texture().map(|t| t.texture().source().index()),
+            base_color_texture: pbr
+                .base_color_texture()
+                .map(|t| t.texture().source().index()),
             base_color: Vec4::from(pbr.base_color_factor()),
         })
     }
@@ -573,7 +618,8 @@ impl Importer<'_, '_> {
                 };
                 let output = sampler.output();
                 let ol = format!("{cl} output (accessors[{}])", output.index());
-                const SNORM: &[DataType] = &[DataType::I8, DataType::U8, DataType::I16, DataType::U16];
+                const SNORM: &[DataType] =
+                    &[DataType::I8, DataType::U8, DataType::I16, DataType::U16];
                 let values = match target {
                     Target::Rotation => RawValues::Quat(
                         self.reader
@@ -611,7 +657,7 @@ impl Importer<'_, '_> {
             let clip = raw.build(skeleton).map_err(|source| Error::Build {
                 file: self.file.to_path_buf(),
                 location: format!("{location} ({name:?})"),
-                source,
+                source: Box::new(source),
             })?;
             clips.push(Arc::new(clip));
         }

@@ -15,7 +15,11 @@ pub fn data(rel: &str) -> PathBuf {
 
 pub fn reference(name: &str) -> serde_json::Value {
     let path = data_dir().join("reference").join(format!("{name}.json"));
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (is ../shared beside the repository?)", path.display()));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (is ../shared beside the repository?)",
+            path.display()
+        )
+    });
     serde_json::from_str(&text).unwrap()
 }

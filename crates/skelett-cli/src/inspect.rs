@@ -1,0 +1,262 @@
+//! `skelett inspect`: the joint tree, clips, meshes and warnings of a file, as text or JSON.
+
+use std::path::Path;
+
+use serde::Serialize;
+use skelett::{Clip, JointIndex, Skeleton};
+use skelett_io::Asset;
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+#[derive(Serialize)]
+struct Report {
+    source: String,
+    skeleton: SkeletonInfo,
+    clips: Vec<ClipInfo>,
+    meshes: Vec<MeshInfo>,
+    warnings: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct SkeletonInfo {
+    joints: usize,
+    root_transform: [f32; 16],
+    tree: Vec<JointInfo>,
+}
+
+#[derive(Serialize)]
+struct JointInfo {
+    index: usize,
+    name: String,
+    parent: Option<usize>,
+    depth: usize,
+}
+
+#[derive(Serialize)]
+struct ClipInfo {
+    index: usize,
+    name: String,
+    start: f32,
+    duration: f32,
+    /// Animated channels (more than one distinct key).
+    channels: usize,
+    /// Channels holding one value the whole clip (folded into the base pose).
+    constant_channels: usize,
+    keys: KeysByInterpolation,
+    bytes: usize,
+}
+
+#[derive(Serialize)]
+struct KeysByInterpolation {
+    step: usize,
+    linear: usize,
+    cubic: usize,
+}
+
+#[derive(Serialize)]
+struct MeshInfo {
+    name: String,
+    skin: usize,
+    primitives: usize,
+    vertices: usize,
+    triangles: usize,
+    /// `influences[k]` vertices have k non-zero weights.
+    influences: Vec<usize>,
+    has_normals: bool,
+    has_tangents: bool,
+    has_uvs: bool,
+}
+
+fn clip_info(index: usize, c: &Clip) -> ClipInfo {
+    let counts = c.counts();
+    ClipInfo {
+        index,
+        name: c.name().to_string(),
+        start: c.start(),
+        duration: c.duration(),
+        channels: c.track_count(),
+        constant_channels: counts.constant,
+        keys: KeysByInterpolation {
+            step: counts.keys[0],
+            linear: counts.keys[1],
+            cubic: counts.keys[2],
+        },
+        bytes: c.size_bytes(),
+    }
+}
+
+fn report(asset: &Asset, source: String) -> Report {
+    let s = &asset.skeleton;
+    Report {
+        source,
+        skeleton: SkeletonInfo {
+            joints: s.len(),
+            root_transform: s.root_transform().to_cols_array(),
+            tree: (0..s.len() as JointIndex)
+                .map(|j| JointInfo {
+                    index: j as usize,
+                    name: s.name(j).to_string(),
+                    parent: s.parent(j).map(|p| p as usize),
+                    depth: s.depth(j),
+                })
+                .collect(),
+        },
+        clips: asset
+            .clips
+            .iter()
+            .enumerate()
+            .map(|(i, c)| clip_info(i, c))
+            .collect(),
+        meshes: asset
+            .meshes
+            .iter()
+            .map(|m| {
+                let mut influences = vec![0usize; 9];
+                for p in &m.primitives {
+                    for k in p.influence_counts() {
+                        influences[k.min(8)] += 1;
+                    }
+                }
+                while influences.len() > 1 && influences.last() == Some(&0) {
+                    influences.pop();
+                }
+                MeshInfo {
+                    name: m.name.clone(),
+                    skin: m.skin,
+                    primitives: m.primitives.len(),
+                    vertices: m.primitives.iter().map(|p| p.vertex_count()).sum(),
+                    triangles: m.primitives.iter().map(|p| p.triangle_count()).sum(),
+                    influences,
+                    has_normals: m.primitives.iter().all(|p| p.normals.is_some()),
+                    has_tangents: m.primitives.iter().all(|p| p.tangents.is_some()),
+                    has_uvs: m.primitives.iter().all(|p| p.uvs.is_some()),
+                }
+            })
+            .collect(),
+        warnings: asset.warnings.clone(),
+    }
+}
+
+fn print_tree(s: &Skeleton) {
+    // Children in joint order under each parent, drawn with box characters.
+    let n = s.len();
+    let mut children = vec![Vec::new(); n];
+    let mut roots = Vec::new();
+    for j in 0..n as JointIndex {
+        match s.parent(j) {
+            Some(p) => children[p as usize].push(j),
+            None => roots.push(j),
+        }
+    }
+    fn walk(
+        s: &Skeleton,
+        children: &[Vec<JointIndex>],
+        j: JointIndex,
+        prefix: &str,
+        last: bool,
+        top: bool,
+    ) {
+        let branch = if top {
+            ""
+        } else if last {
+            "└─ "
+        } else {
+            "├─ "
+        };
+        println!("  {prefix}{branch}{} [{j}]", s.name(j));
+        let next = if top {
+            String::new()
+        } else {
+            format!("{prefix}{}", if last { "   " } else { "│  " })
+        };
+        let kids = &children[j as usize];
+        for (i, &c) in kids.iter().enumerate() {
+            walk(s, children, c, &next, i + 1 == kids.len(), false);
+        }
+    }
+    for &r in &roots {
+        walk(s, &children, r, "", true, true);
+    }
+}
+
+fn kib(bytes: usize) -> String {
+    if bytes >= 10 * 1024 {
+        format!("{:.0} KiB", bytes as f64 / 1024.0)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+/// Runs `skelett inspect`.
+pub fn run(file: Option<&Path>, json: bool) -> Result<()> {
+    let (asset, source) = crate::load(file)?;
+    let r = report(&asset, source);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(());
+    }
+    println!("{}", r.source);
+    let identity = asset.skeleton.root_transform() == glam::Mat4::IDENTITY;
+    println!(
+        "skeleton: {} joints{}",
+        r.skeleton.joints,
+        if identity {
+            ""
+        } else {
+            " (under non-joint ancestors: see root_transform in --json)"
+        }
+    );
+    print_tree(&asset.skeleton);
+    println!("clips: {}", r.clips.len());
+    for c in &r.clips {
+        println!(
+            "  [{}] {:<24} start {:.4} s  duration {:.4} s  channels {} animated + {} constant  \
+             keys: {} linear, {} step, {} cubic  {}",
+            c.index,
+            c.name,
+            c.start,
+            c.duration,
+            c.channels,
+            c.constant_channels,
+            c.keys.linear,
+            c.keys.step,
+            c.keys.cubic,
+            kib(c.bytes)
+        );
+    }
+    println!("meshes: {}", r.meshes.len());
+    for m in &r.meshes {
+        let hist: Vec<String> = m
+            .influences
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(k, n)| format!("{k}:{n}"))
+            .collect();
+        println!(
+            "  {:<24} skin {}  {} primitive(s)  {} vertices  {} triangles  influences {}{}{}{}",
+            m.name,
+            m.skin,
+            m.primitives,
+            m.vertices,
+            m.triangles,
+            hist.join(" "),
+            if m.has_normals {
+                "  normals"
+            } else {
+                "  no normals"
+            },
+            if m.has_tangents { " tangents" } else { "" },
+            if m.has_uvs { " uvs" } else { "" },
+        );
+    }
+    if r.warnings.is_empty() {
+        println!("warnings: none");
+    } else {
+        println!("warnings: {}", r.warnings.len());
+        for w in &r.warnings {
+            println!("  {w}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,172 @@
+//! The `skelett` binary, run as a user runs it.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn data(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(rel)
+}
+
+fn skelett(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_skelett"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn inspect_embedded_fox() {
+    let (ok, out, err) = skelett(&["inspect"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("24 joints"), "{out}");
+    for clip in ["Survey", "Walk", "Run"] {
+        assert!(out.contains(clip), "{out}");
+    }
+    assert!(out.contains("1728 vertices"), "{out}");
+}
+
+#[test]
+fn inspect_json_agrees_with_the_library() {
+    let path = data("gltf/robot_quaternius.glb");
+    let (ok, out, err) = skelett(&["inspect", path.to_str().unwrap(), "--json"]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let asset = skelett_io::load(&path).unwrap();
+    assert_eq!(v["skeleton"]["joints"], asset.skeleton.len());
+    assert_eq!(v["clips"].as_array().unwrap().len(), 14);
+    assert_eq!(v["meshes"].as_array().unwrap().len(), asset.meshes.len());
+    let hist = v["meshes"][0]["influences"].as_array().unwrap();
+    let total: u64 = hist.iter().map(|x| x.as_u64().unwrap()).sum();
+    assert_eq!(total, v["meshes"][0]["vertices"].as_u64().unwrap());
+    // The tree lists parents before children.
+    for j in v["skeleton"]["tree"].as_array().unwrap() {
+        if let Some(p) = j["parent"].as_u64() {
+            assert!(p < j["index"].as_u64().unwrap());
+        }
+    }
+}
+
+/// `skelett sample --json` reproduces the independent three.js reference (CUBICSPLINE asset).
+#[test]
+fn sample_json_matches_the_reference() {
+    let reference: Value = serde_json::from_str(
+        &std::fs::read_to_string(data("reference/CesiumMan_cubic.glb.json")).unwrap(),
+    )
+    .unwrap();
+    let clip = &reference["clips"][0];
+    let end = clip["end"].as_f64().unwrap();
+    let times: Vec<String> = clip["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["t"].as_f64().unwrap())
+        .filter(|&t| t <= end) // past the end three.js is inconsistent (see skelett-io's golden tests)
+        .map(|t| t.to_string())
+        .collect();
+    let path = data("gltf/CesiumMan_cubic.glb");
+    let (ok, out, err) = skelett(&[
+        "sample",
+        path.to_str().unwrap(),
+        "--clip",
+        "0",
+        "--times",
+        &times.join(","),
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["clip"]["index"], 0);
+    assert!((v["clip"]["start"].as_f64().unwrap() - clip["start"].as_f64().unwrap()).abs() < 1e-4);
+    let samples = v["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), times.len());
+    for (got, want) in samples.iter().zip(clip["samples"].as_array().unwrap()) {
+        assert!((got["t"].as_f64().unwrap() - want["t"].as_f64().unwrap()).abs() < 1e-6);
+        for (gj, wj) in got["joints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(want["joints"].as_array().unwrap())
+        {
+            assert_eq!(gj["joint"], wj["joint"]);
+            assert_eq!(gj["name"], wj["name"]);
+            for (a, b) in gj["world"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .zip(wj["world"].as_array().unwrap())
+            {
+                let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+                assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{a} vs {b}");
+            }
+        }
+    }
+}
+
+#[test]
+fn sample_text_and_clip_by_name() {
+    let (ok, out, err) = skelett(&["sample", "--clip", "Walk", "--times", "0,0.25"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("\"Walk\"") && out.contains("t = 0.25") && out.contains("b_Head_05"),
+        "{out}"
+    );
+    let (ok, _, err) = skelett(&["sample", "--clip", "Dance", "--times", "0"]);
+    assert!(!ok);
+    assert!(
+        err.contains("no clip \"Dance\"") && err.contains("Survey"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_files_fail_with_the_file_named() {
+    let dir = std::env::temp_dir().join(format!("skelett-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("broken.glb");
+    std::fs::write(&bad, b"glTF\x02\0\0\0\xff\xff\0\0").unwrap();
+    let (ok, _, err) = skelett(&["inspect", bad.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(
+        err.contains("broken.glb") && err.contains("truncated"),
+        "{err}"
+    );
+    let (ok, _, err) = skelett(&["inspect", dir.join("missing.glb").to_str().unwrap()]);
+    assert!(!ok && err.contains("missing.glb"), "{err}");
+    let (ok, _, err) = skelett(&["inspect", "model.xyz"]);
+    assert!(!ok && err.contains("unknown format"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bench_reports_every_clip() {
+    let (ok, out, err) = skelett(&["bench", "--json", "--rounds", "3"]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let clips = v["clips"].as_array().unwrap();
+    assert_eq!(clips.len(), 3);
+    for c in clips {
+        assert!(c["forward_ns_per_joint"].as_f64().unwrap() > 0.0);
+        assert!(c["seek_ns_per_joint"].as_f64().unwrap() > 0.0);
+    }
+    assert!(v["local_to_model_ns_per_joint"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["palette_matrices"], 24);
+}
+
+#[test]
+fn help_credits_the_embedded_asset() {
+    let (ok, out, _) = skelett(&["--help"]);
+    assert!(ok);
+    assert!(
+        out.contains("CC BY 4.0") && out.contains("tomkranis"),
+        "{out}"
+    );
+}

@@ -1,0 +1,29 @@
+//! Fuzzes the whole glTF path: container, JSON, accessors, skeleton, clips, meshes, and then
+//! sampling and local-to-model of whatever loaded. Any panic, hang or runaway allocation is a
+//! bug; errors are the expected outcome for most inputs.
+#![no_main]
+
+use std::path::Path;
+
+use libfuzzer_sys::fuzz_target;
+use skelett::{local_to_model, sample, Pose, SamplingCache};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(asset) = skelett_io::gltf::load_bytes(data, Path::new("fuzz.glb"), None) else {
+        return;
+    };
+    let mut pose = Pose::rest(&asset.skeleton);
+    let mut model = vec![glam::Mat4::IDENTITY; asset.skeleton.len()];
+    for clip in &asset.clips {
+        let mut cache = SamplingCache::for_clip(clip);
+        for t in [clip.start() - 1.0, clip.start(), clip.start() + clip.duration() * 0.5, clip.end(), clip.end() + 1.0] {
+            sample(clip, t, &mut cache, &mut pose).unwrap();
+            local_to_model(&asset.skeleton, &pose, 0, &mut model).unwrap();
+        }
+    }
+    for (mesh, skin) in asset.meshes.iter().map(|m| (m, &asset.skins[m.skin])) {
+        let mut palette = vec![glam::Mat4::IDENTITY; skin.len()];
+        skelett::skinning_palette(skin, &model, &mut palette).unwrap();
+        assert!(mesh.validate(skin).is_ok());
+    }
+});
