@@ -281,3 +281,12 @@ fn bad_animation_target_path_and_node() {
     let e = err(&join(&json, &bin));
     assert!(e.contains("node 4000 does not exist"), "{e}");
 }
+
+/// Found by fuzzing: `gltf-json`'s validation looks up POSITION's accessor without a check.
+#[test]
+fn mesh_attribute_accessor_out_of_range() {
+    let (mut json, bin) = split(&rigged_simple());
+    json["meshes"][0]["primitives"][0]["attributes"]["POSITION"] = Value::from(777);
+    let e = err(&join(&json, &bin));
+    assert!(e.contains("meshes[0].primitives[0].attributes.POSITION") && e.contains("777"), "{e}");
+}

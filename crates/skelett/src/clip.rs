@@ -13,7 +13,8 @@
 //!    │                   names bound (every miss reported); redundant keys dropped;
 //!    │                   one-key channels folded into the clip's base pose
 //!    ▼
-//! Clip { base pose, tracks (sorted by joint), flat time / value / slerp-angle arrays }
+//! Clip { base pose, tracks grouped by kind (LINEAR rotations, translations, scales, then the
+//!        rest), flat time / value / slerp-angle arrays }
 //! ```
 //!
 //! Times are seconds in the source's own time base: a clip may start at 0.0417 s, and
@@ -181,7 +182,11 @@ pub struct Clip {
     pub(crate) duration: f32,
     /// Rest pose with every constant channel applied: what a joint is where no track moves it.
     pub(crate) base: Box<[Transform]>,
+    /// Tracks in groups: `..groups[0]` LINEAR rotations, `..groups[1]` LINEAR translations,
+    /// `..groups[2]` LINEAR scales, then STEP and CUBICSPLINE tracks of any target. Within a
+    /// group, by joint. Sampling runs one tight loop per group.
     pub(crate) tracks: Box<[Track]>,
+    pub(crate) groups: [usize; 3],
     pub(crate) times: Box<[f32]>,
     pub(crate) vec3s: Box<[Vec3]>,
     pub(crate) quats: Box<[Quat]>,
@@ -330,6 +335,7 @@ impl RawClip {
             duration: self.duration,
             base: skeleton.rest_pose().into(),
             tracks: Box::new([]),
+            groups: [0; 3],
             times: Box::new([]),
             vec3s: Box::new([]),
             quats: Box::new([]),
@@ -406,6 +412,16 @@ impl RawClip {
             times.extend_from_slice(&keys.times);
         }
         slerp.resize(quats.len(), SlerpSegment::default());
+        let group = |t: &Track| match (t.interpolation, t.target) {
+            (Interpolation::Linear, Target::Rotation) => 0,
+            (Interpolation::Linear, Target::Translation) => 1,
+            (Interpolation::Linear, Target::Scale) => 2,
+            _ => 3,
+        };
+        tracks.sort_by_key(|t| (group(t), t.joint, t.target));
+        for g in 0..3 {
+            clip.groups[g] = tracks.partition_point(|t| group(t) <= g);
+        }
         clip.tracks = tracks.into();
         clip.times = times.into();
         clip.vec3s = vec3s.into();
@@ -661,7 +677,7 @@ impl Clip {
             + self.base.len() * size_of::<Transform>()
     }
 
-    /// The animated channels as (joint, target, interpolation, key count).
+    /// The animated channels as (joint, target, interpolation, key count), grouped by kind.
     pub fn channels(
         &self,
     ) -> impl Iterator<Item = (JointIndex, Target, Interpolation, usize)> + '_ {
@@ -676,59 +692,42 @@ impl Clip {
         &self.times[t.time_start as usize..(t.time_start + t.key_count) as usize]
     }
 
-    /// Evaluates the channel `track` at `t` given its segment `k` (keys `k` and `k + 1`
-    /// bracket `t`, or `t` lies outside the keys and `k` is the first or last segment).
-    #[inline(always)]
-    pub(crate) fn eval_track(&self, track: &Track, k: usize, t: f32, out: &mut Transform) {
+    /// Evaluates a STEP or CUBICSPLINE channel (or any channel, slowly) in segment `k`
+    /// (keys `k` and `k + 1`) at `u` in 0..=1 through the segment, which is time `t`.
+    #[inline]
+    pub(crate) fn eval_track(&self, track: &Track, k: usize, u: f32, t: f32, out: &mut Transform) {
         let ts = track.time_start as usize;
-        let n = track.key_count as usize;
-        // SAFETY-free bounds: these index computations are checked by slice indexing; the
-        // build guarantees them in range, so the checks never fail.
-        let t0 = self.times[ts + k];
-        let t1 = self.times[ts + k + 1];
-        let dt = t1 - t0;
-        let u = ((t - t0) / dt).clamp(0.0, 1.0);
         let vs = track.value_start as usize;
-        debug_assert!(k + 1 < n);
+        let t1 = self.times[ts + k + 1];
+        let dt = t1 - self.times[ts + k];
+        // STEP switches exactly at the next key's time (u may round to just below 1 there).
+        let step_key = if t >= t1 { k + 1 } else { k };
         match (track.target, track.interpolation) {
             (Target::Rotation, Interpolation::Linear) => {
-                let a = Vec4::from(self.quats[vs + k]);
-                let b = Vec4::from(self.quats[vs + k + 1]);
                 let seg = self.slerp[vs + k];
-                let w0 = crate::transform::sin_0_half_pi((1.0 - u) * seg.angle) * seg.inv_sin;
-                let w1 = crate::transform::sin_0_half_pi(u * seg.angle) * seg.inv_sin;
-                out.rotation = Quat::from_vec4(a * w0 + b * w1);
+                out.rotation = slerp_weights_apply(
+                    self.quats[vs + k],
+                    self.quats[vs + k + 1],
+                    seg,
+                    u,
+                );
             }
             (Target::Rotation, Interpolation::Step) => {
-                out.rotation = self.quats[vs + if u >= 1.0 { k + 1 } else { k }];
+                out.rotation = self.quats[vs + step_key];
             }
             (Target::Rotation, Interpolation::CubicSpline) => {
                 let q = |i: usize| Vec4::from(self.quats[vs + i]);
-                let v = hermite(
-                    q(3 * k + 1),
-                    q(3 * k + 2),
-                    q(3 * k + 3),
-                    q(3 * k + 4),
-                    dt,
-                    u,
-                );
+                let v = hermite(q(3 * k + 1), q(3 * k + 2), q(3 * k + 3), q(3 * k + 4), dt, u);
                 out.rotation = Quat::from_vec4(v.normalize_or(Vec4::W));
             }
             (target, interp) => {
                 let v = match interp {
                     Interpolation::Linear => self.vec3s[vs + k].lerp(self.vec3s[vs + k + 1], u),
-                    Interpolation::Step => self.vec3s[vs + if u >= 1.0 { k + 1 } else { k }],
+                    Interpolation::Step => self.vec3s[vs + step_key],
                     Interpolation::CubicSpline => {
                         let p = |i: usize| self.vec3s[vs + i].extend(0.0);
-                        hermite(
-                            p(3 * k + 1),
-                            p(3 * k + 2),
-                            p(3 * k + 3),
-                            p(3 * k + 4),
-                            dt,
-                            u,
-                        )
-                        .truncate()
+                        hermite(p(3 * k + 1), p(3 * k + 2), p(3 * k + 3), p(3 * k + 4), dt, u)
+                            .truncate()
                     }
                 };
                 if target == Target::Translation {
@@ -740,9 +739,24 @@ impl Clip {
         }
     }
 
+    /// The key times of a track.
+    #[inline(always)]
+    pub(crate) fn track_times(&self, track: &Track) -> &[f32] {
+        let ts = track.time_start as usize;
+        &self.times[ts..ts + track.key_count as usize]
+    }
+
     pub(crate) fn id(&self) -> u64 {
         self.id
     }
+}
+
+/// Slerp from `a` to `b` (same hemisphere) with the segment's precomputed angle.
+#[inline(always)]
+pub(crate) fn slerp_weights_apply(a: Quat, b: Quat, seg: SlerpSegment, u: f32) -> Quat {
+    let w0 = crate::transform::sin_0_half_pi((1.0 - u) * seg.angle) * seg.inv_sin;
+    let w1 = crate::transform::sin_0_half_pi(u * seg.angle) * seg.inv_sin;
+    Quat::from_vec4(Vec4::from(a) * w0 + Vec4::from(b) * w1)
 }
 
 /// glTF's cubic Hermite spline between value `v0` (out-tangent `b0`) and value `v1`

@@ -130,7 +130,15 @@ pub(crate) fn parse<'a>(
         expected: format!("valid glTF JSON: {e}"),
     })?;
     check_unvalidated(file, &root)?;
-    let doc = gltf::Document::from_json(root).map_err(|e| invalid_doc(file, e))?;
+    // The `gltf` crate's validation has indexed unchecked before (see `check_unvalidated`);
+    // should another such path remain, a panic there becomes an error, not a crash.
+    let doc = std::panic::catch_unwind(move || gltf::Document::from_json(root))
+        .map_err(|_| Error::Invalid {
+            file: file.to_path_buf(),
+            location: "document".into(),
+            problem: "the glTF validator failed on this document (malformed references)".into(),
+        })?
+        .map_err(|e| invalid_doc(file, e))?;
 
     let mut buffers = Vec::new();
     for buffer in doc.buffers() {
@@ -205,10 +213,32 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Checks what `gltf::Document::from_json` leaves unchecked but the `gltf` crate's accessors
-/// later unwrap: animation channel targets (node index and path).
+/// Checks what `gltf::Document::from_json` leaves unchecked but the `gltf` crate then indexes
+/// or unwraps (both found by fuzzing): animation channel targets (node index and path), and
+/// mesh attribute accessor indices (its validation looks up POSITION's accessor unchecked).
 fn check_unvalidated(file: &Path, root: &gltf::json::Root) -> Result<(), Error> {
     use gltf::json::validation::Checked;
+    for (m, mesh) in root.meshes.iter().enumerate() {
+        for (p, prim) in mesh.primitives.iter().enumerate() {
+            for (semantic, index) in &prim.attributes {
+                if index.value() >= root.accessors.len() {
+                    let name = match semantic {
+                        Checked::Valid(s) => s.to_string(),
+                        Checked::Invalid => "?".into(),
+                    };
+                    return Err(Error::Invalid {
+                        file: file.to_path_buf(),
+                        location: format!("meshes[{m}].primitives[{p}].attributes.{name}"),
+                        problem: format!(
+                            "accessor {} does not exist ({} accessors)",
+                            index.value(),
+                            root.accessors.len()
+                        ),
+                    });
+                }
+            }
+        }
+    }
     for (a, anim) in root.animations.iter().enumerate() {
         for (c, ch) in anim.channels.iter().enumerate() {
             let location = format!("animations[{a}].channels[{c}].target");
