@@ -288,5 +288,8 @@ fn mesh_attribute_accessor_out_of_range() {
     let (mut json, bin) = split(&rigged_simple());
     json["meshes"][0]["primitives"][0]["attributes"]["POSITION"] = Value::from(777);
     let e = err(&join(&json, &bin));
-    assert!(e.contains("meshes[0].primitives[0].attributes.POSITION") && e.contains("777"), "{e}");
+    assert!(
+        e.contains("meshes[0].primitives[0].attributes.POSITION") && e.contains("777"),
+        "{e}"
+    );
 }

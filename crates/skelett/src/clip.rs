@@ -20,9 +20,10 @@
 //! Times are seconds in the source's own time base: a clip may start at 0.0417 s, and
 //! [`Clip::start`] and [`Clip::duration`] keep that.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use glam::{Quat, Vec3, Vec4};
+use glam::{Quat, Vec3, Vec3A, Vec4};
 
 use crate::transform::{align_sign, SlerpSegment};
 use crate::{Error, JointIndex, Skeleton, Transform};
@@ -163,7 +164,10 @@ pub(crate) struct Track {
     pub joint: JointIndex,
     pub target: Target,
     pub interpolation: Interpolation,
-    /// First key's index in [`Clip::times`].
+    /// Index of the track's timeline (its key times, shared with every track keyed at the
+    /// same times) in [`Clip::timelines`].
+    pub timeline: u32,
+    /// First key's index in [`Clip::times`] (its timeline's).
     pub time_start: u32,
     /// Number of keys (at least 2).
     pub key_count: u32,
@@ -187,8 +191,16 @@ pub struct Clip {
     /// group, by joint. Sampling runs one tight loop per group.
     pub(crate) tracks: Box<[Track]>,
     pub(crate) groups: [usize; 3],
+    /// Distinct key-time arrays as (first index in `times`, key count). Exporters usually key
+    /// every channel of a clip at the same times, so sampling finds the keys around a time
+    /// once per timeline rather than once per channel.
+    pub(crate) timelines: Box<[(u32, u32)]>,
+    /// Joints with at least one component no track writes: only these need the base pose
+    /// copied in before the tracks run.
+    pub(crate) static_joints: Box<[JointIndex]>,
     pub(crate) times: Box<[f32]>,
-    pub(crate) vec3s: Box<[Vec3]>,
+    /// Translation and scale values, 16-byte aligned so that interpolation is one SIMD op.
+    pub(crate) vec3s: Box<[Vec3A]>,
     pub(crate) quats: Box<[Quat]>,
     /// One per LINEAR rotation key, at the key's value index: the angle to the next key.
     pub(crate) slerp: Box<[SlerpSegment]>,
@@ -336,6 +348,8 @@ impl RawClip {
             base: skeleton.rest_pose().into(),
             tracks: Box::new([]),
             groups: [0; 3],
+            timelines: Box::new([]),
+            static_joints: Box::new([]),
             times: Box::new([]),
             vec3s: Box::new([]),
             quats: Box::new([]),
@@ -347,6 +361,8 @@ impl RawClip {
         let mut vec3s = Vec::new();
         let mut quats = Vec::new();
         let mut slerp = Vec::new();
+        let mut timelines: Vec<(u32, u32)> = Vec::new();
+        let mut timeline_of: HashMap<Vec<u32>, u32> = HashMap::new();
         for (j, ci) in bound {
             let ch = &self.channels[ci];
             let keys = reduce_channel(ch);
@@ -386,7 +402,7 @@ impl RawClip {
             let value_start = match &keys.values {
                 KeyValues::Vec3(v) => {
                     let s = vec3s.len();
-                    vec3s.extend_from_slice(v);
+                    vec3s.extend(v.iter().map(|&v| Vec3A::from(v)));
                     s
                 }
                 KeyValues::Quat(q) => {
@@ -401,16 +417,35 @@ impl RawClip {
                     s
                 }
             };
+            let bits: Vec<u32> = keys.times.iter().map(|t| t.to_bits()).collect();
+            let timeline = *timeline_of.entry(bits).or_insert_with(|| {
+                timelines.push((times.len() as u32, n as u32));
+                times.extend_from_slice(&keys.times);
+                timelines.len() as u32 - 1
+            });
             tracks.push(Track {
                 joint: j,
                 target: ch.target,
                 interpolation: ch.interpolation,
-                time_start: times.len() as u32,
+                timeline,
+                time_start: timelines[timeline as usize].0,
                 key_count: n as u32,
                 value_start: value_start as u32,
             });
-            times.extend_from_slice(&keys.times);
         }
+        clip.timelines = timelines.into();
+        let mut animated = vec![0u8; skeleton.len()];
+        for t in &tracks {
+            animated[t.joint as usize] |= match t.target {
+                Target::Translation => 1,
+                Target::Rotation => 2,
+                Target::Scale => 4,
+            };
+        }
+        clip.static_joints = (0..skeleton.len())
+            .filter(|&j| animated[j] != 7)
+            .map(|j| j as JointIndex)
+            .collect();
         slerp.resize(quats.len(), SlerpSegment::default());
         let group = |t: &Track| match (t.interpolation, t.target) {
             (Interpolation::Linear, Target::Rotation) => 0,
@@ -670,11 +705,13 @@ impl Clip {
     pub fn size_bytes(&self) -> usize {
         use std::mem::size_of;
         self.tracks.len() * size_of::<Track>()
+            + self.timelines.len() * 8
             + self.times.len() * 4
-            + self.vec3s.len() * size_of::<Vec3>()
+            + self.vec3s.len() * size_of::<Vec3A>()
             + self.quats.len() * size_of::<Quat>()
             + self.slerp.len() * size_of::<SlerpSegment>()
             + self.base.len() * size_of::<Transform>()
+            + self.static_joints.len() * size_of::<JointIndex>()
     }
 
     /// The animated channels as (joint, target, interpolation, key count), grouped by kind.
@@ -705,29 +742,41 @@ impl Clip {
         match (track.target, track.interpolation) {
             (Target::Rotation, Interpolation::Linear) => {
                 let seg = self.slerp[vs + k];
-                out.rotation = slerp_weights_apply(
-                    self.quats[vs + k],
-                    self.quats[vs + k + 1],
-                    seg,
-                    u,
-                );
+                out.rotation =
+                    slerp_weights_apply(self.quats[vs + k], self.quats[vs + k + 1], seg, u);
             }
             (Target::Rotation, Interpolation::Step) => {
                 out.rotation = self.quats[vs + step_key];
             }
             (Target::Rotation, Interpolation::CubicSpline) => {
                 let q = |i: usize| Vec4::from(self.quats[vs + i]);
-                let v = hermite(q(3 * k + 1), q(3 * k + 2), q(3 * k + 3), q(3 * k + 4), dt, u);
+                let v = hermite(
+                    q(3 * k + 1),
+                    q(3 * k + 2),
+                    q(3 * k + 3),
+                    q(3 * k + 4),
+                    dt,
+                    u,
+                );
                 out.rotation = Quat::from_vec4(v.normalize_or(Vec4::W));
             }
             (target, interp) => {
                 let v = match interp {
-                    Interpolation::Linear => self.vec3s[vs + k].lerp(self.vec3s[vs + k + 1], u),
-                    Interpolation::Step => self.vec3s[vs + step_key],
+                    Interpolation::Linear => {
+                        self.vec3s[vs + k].lerp(self.vec3s[vs + k + 1], u).into()
+                    }
+                    Interpolation::Step => self.vec3s[vs + step_key].into(),
                     Interpolation::CubicSpline => {
                         let p = |i: usize| self.vec3s[vs + i].extend(0.0);
-                        hermite(p(3 * k + 1), p(3 * k + 2), p(3 * k + 3), p(3 * k + 4), dt, u)
-                            .truncate()
+                        hermite(
+                            p(3 * k + 1),
+                            p(3 * k + 2),
+                            p(3 * k + 3),
+                            p(3 * k + 4),
+                            dt,
+                            u,
+                        )
+                        .truncate()
                     }
                 };
                 if target == Target::Translation {
@@ -744,6 +793,18 @@ impl Clip {
     pub(crate) fn track_times(&self, track: &Track) -> &[f32] {
         let ts = track.time_start as usize;
         &self.times[ts..ts + track.key_count as usize]
+    }
+
+    /// The key times of timeline `i`.
+    #[inline(always)]
+    pub(crate) fn timeline_times(&self, i: usize) -> &[f32] {
+        let (start, n) = self.timelines[i];
+        &self.times[start as usize..(start + n) as usize]
+    }
+
+    /// Number of distinct key-time arrays (channels keyed at the same times share one).
+    pub fn timeline_count(&self) -> usize {
+        self.timelines.len()
     }
 
     pub(crate) fn id(&self) -> u64 {

@@ -50,16 +50,37 @@ pub fn local_to_model(
     let local = &local[..n];
     let model = &mut model[..n];
     for j in from as usize..n {
-        let m = local[j].to_mat4();
         let p = parents[j];
         model[j] = if p == JointIndex::MAX {
-            m
+            local[j].to_mat4()
         } else {
             // Parents precede children (Skeleton's invariant), so model[p] is final.
-            model[p as usize] * m
+            compose(&model[p as usize], &local[j])
         };
     }
     Ok(())
+}
+
+/// `parent * local.to_mat4()`, using that the local matrix's last row is (0, 0, 0, 1): its
+/// rotation-scale columns are built straight from the quaternion and each output column
+/// needs three broadcasts instead of four (12 multiplies instead of 16).
+#[inline(always)]
+pub(crate) fn compose(parent: &Mat4, local: &Transform) -> Mat4 {
+    let q = local.rotation;
+    let s = local.scale;
+    let t = local.translation;
+    let (x2, y2, z2) = (q.x + q.x, q.y + q.y, q.z + q.z);
+    let (xx, xy, xz) = (q.x * x2, q.x * y2, q.x * z2);
+    let (yy, yz, zz) = (q.y * y2, q.y * z2, q.z * z2);
+    let (wx, wy, wz) = (q.w * x2, q.w * y2, q.w * z2);
+    let (px, py, pz) = (parent.x_axis, parent.y_axis, parent.z_axis);
+    let col = |a: f32, b: f32, c: f32| px * a + py * b + pz * c;
+    Mat4::from_cols(
+        col(1.0 - (yy + zz), xy + wz, xz - wy) * s.x,
+        col(xy - wz, 1.0 - (xx + zz), yz + wx) * s.y,
+        col(xz + wy, yz - wx, 1.0 - (xx + yy)) * s.z,
+        col(t.x, t.y, t.z) + parent.w_axis,
+    )
 }
 
 /// The joints a mesh is bound to, with their inverse bind matrices.
@@ -229,6 +250,16 @@ mod tests {
             for p in palette {
                 prop_assert!(p.abs_diff_eq(Mat4::IDENTITY, 1e-3));
             }
+        }
+    }
+
+    proptest! {
+        /// The specialised product equals glam's general one.
+        #[test]
+        fn compose_equals_matrix_product(parent in transform(), local in transform()) {
+            let p = parent.to_mat4();
+            let want = p * local.to_mat4();
+            prop_assert!(compose(&p, &local).abs_diff_eq(want, 1e-4), "{want}");
         }
     }
 

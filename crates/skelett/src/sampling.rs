@@ -6,7 +6,8 @@
 //! SamplingCache ──┘      (per character: one key cursor per animated channel)
 //! ```
 //!
-//! [`sample`] first copies the clip's base pose (rest pose plus constant channels), then
+//! [`sample`] first copies the clip's base pose (rest pose plus constant channels) for the
+//! joints some component of which no channel animates, then
 //! evaluates every animated channel, one tight loop per kind of channel (LINEAR rotations four
 //! at a time with SIMD slerp weights, LINEAR translations, LINEAR scales, then STEP and
 //! CUBICSPLINE). Finding the two keys around the time is amortised O(1) per channel: the
@@ -22,18 +23,19 @@ use crate::clip::Track;
 use crate::error::check_len;
 use crate::{Clip, Error, Transform};
 
-/// Where one channel was last sampled: its key segment and the times over which that segment
-/// applies, so that the next sample in the same segment needs no search and no division.
+/// Where a timeline (the key times shared by one or more channels) was last sampled: its key
+/// segment and the times over which that applies, so that the next sample inside it needs
+/// neither a search nor a division.
 #[derive(Clone, Copy, Debug)]
 struct Cursor {
     /// The segment applies for `lo <= t < hi` (open-ended before the first and after the
-    /// last key). A fresh cursor has `lo > hi`, so it applies nowhere.
+    /// last key). A fresh cursor has `lo > hi`: it applies nowhere.
     lo: f32,
     hi: f32,
-    /// Time of key `k` and the reciprocal of the segment's length.
+    /// Time of the segment's first key, and the reciprocal of its length.
     t0: f32,
     inv_dt: f32,
-    /// The segment's first key, as an index into the track's keys.
+    /// The segment's first key.
     k: u32,
 }
 
@@ -50,48 +52,50 @@ impl Default for Cursor {
 }
 
 impl Cursor {
-    /// Moves to the segment of `track` holding `t` (searching from the current one only when
+    /// Moves to the segment of `times` holding `t` (searching from the current one only when
     /// `t` left it) and returns (segment, position 0..=1 within it).
     #[inline(always)]
-    fn locate(&mut self, clip: &Clip, track: &Track, t: f32) -> (usize, f32) {
+    fn locate(&mut self, times: &[f32], t: f32) -> (u32, f32) {
         if !(t >= self.lo && t < self.hi) {
-            self.relocate(clip.track_times(track), t);
+            let k = find_segment(times, self.k as usize, t);
+            self.set(times, k);
         }
-        (self.k as usize, unit(t, self.t0, self.inv_dt))
+        (self.k, unit(t, self.t0, self.inv_dt))
     }
 
-    #[inline(never)]
-    fn relocate(&mut self, times: &[f32], t: f32) {
-        let k = find_segment(times, self.k as usize, t);
-        self.set(times, k);
-    }
-
-    #[inline]
+    #[inline(always)]
     fn set(&mut self, times: &[f32], k: usize) {
         let last = times.len() - 2;
         self.k = k as u32;
         self.t0 = times[k];
         self.inv_dt = (1.0 / (times[k + 1] - times[k])).min(f32::MAX);
         self.lo = if k == 0 { f32::NEG_INFINITY } else { times[k] };
-        self.hi = if k == last { f32::INFINITY } else { times[k + 1] };
+        self.hi = if k == last {
+            f32::INFINITY
+        } else {
+            times[k + 1]
+        };
     }
 }
 
-/// Position within a segment, clamped to 0..=1 (a NaN time gives 0).
+/// Position within a segment, clamped to 0..=1 (a NaN time gives 0, which `clamp` would not).
 #[inline(always)]
+#[allow(clippy::manual_clamp)]
 fn unit(t: f32, t0: f32, inv_dt: f32) -> f32 {
     ((t - t0) * inv_dt).max(0.0).min(1.0)
 }
 
-/// Per-character sampling state: where each channel of a clip was last sampled.
+/// Per-character sampling state: where each timeline of a clip was last sampled.
 ///
 /// A cache follows one clip at a time: used with another clip, it resets itself (and grows
-/// if that clip has more channels, the only allocation sampling ever makes). Keep one cache
+/// if that clip has more timelines, the only allocation sampling ever makes). Keep one cache
 /// per playing clip to keep every cursor warm.
 #[derive(Clone, Debug, Default)]
 pub struct SamplingCache {
     clip: u64,
     cursors: Vec<Cursor>,
+    /// This sample's (segment, position) per timeline.
+    at: Vec<(u32, f32)>,
 }
 
 impl SamplingCache {
@@ -112,7 +116,9 @@ impl SamplingCache {
         if self.clip != clip.id() {
             self.clip = clip.id();
             self.cursors.clear();
-            self.cursors.resize(clip.tracks.len(), Cursor::default());
+            self.cursors.resize(clip.timelines.len(), Cursor::default());
+            self.at.clear();
+            self.at.resize(clip.timelines.len(), (0, 0.0));
         }
     }
 }
@@ -192,8 +198,16 @@ pub fn sample(
 ) -> Result<(), Error> {
     check_len("pose", clip.joint_count(), pose.len())?;
     cache.bind(clip);
-    let cursors = &mut cache.cursors[..clip.tracks.len()];
-    sample_with(clip, time, pose, |i, track| cursors[i].locate(clip, track, time));
+    let n = clip.timelines.len();
+    for (i, (cursor, at)) in cache.cursors[..n]
+        .iter_mut()
+        .zip(&mut cache.at[..n])
+        .enumerate()
+    {
+        *at = cursor.locate(clip.timeline_times(i), time);
+    }
+    let at = &cache.at[..n];
+    sample_with(clip, time, pose, |tr| at[tr.timeline as usize]);
     Ok(())
 }
 
@@ -204,45 +218,48 @@ pub fn sample(
 /// As [`sample`].
 pub fn sample_uncached(clip: &Clip, time: f32, pose: &mut [Transform]) -> Result<(), Error> {
     check_len("pose", clip.joint_count(), pose.len())?;
-    sample_with(clip, time, pose, |_, track| {
-        let times = clip.track_times(track);
+    sample_with(clip, time, pose, |tr| {
+        let times = clip.track_times(tr);
         let k = times
             .partition_point(|&x| x <= time)
             .saturating_sub(1)
             .min(times.len() - 2);
         let mut c = Cursor::default();
         c.set(times, k);
-        (k, unit(time, c.t0, c.inv_dt))
+        (c.k, unit(time, c.t0, c.inv_dt))
     });
     Ok(())
 }
 
-/// The sampling loops, one per track group; `locate(track index, track)` gives each
-/// track's segment and position in it.
+/// The sampling loops, one per track group; `at(track)` gives the track's key segment and
+/// position in it.
 #[inline(always)]
-fn sample_with(
-    clip: &Clip,
-    time: f32,
-    pose: &mut [Transform],
-    mut locate: impl FnMut(usize, &Track) -> (usize, f32),
-) {
+fn sample_with(clip: &Clip, time: f32, pose: &mut [Transform], at: impl Fn(&Track) -> (u32, f32)) {
     let pose = &mut pose[..clip.joint_count()];
-    pose.copy_from_slice(&clip.base);
+    if clip.static_joints.len() == pose.len() {
+        pose.copy_from_slice(&clip.base);
+    } else {
+        // Joints every component of which a track writes need no base.
+        for &j in clip.static_joints.iter() {
+            pose[j as usize] = clip.base[j as usize];
+        }
+    }
     let [rot_end, trans_end, scale_end] = clip.groups;
     let tracks = &clip.tracks[..];
 
     // LINEAR rotations, four at a time: the slerp weights of four tracks in one SIMD pass.
-    let mut i = 0;
-    while i + 4 <= rot_end {
-        let mut ks = [0usize; 4];
+    let rot = &tracks[..rot_end];
+    let mut chunks = rot.chunks_exact(4);
+    for chunk in &mut chunks {
+        let mut v = [0usize; 4];
         let mut u = [0f32; 4];
         let mut angle = [0f32; 4];
         let mut inv_sin = [0f32; 4];
         for lane in 0..4 {
-            let tr = &tracks[i + lane];
-            let (k, ul) = locate(i + lane, tr);
-            let seg = clip.slerp[tr.value_start as usize + k];
-            ks[lane] = k;
+            let tr = &chunk[lane];
+            let (k, ul) = at(tr);
+            v[lane] = tr.value_start as usize + k as usize;
+            let seg = clip.slerp[v[lane]];
             u[lane] = ul;
             angle[lane] = seg.angle;
             inv_sin[lane] = seg.inv_sin;
@@ -253,43 +270,33 @@ fn sample_with(
         let w0 = sin4((Vec4::ONE - u) * angle) * inv_sin;
         let w1 = sin4(u * angle) * inv_sin;
         for lane in 0..4 {
-            let tr = &tracks[i + lane];
-            let v = tr.value_start as usize + ks[lane];
-            let a = Vec4::from(clip.quats[v]);
-            let b = Vec4::from(clip.quats[v + 1]);
-            pose[tr.joint as usize].rotation = Quat::from_vec4(a * w0[lane] + b * w1[lane]);
+            let a = Vec4::from(clip.quats[v[lane]]);
+            let b = Vec4::from(clip.quats[v[lane] + 1]);
+            pose[chunk[lane].joint as usize].rotation =
+                Quat::from_vec4(a * w0[lane] + b * w1[lane]);
         }
-        i += 4;
     }
-    while i < rot_end {
-        let tr = &tracks[i];
-        let (k, u) = locate(i, tr);
-        let v = tr.value_start as usize + k;
-        pose[tr.joint as usize].rotation = crate::clip::slerp_weights_apply(
-            clip.quats[v],
-            clip.quats[v + 1],
-            clip.slerp[v],
-            u,
-        );
-        i += 1;
+    for tr in chunks.remainder() {
+        let (k, u) = at(tr);
+        let v = tr.value_start as usize + k as usize;
+        pose[tr.joint as usize].rotation =
+            crate::clip::slerp_weights_apply(clip.quats[v], clip.quats[v + 1], clip.slerp[v], u);
     }
     // LINEAR translations and scales.
-    for i in rot_end..trans_end {
-        let tr = &tracks[i];
-        let (k, u) = locate(i, tr);
-        let v = tr.value_start as usize + k;
-        pose[tr.joint as usize].translation = clip.vec3s[v].lerp(clip.vec3s[v + 1], u);
+    for tr in &tracks[rot_end..trans_end] {
+        let (k, u) = at(tr);
+        let v = tr.value_start as usize + k as usize;
+        pose[tr.joint as usize].translation = clip.vec3s[v].lerp(clip.vec3s[v + 1], u).into();
     }
-    for i in trans_end..scale_end {
-        let tr = &tracks[i];
-        let (k, u) = locate(i, tr);
-        let v = tr.value_start as usize + k;
-        pose[tr.joint as usize].scale = clip.vec3s[v].lerp(clip.vec3s[v + 1], u);
+    for tr in &tracks[trans_end..scale_end] {
+        let (k, u) = at(tr);
+        let v = tr.value_start as usize + k as usize;
+        pose[tr.joint as usize].scale = clip.vec3s[v].lerp(clip.vec3s[v + 1], u).into();
     }
     // STEP and CUBICSPLINE tracks of any target.
-    for (i, tr) in tracks.iter().enumerate().skip(scale_end) {
-        let (k, u) = locate(i, tr);
-        clip.eval_track(tr, k, u, time, &mut pose[tr.joint as usize]);
+    for tr in &tracks[scale_end..] {
+        let (k, u) = at(tr);
+        clip.eval_track(tr, k as usize, u, time, &mut pose[tr.joint as usize]);
     }
 }
 
@@ -300,9 +307,7 @@ fn sin4(x: Vec4) -> Vec4 {
     let x2 = x * x;
     let one = Vec4::ONE;
     x * (one
-        - x2 / 6.0
-            * (one
-                - x2 / 20.0 * (one - x2 / 42.0 * (one - x2 / 72.0 * (one - x2 / 110.0)))))
+        - x2 / 6.0 * (one - x2 / 20.0 * (one - x2 / 42.0 * (one - x2 / 72.0 * (one - x2 / 110.0)))))
 }
 
 #[cfg(test)]
