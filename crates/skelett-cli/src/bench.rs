@@ -18,6 +18,8 @@ use glam::Mat4;
 use serde::Serialize;
 use skelett::{local_to_model, sample, skinning_palette, Clip, Pose, SamplingCache};
 
+use crate::outln;
+
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 #[derive(Serialize)]
@@ -89,7 +91,7 @@ pub fn seek_times(clip: &Clip) -> Vec<f32> {
 }
 
 /// Runs `skelett bench`.
-pub fn run(file: Option<&Path>, json: bool, rounds: usize) -> Result<()> {
+pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> Result<()> {
     let (asset, source) = crate::load(file)?;
     let skeleton = &asset.skeleton;
     let n = skeleton.len();
@@ -148,33 +150,46 @@ pub fn run(file: Option<&Path>, json: bool, rounds: usize) -> Result<()> {
         palette_matrices,
     };
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!(out, "{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
-    println!(
+    outln!(
+        out,
         "{}: {} joints, median of {} rounds, one thread",
-        report.source, report.joints, report.rounds
+        report.source,
+        report.joints,
+        report.rounds
     );
-    println!(
+    outln!(
+        out,
         "  {:<28} {:>9} {:>14} {:>14}",
-        "clip", "channels", "forward ns/j", "seek ns/j"
+        "clip",
+        "channels",
+        "forward ns/j",
+        "seek ns/j"
     );
     for r in &report.clips {
-        println!(
+        outln!(
+            out,
             "  {:<28} {:>9} {:>14.2} {:>14.2}",
-            r.clip, r.animated_channels, r.forward_ns_per_joint, r.seek_ns_per_joint
+            r.clip,
+            r.animated_channels,
+            r.forward_ns_per_joint,
+            r.seek_ns_per_joint
         );
     }
-    println!(
+    outln!(
+        out,
         "  local-to-model   {:>8.2} ns/joint",
         report.local_to_model_ns_per_joint
     );
     match report.palette_ns_per_matrix {
-        Some(p) => println!(
+        Some(p) => outln!(
+            out,
             "  palette          {p:>8.2} ns/matrix ({} matrices)",
             report.palette_matrices
         ),
-        None => println!("  palette          (no skin)"),
+        None => outln!(out, "  palette          (no skin)"),
     }
     Ok(())
 }

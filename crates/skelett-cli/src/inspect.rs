@@ -6,6 +6,8 @@ use serde::Serialize;
 use skelett::{Clip, JointIndex, Skeleton};
 use skelett_io::Asset;
 
+use crate::outln;
+
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 #[derive(Serialize)]
@@ -137,7 +139,7 @@ fn report(asset: &Asset, source: String) -> Report {
     }
 }
 
-fn print_tree(s: &Skeleton) {
+fn print_tree(out: &mut String, s: &Skeleton) {
     // Children in joint order under each parent, drawn with box characters.
     let n = s.len();
     let mut children = vec![Vec::new(); n];
@@ -149,6 +151,7 @@ fn print_tree(s: &Skeleton) {
         }
     }
     fn walk(
+        out: &mut String,
         s: &Skeleton,
         children: &[Vec<JointIndex>],
         j: JointIndex,
@@ -163,7 +166,7 @@ fn print_tree(s: &Skeleton) {
         } else {
             "├─ "
         };
-        println!("  {prefix}{branch}{} [{j}]", s.name(j));
+        outln!(out, "  {prefix}{branch}{} [{j}]", s.name(j));
         let next = if top {
             String::new()
         } else {
@@ -171,11 +174,11 @@ fn print_tree(s: &Skeleton) {
         };
         let kids = &children[j as usize];
         for (i, &c) in kids.iter().enumerate() {
-            walk(s, children, c, &next, i + 1 == kids.len(), false);
+            walk(out, s, children, c, &next, i + 1 == kids.len(), false);
         }
     }
     for &r in &roots {
-        walk(s, &children, r, "", true, true);
+        walk(out, s, &children, r, "", true, true);
     }
 }
 
@@ -188,16 +191,17 @@ fn kib(bytes: usize) -> String {
 }
 
 /// Runs `skelett inspect`.
-pub fn run(file: Option<&Path>, json: bool) -> Result<()> {
+pub fn run(out: &mut String, file: Option<&Path>, json: bool) -> Result<()> {
     let (asset, source) = crate::load(file)?;
     let r = report(&asset, source);
     if json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        outln!(out, "{}", serde_json::to_string_pretty(&r)?);
         return Ok(());
     }
-    println!("{}", r.source);
+    outln!(out, "{}", r.source);
     let identity = asset.skeleton.root_transform() == glam::Mat4::IDENTITY;
-    println!(
+    outln!(
+        out,
         "skeleton: {} joints{}",
         r.skeleton.joints,
         if identity {
@@ -206,10 +210,11 @@ pub fn run(file: Option<&Path>, json: bool) -> Result<()> {
             " (under non-joint ancestors: see root_transform in --json)"
         }
     );
-    print_tree(&asset.skeleton);
-    println!("clips: {}", r.clips.len());
+    print_tree(out, &asset.skeleton);
+    outln!(out, "clips: {}", r.clips.len());
     for c in &r.clips {
-        println!(
+        outln!(
+            out,
             "  [{}] {:<24} start {:.4} s  duration {:.4} s  channels {} animated + {} constant  \
              keys: {} linear, {} step, {} cubic  {}",
             c.index,
@@ -224,7 +229,7 @@ pub fn run(file: Option<&Path>, json: bool) -> Result<()> {
             kib(c.bytes)
         );
     }
-    println!("meshes: {}", r.meshes.len());
+    outln!(out, "meshes: {}", r.meshes.len());
     for m in &r.meshes {
         let hist: Vec<String> = m
             .influences
@@ -233,7 +238,8 @@ pub fn run(file: Option<&Path>, json: bool) -> Result<()> {
             .filter(|(_, &n)| n > 0)
             .map(|(k, n)| format!("{k}:{n}"))
             .collect();
-        println!(
+        outln!(
+            out,
             "  {:<24} skin {}  {} primitive(s)  {} vertices  {} triangles  influences {}{}{}{}",
             m.name,
             m.skin,
@@ -251,11 +257,11 @@ pub fn run(file: Option<&Path>, json: bool) -> Result<()> {
         );
     }
     if r.warnings.is_empty() {
-        println!("warnings: none");
+        outln!(out, "warnings: none");
     } else {
-        println!("warnings: {}", r.warnings.len());
+        outln!(out, "warnings: {}", r.warnings.len());
         for w in &r.warnings {
-            println!("  {w}");
+            outln!(out, "  {w}");
         }
     }
     Ok(())

@@ -102,18 +102,39 @@ pub fn load(file: Option<&Path>) -> Result<(Asset, String), skelett_io::Error> {
     }
 }
 
+/// `writeln!` into the command's output buffer (a `String`, which cannot fail).
+#[macro_export]
+macro_rules! outln {
+    ($out:expr, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let mut out = String::new();
     let result = match cli.command {
-        Command::Inspect { file, json } => inspect::run(file.as_deref(), json),
+        Command::Inspect { file, json } => inspect::run(&mut out, file.as_deref(), json),
         Command::Sample {
             file,
             clip,
             times,
             json,
-        } => sample::run(file.as_deref(), clip.as_deref(), &times, json),
-        Command::Bench { file, json, rounds } => bench::run(file.as_deref(), json, rounds.max(3)),
+        } => sample::run(&mut out, file.as_deref(), clip.as_deref(), &times, json),
+        Command::Bench { file, json, rounds } => {
+            bench::run(&mut out, file.as_deref(), json, rounds.max(3))
+        }
     };
+    // A closed pipe (`skelett inspect | head`) is not an error worth a panic.
+    use std::io::Write as _;
+    let written = std::io::stdout().lock().write_all(out.as_bytes());
+    if let Err(e) = written {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("error: cannot write the output: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -10,6 +10,8 @@ use glam::Mat4;
 use serde::Serialize;
 use skelett::{local_to_model, sample, Pose, SamplingCache};
 
+use crate::outln;
+
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 #[derive(Serialize)]
@@ -46,7 +48,13 @@ non-joint ancestor node) of each joint of skin 0, in skin joint order; t is the 
 file's time base; before the first key = first key, past the last key = last key.";
 
 /// Runs `skelett sample`.
-pub fn run(file: Option<&Path>, clip: Option<&str>, times: &[f32], json: bool) -> Result<()> {
+pub fn run(
+    out: &mut String,
+    file: Option<&Path>,
+    clip: Option<&str>,
+    times: &[f32],
+    json: bool,
+) -> Result<()> {
     let (asset, source) = crate::load(file)?;
     let (index, clip) = match clip {
         None => asset
@@ -88,7 +96,7 @@ pub fn run(file: Option<&Path>, clip: Option<&str>, times: &[f32], json: bool) -
                 .collect(),
         });
     }
-    let out = Output {
+    let result = Output {
         source,
         convention: CONVENTION,
         clip: ClipRef {
@@ -100,23 +108,32 @@ pub fn run(file: Option<&Path>, clip: Option<&str>, times: &[f32], json: bool) -
         samples,
     };
     if json {
-        println!("{}", serde_json::to_string(&out)?);
+        outln!(out, "{}", serde_json::to_string(&result)?);
         return Ok(());
     }
-    println!(
+    outln!(
+        out,
         "{}: clip [{}] {:?}, {} .. {} s; world matrices (rows) of skin 0's joints",
-        out.source, out.clip.index, out.clip.name, out.clip.start, out.clip.end
+        result.source,
+        result.clip.index,
+        result.clip.name,
+        result.clip.start,
+        result.clip.end
     );
-    for s in &out.samples {
-        println!("t = {}", s.t);
+    for s in &result.samples {
+        outln!(out, "t = {}", s.t);
         for j in &s.joints {
             let m = Mat4::from_cols_array(&j.world);
-            println!("  [{}] {}", j.joint, j.name);
+            outln!(out, "  [{}] {}", j.joint, j.name);
             for r in 0..4 {
                 let row = m.row(r);
-                println!(
+                outln!(
+                    out,
                     "      {:>13.7} {:>13.7} {:>13.7} {:>13.7}",
-                    row.x, row.y, row.z, row.w
+                    row.x,
+                    row.y,
+                    row.z,
+                    row.w
                 );
             }
         }
