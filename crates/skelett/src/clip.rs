@@ -158,6 +158,18 @@ pub struct BuildReport {
     pub rest_channels: usize,
 }
 
+/// A named moment of a clip (a footstep, a sound cue), fired by the
+/// [`crate::animator::Animator`] when playback crosses it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClipEvent {
+    /// Time in the clip's time base (between [`Clip::start`] and [`Clip::end`]).
+    pub time: f32,
+    /// The event's name.
+    pub name: String,
+    /// Optional data for the receiver.
+    pub payload: Option<String>,
+}
+
 /// One animated channel of a built [`Clip`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Track {
@@ -205,6 +217,8 @@ pub struct Clip {
     /// One per LINEAR rotation key, at the key's value index: the angle to the next key.
     pub(crate) slerp: Box<[SlerpSegment]>,
     pub(crate) counts: ChannelCounts,
+    /// Events sorted by time.
+    pub(crate) events: Box<[ClipEvent]>,
 }
 
 /// Channel and key counts of a built clip, by interpolation.
@@ -355,6 +369,7 @@ impl RawClip {
             quats: Box::new([]),
             slerp: Box::new([]),
             counts: ChannelCounts::default(),
+            events: Box::new([]),
         };
         let mut tracks = Vec::new();
         let mut times = Vec::new();
@@ -800,6 +815,51 @@ impl Clip {
     pub(crate) fn timeline_times(&self, i: usize) -> &[f32] {
         let (start, n) = self.timelines[i];
         &self.times[start as usize..(start + n) as usize]
+    }
+
+    /// The clip's events, sorted by time.
+    pub fn events(&self) -> &[ClipEvent] {
+        &self.events
+    }
+
+    /// Returns the clip with `events` added (imported ones kept), sorted by time.
+    ///
+    /// ```
+    /// # use skelett::*;
+    /// # let skeleton = RawSkeleton { joints: vec![RawJoint { name: "j".into(), parent: None,
+    /// #     rest: Transform::IDENTITY }], ..Default::default() }.build().unwrap();
+    /// # let clip = RawClip { name: "walk".into(), start: 0.0, duration: 1.0, channels: vec![] }
+    /// #     .build(&skeleton).unwrap();
+    /// let clip = clip.with_events(vec![
+    ///     ClipEvent { time: 0.5, name: "right_foot".into(), payload: None },
+    ///     ClipEvent { time: 0.0, name: "left_foot".into(), payload: None },
+    /// ])?;
+    /// assert_eq!(clip.events()[0].name, "left_foot");
+    /// # Ok::<(), skelett::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ClipRange`] if an event's time is not finite or lies outside the clip.
+    pub fn with_events(mut self, events: Vec<ClipEvent>) -> Result<Self, Error> {
+        let mut all: Vec<ClipEvent> = self.events.to_vec();
+        for e in events {
+            if !(e.time >= self.start && e.time <= self.end()) {
+                return Err(Error::ClipRange {
+                    clip: self.name.clone(),
+                    problem: format!(
+                        "event {:?} at {} s lies outside the clip ({} to {} s)",
+                        e.name,
+                        e.time,
+                        self.start,
+                        self.end()
+                    ),
+                });
+            }
+            all.push(e);
+        }
+        all.sort_by(|a, b| a.time.total_cmp(&b.time));
+        self.events = all.into();
+        Ok(self)
     }
 
     /// Number of distinct key-time arrays (channels keyed at the same times share one).

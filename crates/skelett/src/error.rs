@@ -84,6 +84,17 @@ pub enum Error {
         /// Joints of the skeleton given.
         skeleton: usize,
     },
+    /// An animator call named a layer it does not have.
+    #[error("the animator has {layers} layer(s); there is no layer {layer}")]
+    NoSuchLayer {
+        /// The layer asked for.
+        layer: usize,
+        /// Layers the animator has.
+        layers: usize,
+    },
+    /// An animator call that needs something playing found the layer empty.
+    #[error("layer {0} has nothing playing")]
+    NothingPlaying(usize),
     /// A mesh or skin is malformed.
     #[error("mesh {mesh:?}: {problem}")]
     Mesh {

@@ -46,6 +46,7 @@
 
 #![warn(missing_docs)]
 
+pub mod animator;
 pub mod clip;
 pub mod error;
 pub mod hierarchy;
@@ -56,13 +57,16 @@ pub mod skeleton;
 pub mod transform;
 
 pub use clip::{
-    BuildOptions, BuildReport, ChannelCounts, Clip, Interpolation, RawChannel, RawClip, RawValues,
-    Target, UnboundChannels,
+    BuildOptions, BuildReport, ChannelCounts, Clip, ClipEvent, Interpolation, RawChannel, RawClip,
+    RawValues, Target, UnboundChannels,
 };
 pub use error::Error;
 pub use hierarchy::{inverse_bind_matrices, local_to_model, skinning_palette, Skin};
 pub use mesh::{MeshPrimitive, SkinnedMesh};
-pub use pose::Pose;
-pub use sampling::{sample, sample_uncached, SamplingCache};
+pub use pose::{
+    additive_delta, apply_additive, blend, blend_override, make_additive, BlendInput, JointMask,
+    Pose,
+};
+pub use sampling::{sample, sample_joint, sample_uncached, SamplingCache};
 pub use skeleton::{JointIndex, RawJoint, RawSkeleton, Skeleton, MAX_JOINTS};
 pub use transform::Transform;

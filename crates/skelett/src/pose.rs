@@ -1,13 +1,26 @@
-//! Poses: one local transform per joint, owned by a character.
+//! Poses: one local transform per joint, owned by a character, and the stateless functions
+//! that combine them.
 //!
-//! [`crate::sample`] writes a pose, blending (with the animator) combines poses, and
-//! [`crate::local_to_model`] turns one into model-space matrices. A [`Pose`] is a plain
-//! `Vec<Transform>` with a constructor from a skeleton's rest pose; every hot-path function
-//! takes `&[Transform]`/`&mut [Transform]`, so any slice works as well.
+//! ```text
+//! sample() ──▶ poses ──blend()──────────▶ pose   weighted, normalised per joint (+ masks)
+//!                    ──blend_override()──▶ pose   a layer replacing others on its joints
+//!                    ──apply_additive()──▶ pose   a delta (make_additive) on top, ± weight
+//!                                           └──▶ local_to_model()
+//! ```
+//!
+//! A [`Pose`] is a plain `Vec<Transform>` with a constructor from a skeleton's rest pose;
+//! every function takes `&[Transform]`/`&mut [Transform]`, so any slice works as well. They
+//! work on SRT components, never on matrices, and allocate nothing; the
+//! [`crate::animator::Animator`] is built from them, and they serve engines that run their own
+//! controllers (like ozz-animation's blending job).
 
 use std::ops::{Deref, DerefMut};
 
-use crate::{Skeleton, Transform};
+use glam::{Quat, Vec3, Vec4};
+
+use crate::error::check_len;
+use crate::transform::nlerp;
+use crate::{Error, Skeleton, Transform};
 
 /// Local joint transforms of one skeleton, in joint order.
 ///
@@ -45,4 +58,274 @@ impl DerefMut for Pose {
     fn deref_mut(&mut self) -> &mut [Transform] {
         &mut self.0
     }
+}
+
+/// Per-joint weights in 0..=1 that limit a layer or blend to part of the skeleton.
+///
+/// ```
+/// # use skelett::*;
+/// # use glam::Vec3;
+/// # let skeleton = RawSkeleton { joints: vec![
+/// #     RawJoint { name: "hips".into(), parent: None, rest: Transform::IDENTITY },
+/// #     RawJoint { name: "spine".into(), parent: Some(0), rest: Transform::IDENTITY },
+/// #     RawJoint { name: "arm".into(), parent: Some(1), rest: Transform::IDENTITY },
+/// #     RawJoint { name: "leg".into(), parent: Some(0), rest: Transform::IDENTITY },
+/// # ], ..Default::default() }.build().unwrap();
+/// let upper = JointMask::subtree(&skeleton, "spine").unwrap(); // spine and arm
+/// assert_eq!(upper.weights(), &[0.0, 1.0, 1.0, 0.0]);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct JointMask(Vec<f32>);
+
+impl JointMask {
+    /// Every joint weighted `w`.
+    pub fn uniform(skeleton: &Skeleton, w: f32) -> Self {
+        Self(vec![w.clamp(0.0, 1.0); skeleton.len()])
+    }
+
+    /// Weight 1 on the named joints, 0 elsewhere; `None` if a name is not in the skeleton.
+    pub fn joints(skeleton: &Skeleton, names: &[&str]) -> Option<Self> {
+        let mut m = vec![0.0; skeleton.len()];
+        for n in names {
+            m[skeleton.find(n)? as usize] = 1.0;
+        }
+        Some(Self(m))
+    }
+
+    /// Weight 1 on the sub-tree rooted at the named joint ("upper body from Spine").
+    pub fn subtree(skeleton: &Skeleton, root: &str) -> Option<Self> {
+        let mut m = vec![0.0; skeleton.len()];
+        for j in skeleton.subtree(skeleton.find(root)?) {
+            m[j as usize] = 1.0;
+        }
+        Some(Self(m))
+    }
+
+    /// A mask from explicit weights (clamped to 0..=1; NaN becomes 0).
+    pub fn from_weights(weights: Vec<f32>) -> Self {
+        Self(
+            weights
+                .into_iter()
+                .map(|w| if w.is_nan() { 0.0 } else { w.clamp(0.0, 1.0) })
+                .collect(),
+        )
+    }
+
+    /// Sets the weight of the sub-tree rooted at `root` to `w` (for masks built in steps:
+    /// "the spine's sub-tree but not the left arm's").
+    pub fn set_subtree(&mut self, skeleton: &Skeleton, root: &str, w: f32) -> Option<()> {
+        for j in skeleton.subtree(skeleton.find(root)?) {
+            self.0[j as usize] = w.clamp(0.0, 1.0);
+        }
+        Some(())
+    }
+
+    /// The weights, one per joint.
+    pub fn weights(&self) -> &[f32] {
+        &self.0
+    }
+}
+
+/// One input of [`blend`]: a pose, its weight, and an optional per-joint mask.
+#[derive(Clone, Copy, Debug)]
+pub struct BlendInput<'a> {
+    /// Local transforms, one per joint.
+    pub pose: &'a [Transform],
+    /// Weight of the whole pose (negative weights count as 0).
+    pub weight: f32,
+    /// Per-joint weights multiplied with `weight`.
+    pub mask: Option<&'a [f32]>,
+}
+
+/// Weighted blend of any number of poses, normalised per joint.
+///
+/// For each joint the effective weights (`weight * mask[j]`) are normalised to sum to 1;
+/// translations and scales are averaged, rotations accumulated on the shortest path (each
+/// aligned with the first contributor's hemisphere) and re-normalised. Where every weight of
+/// a joint is zero, the joint takes `rest`.
+///
+/// ```
+/// # use skelett::*;
+/// # use glam::{Quat, Vec3};
+/// let a = [Transform::new(Vec3::ZERO, Quat::IDENTITY, Vec3::ONE)];
+/// let b = [Transform::new(Vec3::X, Quat::from_rotation_y(1.0), Vec3::ONE)];
+/// let mut out = [Transform::IDENTITY];
+/// blend(&[BlendInput { pose: &a, weight: 1.0, mask: None },
+///         BlendInput { pose: &b, weight: 3.0, mask: None }], &a, &mut out)?;
+/// assert!((out[0].translation - Vec3::new(0.75, 0.0, 0.0)).length() < 1e-6);
+/// # Ok::<(), skelett::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::Length`] if a pose, a mask or `rest` is shorter than `out`; nothing is written.
+pub fn blend(
+    inputs: &[BlendInput],
+    rest: &[Transform],
+    out: &mut [Transform],
+) -> Result<(), Error> {
+    let n = out.len();
+    check_len("rest", n, rest.len())?;
+    for i in inputs {
+        check_len("blend input pose", n, i.pose.len())?;
+        if let Some(m) = i.mask {
+            check_len("blend input mask", n, m.len())?;
+        }
+    }
+    for j in 0..n {
+        let mut wsum = 0.0f32;
+        let mut t = Vec3::ZERO;
+        let mut s = Vec3::ZERO;
+        let mut r = Vec4::ZERO;
+        let mut first: Option<Vec4> = None;
+        for i in inputs {
+            let w = i.weight.max(0.0) * i.mask.map_or(1.0, |m| m[j]);
+            if w.is_nan() || w <= 0.0 {
+                continue;
+            }
+            let x = &i.pose[j];
+            let q = Vec4::from(x.rotation);
+            let reference = *first.get_or_insert(q);
+            t += x.translation * w;
+            s += x.scale * w;
+            r += if q.dot(reference) < 0.0 { -q } else { q } * w;
+            wsum += w;
+        }
+        out[j] = if wsum > 0.0 {
+            let inv = 1.0 / wsum;
+            Transform {
+                translation: t * inv,
+                rotation: Quat::from_vec4(r.normalize_or(Vec4::W)),
+                scale: s * inv,
+            }
+        } else {
+            rest[j]
+        };
+    }
+    Ok(())
+}
+
+/// Override: moves `base` towards `over` by `weight * mask[j]` on each joint (the "dominant
+/// animation" of the older articles: an upper-body wave over a walk). Rotations are nlerped
+/// on the shortest path.
+///
+/// # Errors
+/// [`Error::Length`] if `over` or the mask is shorter than `base`; nothing is written.
+pub fn blend_override(
+    base: &mut [Transform],
+    over: &[Transform],
+    weight: f32,
+    mask: Option<&[f32]>,
+) -> Result<(), Error> {
+    let n = base.len();
+    check_len("override pose", n, over.len())?;
+    if let Some(m) = mask {
+        check_len("override mask", n, m.len())?;
+    }
+    let weight = weight.clamp(0.0, 1.0);
+    for j in 0..n {
+        let w = weight * mask.map_or(1.0, |m| m[j]);
+        if w <= 0.0 {
+            continue;
+        }
+        let (b, o) = (&mut base[j], &over[j]);
+        if w >= 1.0 {
+            *b = *o;
+        } else {
+            b.translation = b.translation.lerp(o.translation, w);
+            b.scale = b.scale.lerp(o.scale, w);
+            b.rotation = nlerp(b.rotation, o.rotation, w);
+        }
+    }
+    Ok(())
+}
+
+/// The additive delta that takes `reference` to `pose`, per joint: translation difference,
+/// rotation `reference⁻¹ * pose` (in the joint's local frame), scale ratio.
+///
+/// [`apply_additive`] with weight 1 on `reference` gives `pose` back.
+///
+/// # Errors
+/// [`Error::Length`] if `reference` or `out` is shorter than `pose`.
+pub fn make_additive(
+    pose: &[Transform],
+    reference: &[Transform],
+    out: &mut [Transform],
+) -> Result<(), Error> {
+    let n = pose.len();
+    check_len("additive reference", n, reference.len())?;
+    check_len("additive output", n, out.len())?;
+    for j in 0..n {
+        out[j] = additive_delta(&pose[j], &reference[j]);
+    }
+    Ok(())
+}
+
+/// The additive delta of one joint (see [`make_additive`]).
+#[inline]
+pub fn additive_delta(pose: &Transform, reference: &Transform) -> Transform {
+    let safe = |v: f32| if v.abs() > f32::MIN_POSITIVE { v } else { 1.0 };
+    let rs = reference.scale;
+    Transform {
+        translation: pose.translation - reference.translation,
+        rotation: (reference.rotation.conjugate() * pose.rotation).normalize(),
+        scale: pose.scale / Vec3::new(safe(rs.x), safe(rs.y), safe(rs.z)),
+    }
+}
+
+/// Applies an additive delta on top of `base` with `weight * mask[j]`: translation added,
+/// rotation applied in the joint's local frame (`base * delta^w`), scale multiplied. Negative
+/// weights subtract the delta (the "subtracted animation sets" of the older articles).
+///
+/// # Errors
+/// [`Error::Length`] if `delta` or the mask is shorter than `base`; nothing is written.
+pub fn apply_additive(
+    base: &mut [Transform],
+    delta: &[Transform],
+    weight: f32,
+    mask: Option<&[f32]>,
+) -> Result<(), Error> {
+    let n = base.len();
+    check_len("additive delta", n, delta.len())?;
+    if let Some(m) = mask {
+        check_len("additive mask", n, m.len())?;
+    }
+    for j in 0..n {
+        let w = weight * mask.map_or(1.0, |m| m[j]);
+        if w == 0.0 {
+            continue;
+        }
+        let (b, d) = (&mut base[j], &delta[j]);
+        b.translation += d.translation * w;
+        let dq = if w == 1.0 {
+            d.rotation
+        } else {
+            // delta^|w| (nlerp from identity up to 1, the angle scaled beyond), inverted for
+            // negative weights.
+            let a = w.abs();
+            let q = if a <= 1.0 {
+                nlerp(Quat::IDENTITY, d.rotation, a)
+            } else {
+                pow_rotation(d.rotation, a)
+            };
+            if w < 0.0 {
+                q.conjugate()
+            } else {
+                q
+            }
+        };
+        b.rotation = (b.rotation * dq).normalize();
+        let ds = if w >= 0.0 {
+            Vec3::ONE.lerp(d.scale, w)
+        } else {
+            Vec3::ONE / Vec3::ONE.lerp(d.scale, -w)
+        };
+        b.scale *= ds;
+    }
+    Ok(())
+}
+
+/// `q^w` for a unit quaternion (rotation angle scaled by `w`).
+fn pow_rotation(q: Quat, w: f32) -> Quat {
+    let (axis, angle) = q.to_axis_angle();
+    Quat::from_axis_angle(axis, angle * w)
 }

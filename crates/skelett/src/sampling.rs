@@ -231,6 +231,27 @@ pub fn sample_uncached(clip: &Clip, time: f32, pose: &mut [Transform]) -> Result
     Ok(())
 }
 
+/// Samples one joint of `clip` at `time` (a binary search per channel of that joint): what
+/// [`sample`] would write for it. Root-motion extraction uses it to read the root at loop
+/// ends without sampling the whole skeleton.
+///
+/// # Panics
+/// If `joint` is not a joint of the clip's skeleton.
+pub fn sample_joint(clip: &Clip, joint: crate::JointIndex, time: f32) -> Transform {
+    let mut out = clip.base[joint as usize];
+    for tr in clip.tracks.iter().filter(|t| t.joint == joint) {
+        let times = clip.track_times(tr);
+        let k = times
+            .partition_point(|&x| x <= time)
+            .saturating_sub(1)
+            .min(times.len() - 2);
+        let mut c = Cursor::default();
+        c.set(times, k);
+        clip.eval_track(tr, k, unit(time, c.t0, c.inv_dt), time, &mut out);
+    }
+    out
+}
+
 /// The sampling loops, one per track group; `at(track)` gives the track's key segment and
 /// position in it.
 #[inline(always)]

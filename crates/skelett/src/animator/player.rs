@@ -1,0 +1,254 @@
+//! A player: one clip's playback position, speed and wrap mode, and the events it crosses.
+//!
+//! A player keeps its position on an *unwrapped* timeline (seconds since the clip's first
+//! frame, growing past the end when looping, in f64 so hours of play stay exact); the clip
+//! time is that position wrapped by the [`Wrap`] mode. Events are found on the unwrapped
+//! timeline: an event at clip time `e` sits at every unwrapped position that maps to `e`
+//! (`e + k·D` when looping, also `2D - e + 2k·D` when ping-ponging), and an advance from `a` to
+//! `b` fires those in `(a, b]` (forward) or `[b, a)` (backward), in travel order. So each
+//! crossing fires exactly once whatever the step, and a step spanning several loops fires
+//! several times.
+
+use std::sync::Arc;
+
+use crate::{Clip, SamplingCache, Transform};
+
+/// What happens at the ends of a clip.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Wrap {
+    /// Start over at the other end.
+    #[default]
+    Loop,
+    /// Stop at the end and hold its pose.
+    Once,
+    /// Turn around at each end.
+    PingPong,
+}
+
+/// The most events one player reports per update; a step spanning more loops than that
+/// reports the first ones (a guard against unbounded output on absurd steps).
+pub const MAX_EVENTS_PER_UPDATE: usize = 1024;
+
+/// Plays one clip.
+#[derive(Clone, Debug)]
+pub struct Player {
+    pub(crate) clip: Arc<Clip>,
+    pos: f64,
+    pub(crate) speed: f32,
+    pub(crate) wrap: Wrap,
+    pub(crate) paused: bool,
+    /// The next advance also fires events exactly at its start (a fresh start or a seek).
+    fresh: bool,
+    pub(crate) cache: SamplingCache,
+}
+
+/// An event position found by [`Player::advance`]: (event index, clip time, travel distance
+/// from the advance's start, direction of travel).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Crossing {
+    pub event: usize,
+    pub distance: f64,
+    pub backward: bool,
+}
+
+impl Player {
+    /// A player at the clip's first frame, speed 1, looping.
+    pub fn new(clip: Arc<Clip>) -> Self {
+        let cache = SamplingCache::for_clip(&clip);
+        Self {
+            clip,
+            pos: 0.0,
+            speed: 1.0,
+            wrap: Wrap::Loop,
+            paused: false,
+            fresh: true,
+            cache,
+        }
+    }
+
+    /// The clip.
+    pub fn clip(&self) -> &Arc<Clip> {
+        &self.clip
+    }
+
+    fn duration(&self) -> f64 {
+        self.clip.duration() as f64
+    }
+
+    /// Local time (0 at the first frame) at an unwrapped position.
+    pub(crate) fn local_at(&self, pos: f64) -> f64 {
+        let d = self.duration();
+        if d <= 0.0 {
+            return 0.0;
+        }
+        match self.wrap {
+            Wrap::Loop => pos.rem_euclid(d),
+            Wrap::Once => pos.clamp(0.0, d),
+            Wrap::PingPong => {
+                let m = pos.rem_euclid(2.0 * d);
+                if m <= d {
+                    m
+                } else {
+                    2.0 * d - m
+                }
+            }
+        }
+    }
+
+    /// Time since the clip's first frame, 0 to the clip's duration.
+    pub fn local_time(&self) -> f32 {
+        self.local_at(self.pos) as f32
+    }
+
+    /// The time in the clip's own time base ([`Clip::start`] + local time).
+    pub fn time(&self) -> f32 {
+        self.clip.start() + self.local_time()
+    }
+
+    /// Position as a fraction of the clip, 0..=1.
+    pub fn normalized_time(&self) -> f32 {
+        let d = self.duration();
+        if d <= 0.0 {
+            0.0
+        } else {
+            (self.local_at(self.pos) / d) as f32
+        }
+    }
+
+    /// The unwrapped position in seconds (grows past the end while looping).
+    pub fn position(&self) -> f64 {
+        self.pos
+    }
+
+    /// Playback speed (negative plays backwards).
+    pub fn speed(&self) -> f32 {
+        self.speed
+    }
+
+    /// The wrap mode.
+    pub fn wrap(&self) -> Wrap {
+        self.wrap
+    }
+
+    /// `true` for a [`Wrap::Once`] player that reached the end it is moving towards.
+    pub fn finished(&self) -> bool {
+        self.wrap == Wrap::Once
+            && ((self.speed >= 0.0 && self.pos >= self.duration())
+                || (self.speed < 0.0 && self.pos <= 0.0))
+    }
+
+    /// Moves to a local time (seconds since the first frame) within the current cycle.
+    /// Events at the new position fire on the next advance.
+    pub fn seek(&mut self, local: f32) {
+        let d = self.duration();
+        let local = if local.is_finite() { local as f64 } else { 0.0 };
+        let cycle = if d > 0.0 && self.wrap != Wrap::Once {
+            (self.pos / d).floor() * d
+        } else {
+            0.0
+        };
+        self.pos = cycle + local.clamp(0.0, d.max(0.0));
+        self.fresh = true;
+    }
+
+    /// Moves to a fraction of the clip (0 = first frame, 1 = last).
+    pub fn seek_normalized(&mut self, n: f32) {
+        self.seek(n * self.clip.duration());
+    }
+
+    /// Sets the unwrapped position directly (sync groups use it).
+    pub(crate) fn set_position(&mut self, pos: f64) {
+        self.pos = pos;
+    }
+
+    /// Advances by `delta` seconds of clip time (signed), appending every event crossed to
+    /// `out` (in travel order) when given. Returns the unwrapped positions before and after.
+    pub(crate) fn advance(&mut self, delta: f64, out: Option<&mut Vec<Crossing>>) -> (f64, f64) {
+        let a = self.pos;
+        let d = self.duration();
+        let mut b = a + if delta.is_finite() { delta } else { 0.0 };
+        if self.wrap == Wrap::Once || d <= 0.0 {
+            b = b.clamp(0.0, d.max(0.0));
+        }
+        if let Some(out) = out {
+            self.crossings(a, b, out);
+        }
+        self.pos = b;
+        if a != b {
+            self.fresh = false;
+        }
+        (a, b)
+    }
+
+    /// Every event position in the travel from `a` to `b`.
+    pub(crate) fn crossings(&mut self, a: f64, b: f64, out: &mut Vec<Crossing>) {
+        let events = self.clip.events();
+        if events.is_empty() || (a == b && !self.fresh) {
+            return;
+        }
+        let start = out.len();
+        let d = self.duration();
+        let backward = b < a;
+        let (lo, hi) = if backward { (b, a) } else { (a, b) };
+        // Half-open towards the start of travel, closed at its end; a fresh start includes
+        // its own position.
+        let inside = |p: f64| {
+            let after_start = if backward { p < hi } else { p > lo };
+            let before_end = if backward { p >= lo } else { p <= hi };
+            (after_start || (self.fresh && p == a)) && before_end
+        };
+        let push = |event: usize, p: f64, out: &mut Vec<Crossing>| {
+            if inside(p) && out.len() - start < MAX_EVENTS_PER_UPDATE {
+                out.push(Crossing {
+                    event,
+                    distance: (p - a).abs(),
+                    backward,
+                });
+            }
+        };
+        for (i, e) in events.iter().enumerate() {
+            let e = (e.time - self.clip.start()) as f64;
+            if d <= 0.0 || self.wrap == Wrap::Once {
+                push(i, e, out);
+                continue;
+            }
+            let period = if self.wrap == Wrap::PingPong {
+                2.0 * d
+            } else {
+                d
+            };
+            let mut bases = [e, f64::NAN];
+            if self.wrap == Wrap::PingPong && e > 0.0 && e < d {
+                bases[1] = 2.0 * d - e;
+            }
+            for base in bases.into_iter().filter(|x| !x.is_nan()) {
+                let kmin = ((lo - base) / period).floor() as i64;
+                let kmax = ((hi - base) / period).ceil() as i64;
+                if kmax.saturating_sub(kmin) > MAX_EVENTS_PER_UPDATE as i64 * 2 {
+                    // An absurd step: report the first crossings in travel order only.
+                    let k0 = if backward { kmax } else { kmin };
+                    for s in 0..MAX_EVENTS_PER_UPDATE as i64 {
+                        let k = if backward { k0 - s } else { k0 + s };
+                        push(i, base + k as f64 * period, out);
+                    }
+                    continue;
+                }
+                for k in kmin..=kmax {
+                    push(i, base + k as f64 * period, out);
+                }
+            }
+        }
+        out[start..].sort_by(|x, y| {
+            x.distance
+                .total_cmp(&y.distance)
+                .then(x.event.cmp(&y.event))
+        });
+    }
+
+    /// Samples the clip at the player's time into `pose`.
+    pub(crate) fn sample(&mut self, pose: &mut [Transform]) {
+        let t = self.time();
+        // The pose was sized for the clip's skeleton when the animator was built.
+        let _ = crate::sample(&self.clip, t, &mut self.cache, pose);
+    }
+}

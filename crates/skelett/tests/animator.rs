@@ -1,0 +1,501 @@
+//! The animator's rules: events, blending, transitions, sync, root motion; on synthetic clips
+//! (where the truth is known in closed form) and on real ones from `../shared/data`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use glam::{Quat, Vec3};
+use proptest::prelude::*;
+use skelett::animator::*;
+use skelett::*;
+
+fn one_joint() -> Arc<Skeleton> {
+    Arc::new(
+        RawSkeleton {
+            joints: vec![RawJoint {
+                name: "root".into(),
+                parent: None,
+                rest: Transform::IDENTITY,
+            }],
+            ..Default::default()
+        }
+        .build()
+        .unwrap(),
+    )
+}
+
+/// A clip moving the root along x from `x0` to `x1` over `duration`, with events.
+fn slide(s: &Skeleton, duration: f32, x0: f32, x1: f32, events: &[f32]) -> Arc<Clip> {
+    let clip = RawClip {
+        name: format!("slide{x0}-{x1}"),
+        start: 0.0,
+        duration,
+        channels: vec![RawChannel {
+            joint: "root".into(),
+            target: Target::Translation,
+            interpolation: Interpolation::Linear,
+            times: vec![0.0, duration],
+            values: RawValues::Vec3(vec![Vec3::X * x0, Vec3::X * x1]),
+        }],
+    }
+    .build(s)
+    .unwrap();
+    Arc::new(
+        clip.with_events(
+            events
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| ClipEvent {
+                    time: t,
+                    name: format!("e{i}"),
+                    payload: None,
+                })
+                .collect(),
+        )
+        .unwrap(),
+    )
+}
+
+fn all_events() -> EventPolicy {
+    EventPolicy {
+        min_weight: 0.0,
+        sync_leader_only: false,
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    Advance(f32),
+    Seek(f32),
+}
+
+/// How many unwrapped positions in the travel from `a` to `b` map to clip time `e`: the
+/// closed-form count of crossings (an independent oracle for the animator's enumeration).
+fn crossings(wrap: Wrap, d: f64, e: f64, a: f64, b: f64, include_start: bool) -> usize {
+    let (lo, hi) = if b >= a { (a, b) } else { (b, a) };
+    let forward = b >= a;
+    // Count k with lo < e + k p <= hi (forward) or lo <= e + k p < hi (backward).
+    let count = |base: f64, p: f64| -> i64 {
+        let c = if forward {
+            ((hi - base) / p).floor() - ((lo - base) / p).floor()
+        } else {
+            ((hi - base) / p).ceil() - ((lo - base) / p).ceil()
+        };
+        let at_start = include_start && ((a - base) / p).fract() == 0.0 && a != b;
+        c as i64 + i64::from(at_start)
+    };
+    match wrap {
+        Wrap::Once => {
+            let inside = if forward {
+                e > lo && e <= hi
+            } else {
+                e >= lo && e < hi
+            };
+            usize::from(inside || (include_start && e == a))
+        }
+        Wrap::Loop => count(e, d).max(0) as usize,
+        Wrap::PingPong => {
+            let mut n = count(e, 2.0 * d);
+            if e > 0.0 && e < d {
+                n += count(2.0 * d - e, 2.0 * d);
+            }
+            n.max(0) as usize
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Events fired equal the crossings of the continuous time line, whatever the steps,
+    /// speed, wrap mode and seeks; in order within each update.
+    #[test]
+    fn events_are_exactly_the_crossings(
+        // Steps, seeks, speeds and event times on a grid of binary fractions as well as off it,
+        // so that updates often start and end exactly on events and clip ends.
+        steps in proptest::collection::vec(prop_oneof![
+            3 => (0u32..80).prop_map(|k| Step::Advance(k as f32 / 32.0)),
+            2 => (0.0f32..2.5).prop_map(Step::Advance),
+            1 => (0u32..=16).prop_map(|k| Step::Seek(k as f32 / 16.0)),
+            1 => (0.0f32..1.0).prop_map(Step::Seek),
+        ], 1..40),
+        speed in prop_oneof![Just(1.0f32), Just(-1.0), Just(2.0), Just(-0.5), -3.0f32..3.0],
+        wrap in prop_oneof![Just(Wrap::Loop), Just(Wrap::Once), Just(Wrap::PingPong)],
+        event_times in proptest::collection::vec(prop_oneof![(0u32..=8).prop_map(|k| k as f32 / 8.0), 0.0f32..=1.0], 1..4),
+    ) {
+        let s = one_joint();
+        let d = 1.0f32;
+        let times: Vec<f32> = event_times.clone();
+        let clip = slide(&s, d, 0.0, 1.0, &times);
+        let mut anim = Animator::new(s);
+        anim.set_event_policy(all_events());
+        anim.play(0, clip.clone(), PlayOptions { speed, wrap, ..Default::default() }).unwrap();
+        let mut pos = 0.0f64;
+        let mut fresh = true;
+        for step in &steps {
+            match *step {
+                Step::Seek(n) => {
+                    anim.seek_normalized(0, n, false).unwrap();
+                    let player_pos = anim.players(0)[0].0.position();
+                    pos = player_pos;
+                    fresh = true;
+                }
+                Step::Advance(dt) => {
+                    let r = anim.update(dt);
+                    let mut b = pos + dt as f64 * speed as f64;
+                    if wrap == Wrap::Once {
+                        b = b.clamp(0.0, d as f64);
+                    }
+                    for (i, e) in clip.events().iter().enumerate() {
+                        let want = crossings(wrap, d as f64, e.time as f64, pos, b, fresh);
+                        let got = r.events.iter().filter(|f| f.index == i).count();
+                        prop_assert_eq!(got, want, "event {} at {} step {:?} from {} to {}", i, e.time, step, pos, b);
+                    }
+                    prop_assert!(r.events.windows(2).all(|w| w[0].at <= w[1].at));
+                    if pos != b {
+                        fresh = false;
+                    }
+                    pos = b;
+                }
+            }
+        }
+    }
+
+    /// apply(make_additive(A, ref), ref) reproduces A.
+    #[test]
+    fn additive_identity(
+        a in proptest::collection::vec((prop::array::uniform3(-2.0f32..2.0), prop::array::uniform3(-3.0f32..3.0), prop::array::uniform3(0.5f32..2.0)), 1..6),
+        r in proptest::collection::vec((prop::array::uniform3(-2.0f32..2.0), prop::array::uniform3(-3.0f32..3.0), prop::array::uniform3(0.5f32..2.0)), 6),
+    ) {
+        let tf = |(t, e, s): &([f32; 3], [f32; 3], [f32; 3])| Transform::new(Vec3::from(*t), Quat::from_euler(glam::EulerRot::XYZ, e[0], e[1], e[2]), Vec3::from(*s));
+        let a: Vec<Transform> = a.iter().map(tf).collect();
+        let reference: Vec<Transform> = r.iter().take(a.len()).map(tf).collect();
+        let mut delta = vec![Transform::IDENTITY; a.len()];
+        make_additive(&a, &reference, &mut delta).unwrap();
+        let mut out = reference.clone();
+        apply_additive(&mut out, &delta, 1.0, None).unwrap();
+        for (o, x) in out.iter().zip(&a) {
+            prop_assert!((o.translation - x.translation).length() < 1e-4);
+            prop_assert!(o.rotation.dot(x.rotation).abs() > 1.0 - 1e-5);
+            prop_assert!((o.scale - x.scale).length() < 1e-4);
+        }
+        // Weight -1 undoes weight 1.
+        apply_additive(&mut out, &delta, -1.0, None).unwrap();
+        for (o, x) in out.iter().zip(&reference) {
+            prop_assert!((o.translation - x.translation).length() < 1e-4);
+            prop_assert!(o.rotation.dot(x.rotation).abs() > 1.0 - 1e-5);
+            prop_assert!((o.scale - x.scale).length() < 1e-3);
+        }
+    }
+
+    /// Blends stay within their inputs; masks of 0 leave the base untouched; all-zero weights
+    /// give the rest pose.
+    #[test]
+    fn blend_bounds_masks_and_zero_weights(
+        w in proptest::collection::vec(0.0f32..1.0, 3),
+        m in proptest::collection::vec(0.0f32..1.0, 3),
+        xs in proptest::collection::vec(-5.0f32..5.0, 3),
+    ) {
+        let poses: Vec<Vec<Transform>> = xs.iter().map(|&x| vec![Transform::new(Vec3::X * x, Quat::from_rotation_y(x * 0.3), Vec3::ONE); 3]).collect();
+        let rest = vec![Transform::new(Vec3::Y, Quat::IDENTITY, Vec3::ONE); 3];
+        let inputs: Vec<BlendInput> = poses.iter().zip(&w).map(|(p, &w)| BlendInput { pose: p, weight: w, mask: Some(&m) }).collect();
+        let mut out = vec![Transform::IDENTITY; 3];
+        blend(&inputs, &rest, &mut out).unwrap();
+        let (lo, hi) = xs.iter().fold((f32::MAX, f32::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+        for (j, o) in out.iter().enumerate() {
+            if w.iter().all(|&w| w * m[j] <= 0.0) {
+                prop_assert_eq!(*o, rest[j]);
+            } else {
+                prop_assert!(o.translation.x >= lo - 1e-4 && o.translation.x <= hi + 1e-4);
+            }
+        }
+        let zero = vec![BlendInput { pose: &poses[0], weight: 0.0, mask: None }];
+        blend(&zero, &rest, &mut out).unwrap();
+        prop_assert_eq!(&out, &rest);
+
+        let mut base = rest.clone();
+        let mask = [0.0, m[1], 1.0];
+        blend_override(&mut base, &poses[0], 1.0, Some(&mask)).unwrap();
+        prop_assert_eq!(base[0], rest[0]);
+        prop_assert_eq!(base[2], poses[0][2]);
+    }
+
+    /// A cross-fade (interrupted or not) never leaves the span of its endpoints, and never
+    /// jumps.
+    #[test]
+    fn crossfades_stay_between_endpoints(d1 in 0.05f32..1.0, d2 in 0.05f32..1.0, interrupt in 0usize..30, dt in 0.005f32..0.05) {
+        let s = one_joint();
+        let a = slide(&s, 1.0, 0.0, 0.0, &[]); // constant x = 0
+        let b = slide(&s, 1.0, 1.0, 1.0, &[]); // constant x = 1
+        let mut anim = Animator::new(s);
+        anim.play(0, a.clone(), PlayOptions::default()).unwrap();
+        anim.update(dt);
+        anim.crossfade(0, b, d1, Curve::SmoothStep, PlayOptions::default()).unwrap();
+        let mut last = anim.pose()[0].translation.x;
+        for i in 0..60 {
+            if i == interrupt {
+                anim.crossfade(0, a.clone(), d2, Curve::Linear, PlayOptions::default()).unwrap();
+            }
+            anim.update(dt);
+            let x = anim.pose()[0].translation.x;
+            prop_assert!((-1e-6..=1.0 + 1e-6).contains(&x), "{x}");
+            // Weights move at most dt/duration (times the curve's peak slope, 1.5) per update.
+            prop_assert!((x - last).abs() <= 1.5 * dt / d1.min(d2) + 1e-4, "jump {last} -> {x}");
+            last = x;
+        }
+    }
+}
+
+#[test]
+fn several_loops_in_one_step_fire_several_times_and_backwards_fires_too() {
+    let s = one_joint();
+    let clip = slide(&s, 1.0, 0.0, 1.0, &[0.25]);
+    let mut anim = Animator::new(s);
+    anim.set_event_policy(all_events());
+    anim.play(0, clip.clone(), PlayOptions::default()).unwrap();
+    assert_eq!(anim.update(3.5).events.len(), 4); // 0.25, 1.25, 2.25, 3.25
+    anim.set_speed(0, -1.0).unwrap();
+    let r = anim.update(0.5); // 3.5 -> 3.0 crosses 3.25 backwards
+    assert_eq!(r.events.len(), 1);
+    assert!(r.events[0].backward);
+    // A seek jumps without firing, unless asked.
+    anim.seek(0, 0.9, false).unwrap();
+    assert_eq!(anim.update(0.0).events.len(), 0);
+    anim.seek(0, 0.1, true).unwrap();
+    assert_eq!(anim.update(0.0).events.len(), 1);
+}
+
+#[test]
+fn stop_returns_to_rest_and_queue_plays_after_the_end() {
+    let s = one_joint();
+    let a = slide(&s, 0.5, 1.0, 1.0, &[]);
+    let b = slide(&s, 0.5, 2.0, 2.0, &[]);
+    let mut anim = Animator::new(s.clone());
+    anim.play(
+        0,
+        a,
+        PlayOptions {
+            wrap: Wrap::Once,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    anim.queue(
+        0,
+        b,
+        When::End,
+        Transition::Immediate,
+        PlayOptions::default(),
+    )
+    .unwrap();
+    anim.update(0.3);
+    assert_eq!(anim.pose()[0].translation.x, 1.0);
+    anim.update(0.3);
+    assert_eq!(anim.pose()[0].translation.x, 2.0);
+    anim.stop(0).unwrap();
+    anim.update(0.1);
+    assert_eq!(anim.pose(), s.rest_pose());
+}
+
+#[test]
+fn inertial_transition_starts_at_the_old_pose_and_ends_at_the_new() {
+    let s = one_joint();
+    let a = slide(&s, 1.0, 0.0, 0.0, &[]);
+    let b = slide(&s, 1.0, 1.0, 1.0, &[]);
+    let mut anim = Animator::new(s);
+    anim.play(0, a, PlayOptions::default()).unwrap();
+    anim.update(0.1);
+    anim.update(0.1);
+    anim.inertialize(0, b, 0.3, PlayOptions::default()).unwrap();
+    anim.update(0.0);
+    assert!(
+        anim.pose()[0].translation.x.abs() < 1e-5,
+        "starts where it was"
+    );
+    let mut last = 0.0;
+    for _ in 0..30 {
+        anim.update(1.0 / 60.0);
+        let x = anim.pose()[0].translation.x;
+        assert!(x >= last - 1e-5 && x <= 1.0 + 1e-5, "{x}");
+        last = x;
+    }
+    assert!((last - 1.0).abs() < 1e-5, "ends on the target: {last}");
+}
+
+#[test]
+fn blend_space_weights_follow_the_parameter() {
+    let s = one_joint();
+    let walk = slide(&s, 1.0, 1.0, 1.0, &[]);
+    let run = slide(&s, 0.5, 3.0, 3.0, &[]);
+    let mut anim = Animator::new(s);
+    anim.play_blend_space(
+        0,
+        BlendSpace1D::new(vec![(1.0, walk), (3.0, run)]),
+        Transition::Immediate,
+    )
+    .unwrap();
+    for (p, want) in [
+        (0.0, 1.0),
+        (1.0, 1.0),
+        (2.0, 2.0),
+        (2.5, 2.5),
+        (3.0, 3.0),
+        (9.0, 3.0),
+    ] {
+        anim.set_parameter(0, p).unwrap();
+        anim.update(0.01);
+        assert!((anim.pose()[0].translation.x - want).abs() < 1e-5, "{p}");
+    }
+    // The two clips stay in phase.
+    anim.set_parameter(0, 2.0).unwrap();
+    for _ in 0..50 {
+        anim.update(0.037);
+        let players = anim.players(0);
+        assert!((players[0].0.normalized_time() - players[1].0.normalized_time()).abs() < 1e-5);
+    }
+}
+
+fn data(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(rel)
+}
+
+#[test]
+fn fox_walk_to_run_crossfade_keeps_the_feet_in_phase() {
+    let fox = skelett_io::load(data("gltf/Fox.glb")).unwrap();
+    let walk = fox.clip("Walk").unwrap().clone();
+    let run = fox.clip("Run").unwrap().clone();
+    let mut anim = Animator::new(fox.skeleton.clone());
+    let sync = PlayOptions {
+        sync_group: Some(1),
+        ..Default::default()
+    };
+    anim.play(0, walk, sync).unwrap();
+    for _ in 0..17 {
+        anim.update(1.0 / 60.0);
+    }
+    anim.crossfade(0, run, 0.5, Curve::SmoothStep, sync)
+        .unwrap();
+    for i in 0..60 {
+        anim.update(1.0 / 60.0);
+        let p = anim.players(0);
+        if p.len() == 2 {
+            let (a, b) = (p[0].0.normalized_time(), p[1].0.normalized_time());
+            assert!((a - b).abs() < 1e-4, "frame {i}: walk {a} run {b}");
+        }
+        for t in anim.pose() {
+            assert!(t.is_finite());
+        }
+    }
+    // After the fade only Run remains, at Run's own speed.
+    assert_eq!(anim.players(0).len(), 1);
+}
+
+#[test]
+fn robot_wave_override_on_the_upper_body() {
+    let robot = skelett_io::load(data("gltf/robot_quaternius.glb")).unwrap();
+    let sk = robot.skeleton.clone();
+    let walk = robot.clip("Robot_Walking").unwrap().clone();
+    let wave = robot.clip("Robot_Wave").unwrap().clone();
+    let mut anim = Animator::new(sk.clone());
+    anim.play(0, walk.clone(), PlayOptions::default()).unwrap();
+    let upper_root = sk
+        .names()
+        .iter()
+        .find(|n| n.contains("Torso") || n.contains("Chest") || n.contains("Body"))
+        .unwrap()
+        .clone();
+    let mask = JointMask::subtree(&sk, &upper_root).unwrap();
+    let upper = anim.add_layer(BlendMode::Override, 1.0, Some(mask.clone()));
+    anim.play(upper, wave.clone(), PlayOptions::default())
+        .unwrap();
+    anim.update(0.4);
+    let mut walk_pose = Pose::rest(&sk);
+    let mut wave_pose = Pose::rest(&sk);
+    sample_uncached(&walk, walk.start() + 0.4, &mut walk_pose).unwrap();
+    sample_uncached(&wave, wave.start() + 0.4, &mut wave_pose).unwrap();
+    for j in 0..sk.len() {
+        let want = if mask.weights()[j] > 0.0 {
+            wave_pose[j]
+        } else {
+            walk_pose[j]
+        };
+        assert_eq!(
+            anim.pose()[j],
+            want,
+            "joint {} ({})",
+            j,
+            sk.name(j as JointIndex)
+        );
+    }
+}
+
+#[test]
+fn additive_layer_on_a_loop() {
+    let fox = skelett_io::load(data("gltf/Fox.glb")).unwrap();
+    let sk = fox.skeleton.clone();
+    let walk = fox.clip("Walk").unwrap().clone();
+    let survey = fox.clip("Survey").unwrap().clone();
+    // Make Survey additive relative to its first frame, by sampling it into a delta clip of
+    // one joint's head turn: here through poses, at one time.
+    let mut first = Pose::rest(&sk);
+    let mut later = Pose::rest(&sk);
+    sample_uncached(&survey, survey.start(), &mut first).unwrap();
+    sample_uncached(&survey, survey.start() + 1.5, &mut later).unwrap();
+    let mut delta = Pose::identity(sk.len());
+    make_additive(&later, &first, &mut delta).unwrap();
+    // Zero weight changes nothing; full weight adds the delta in each joint's local frame.
+    let mut walk_pose = Pose::rest(&sk);
+    sample_uncached(&walk, walk.start() + 0.2, &mut walk_pose).unwrap();
+    let mut out = walk_pose.clone();
+    apply_additive(&mut out, &delta, 0.0, None).unwrap();
+    assert_eq!(out, walk_pose);
+    apply_additive(&mut out, &delta, 1.0, None).unwrap();
+    for j in 0..sk.len() {
+        let want = walk_pose[j].rotation * delta[j].rotation;
+        assert!(out[j].rotation.dot(want).abs() > 1.0 - 1e-5);
+    }
+}
+
+#[test]
+fn fox_root_motion_adds_up_over_a_loop() {
+    let fox = skelett_io::load(data("gltf/Fox.glb")).unwrap();
+    let sk = fox.skeleton.clone();
+    let walk = fox.clip("Walk").unwrap().clone();
+    let root = sk.find("b_Root_00").unwrap();
+    let mut anim = Animator::new(sk.clone());
+    anim.set_root_motion(Some(RootMotionConfig {
+        joint: root,
+        ..Default::default()
+    }));
+    anim.play(0, walk.clone(), PlayOptions::default()).unwrap();
+    let mut total = Vec3::ZERO;
+    let steps = 85; // two loops and a bit at 60 Hz
+    for _ in 0..steps {
+        let r = anim.update(1.0 / 60.0);
+        total += r.root_motion.translation;
+        let t = anim.pose()[root as usize].translation;
+        assert!(
+            t.x.abs() < 1e-5 && t.z.abs() < 1e-5,
+            "horizontal motion is taken out: {t}"
+        );
+    }
+    // Over whole loops the root moves (end - start) per loop; here in the clip's own frame.
+    let s = sample_joint(&walk, root, walk.start()).translation;
+    let e = sample_joint(&walk, root, walk.end()).translation;
+    let elapsed = steps as f32 / 60.0;
+    let loops = (elapsed / walk.duration()).floor();
+    let partial = sample_joint(
+        &walk,
+        root,
+        walk.start() + elapsed - loops * walk.duration(),
+    )
+    .translation;
+    let want = (e - s) * loops + (partial - s);
+    let flat = |v: Vec3| Vec3::new(v.x, 0.0, v.z);
+    assert!(
+        (flat(total) - flat(want)).length() < 1e-3 * (1.0 + want.length()),
+        "{total} vs {want}"
+    );
+}
