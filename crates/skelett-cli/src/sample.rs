@@ -1,8 +1,9 @@
 //! `skelett sample`: world matrices of every joint of skin 0 at given clip times.
 //!
-//! The JSON output has the shape of `shared/data/reference/*.json` (`clip` with `index`,
-//! `name`, `start`, `end`; `samples` with `t` and `joints`, each with `joint`, `name` and
-//! `world` as 16 column-major numbers), so the two can be compared number by number.
+//! The JSON output has the shape of `shared/data/reference/*.json`: `clips`, a list (of the
+//! one clip sampled) with `index`, `name`, `start`, `end` and `samples`, each with `t` and
+//! `joints`, each with `joint`, `name` and `world` as 16 column-major numbers; so the two can
+//! be compared number by number.
 
 use std::path::Path;
 
@@ -18,16 +19,16 @@ type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 struct Output {
     source: String,
     convention: &'static str,
-    clip: ClipRef,
-    samples: Vec<Sample>,
+    clips: [ClipSamples; 1],
 }
 
 #[derive(Serialize)]
-struct ClipRef {
+struct ClipSamples {
     index: usize,
     name: String,
     start: f32,
     end: f32,
+    samples: Vec<Sample>,
 }
 
 #[derive(Serialize)]
@@ -99,28 +100,29 @@ pub fn run(
     let result = Output {
         source,
         convention: CONVENTION,
-        clip: ClipRef {
+        clips: [ClipSamples {
             index,
             name: clip.name().to_string(),
             start: clip.start(),
             end: clip.end(),
-        },
-        samples,
+            samples,
+        }],
     };
     if json {
         outln!(out, "{}", serde_json::to_string(&result)?);
         return Ok(());
     }
+    let c = &result.clips[0];
     outln!(
         out,
         "{}: clip [{}] {:?}, {} .. {} s; world matrices (rows) of skin 0's joints",
         result.source,
-        result.clip.index,
-        result.clip.name,
-        result.clip.start,
-        result.clip.end
+        c.index,
+        c.name,
+        c.start,
+        c.end
     );
-    for s in &result.samples {
+    for s in &c.samples {
         outln!(out, "t = {}", s.t);
         for j in &s.joints {
             let m = Mat4::from_cols_array(&j.world);

@@ -84,9 +84,17 @@ fn sample_json_matches_the_reference() {
     ]);
     assert!(ok, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["clip"]["index"], 0);
-    assert!((v["clip"]["start"].as_f64().unwrap() - clip["start"].as_f64().unwrap()).abs() < 1e-4);
-    let samples = v["samples"].as_array().unwrap();
+    // The reference's own shape: clips[i] with index, name, start, end, samples.
+    let got = &v["clips"][0];
+    assert_eq!(v["clips"].as_array().unwrap().len(), 1);
+    assert_eq!(got["index"], 0);
+    for key in ["start", "end"] {
+        assert!(
+            (got[key].as_f64().unwrap() - clip[key].as_f64().unwrap()).abs() < 1e-4,
+            "{key}"
+        );
+    }
+    let samples = got["samples"].as_array().unwrap();
     assert_eq!(samples.len(), times.len());
     for (got, want) in samples.iter().zip(clip["samples"].as_array().unwrap()) {
         assert!((got["t"].as_f64().unwrap() - want["t"].as_f64().unwrap()).abs() < 1e-6);

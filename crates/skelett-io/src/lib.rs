@@ -63,7 +63,7 @@ impl Asset {
     /// asset has no skins.
     pub fn skin_joints(&self, i: usize) -> Vec<skelett::JointIndex> {
         match self.skins.get(i) {
-            Some(s) => s.joints.clone(),
+            Some(s) => s.joints().to_vec(),
             None => (0..self.skeleton.len() as skelett::JointIndex).collect(),
         }
     }

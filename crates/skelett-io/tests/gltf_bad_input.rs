@@ -127,10 +127,19 @@ fn bad_json_names_line_and_column() {
 fn out_of_range_accessor() {
     let (mut json, bin) = split(&rigged_simple());
     let (input, _) = first_sampler(&json);
-    json["accessors"][input]["count"] = Value::from(1_000_000_000u64);
+    // A count the buffer view cannot hold.
+    json["accessors"][input]["count"] = Value::from(1000u64);
     let e = err(&join(&json, &bin));
     assert!(
         e.contains(&format!("accessors[{input}]")) && e.contains("overrun"),
+        "{e}"
+    );
+    // A count no file of this size could hold: refused before anything is allocated.
+    let (mut json, bin) = split(&rigged_simple());
+    json["accessors"][input]["count"] = Value::from(1_000_000_000u64);
+    let e = err(&join(&json, &bin));
+    assert!(
+        e.contains(&format!("accessors[{input}]")) && e.contains("budget"),
         "{e}"
     );
 
@@ -220,7 +229,11 @@ fn node_cycle_and_two_parents() {
     let (mut json, bin) = split(&rigged_simple());
     json["nodes"][last]["children"] = Value::from(vec![last as u64]);
     let e = err(&join(&json, &bin));
-    assert!(e.contains("nodes["), "{e}");
+    assert!(
+        e.contains(&format!("nodes[{last}]"))
+            && (e.contains("cycle") || e.contains("child of both")),
+        "{e}"
+    );
 }
 
 #[test]
@@ -292,4 +305,48 @@ fn mesh_attribute_accessor_out_of_range() {
         e.contains("meshes[0].primitives[0].attributes.POSITION") && e.contains("777"),
         "{e}"
     );
+}
+
+/// Every reference to the same data is decoded again, so a small file can ask for gigabytes
+/// (here: 6000 channels sharing one accessor over the whole buffer): the load budget stops it
+/// before the memory is taken.
+#[test]
+fn many_references_to_one_accessor_hit_the_budget() {
+    let (mut json, bin) = split(&rigged_simple());
+    let view = json["bufferViews"].as_array().unwrap().len();
+    json["bufferViews"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"buffer": 0, "byteLength": bin.len() / 4 * 4}));
+    let big = json["accessors"].as_array().unwrap().len();
+    json["accessors"].as_array_mut().unwrap().push(
+        serde_json::json!({"bufferView": view, "componentType": 5126, "count": bin.len() / 4, "type": "SCALAR"}),
+    );
+    json["animations"][0]["samplers"][0]["input"] = Value::from(big);
+    let channel = json["animations"][0]["channels"][0].clone();
+    json["animations"][0]["channels"] = Value::from(vec![channel; 6000]);
+    let e = err(&join(&json, &bin));
+    assert!(
+        e.contains(&format!("accessors[{big}]")) && e.contains("budget"),
+        "{e}"
+    );
+}
+
+#[test]
+fn external_buffers_cannot_leave_the_folder() {
+    let (mut json, _) = split(&rigged_simple());
+    for uri in [
+        "/dev/zero",
+        "../secret.bin",
+        "file:///etc/passwd",
+        "a/../../b.bin",
+    ] {
+        json["buffers"][0]["uri"] = Value::from(uri);
+        let bytes = serde_json::to_vec(&json).unwrap();
+        let e =
+            skelett_io::gltf::load_bytes(&bytes, Path::new("broken.gltf"), Some(Path::new("/tmp")))
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("relative path inside"), "{uri}: {e}");
+    }
 }

@@ -141,6 +141,9 @@ pub enum UnboundChannels {
 pub struct BuildOptions {
     /// What to do with channels that target joints the skeleton lacks.
     pub unbound: UnboundChannels,
+    /// Keep every key, even those the lossless reduction would remove (for comparing a
+    /// reduced clip with the full one).
+    pub keep_redundant_keys: bool,
 }
 
 /// What building a clip did, beyond the clip itself.
@@ -189,8 +192,10 @@ pub(crate) struct Track {
 
 /// An immutable, validated clip bound to a skeleton, ready for [`crate::sample`].
 ///
-/// Clips are `Send + Sync`; share one between characters with an `Arc`.
-#[derive(Clone, Debug, PartialEq)]
+/// Clips are `Send + Sync`; share one between characters with an `Arc`. Two clips compare
+/// equal when their content is equal (each built clip also has an identity, which sampling
+/// caches follow, that equality ignores).
+#[derive(Clone, Debug)]
 pub struct Clip {
     pub(crate) id: u64,
     pub(crate) name: String,
@@ -230,6 +235,22 @@ pub struct ChannelCounts {
     pub keys: [usize; 3],
     /// Channels that hold one value for the whole clip (part of the base pose).
     pub constant: usize,
+}
+
+impl PartialEq for Clip {
+    fn eq(&self, o: &Self) -> bool {
+        self.name == o.name
+            && self.start == o.start
+            && self.duration == o.duration
+            && self.base == o.base
+            && self.tracks == o.tracks
+            && self.groups == o.groups
+            && self.timelines == o.timelines
+            && self.times == o.times
+            && self.vec3s == o.vec3s
+            && self.quats == o.quats
+            && self.events == o.events
+    }
 }
 
 static NEXT_CLIP_ID: AtomicU64 = AtomicU64::new(1);
@@ -380,7 +401,7 @@ impl RawClip {
         let mut timeline_of: HashMap<Vec<u32>, u32> = HashMap::new();
         for (j, ci) in bound {
             let ch = &self.channels[ci];
-            let keys = reduce_channel(ch);
+            let keys = reduce_channel(ch, options.keep_redundant_keys);
             let rest = &skeleton.rest_pose()[j as usize];
             if keys.times.len() == 1 {
                 let base = &mut clip.base[j as usize];
@@ -462,6 +483,17 @@ impl RawClip {
             .map(|j| j as JointIndex)
             .collect();
         slerp.resize(quats.len(), SlerpSegment::default());
+        if [times.len(), vec3s.len(), quats.len()]
+            .iter()
+            .any(|&n| n > u32::MAX as usize)
+        {
+            return Err(range_err(format!(
+                "{} key times, {} vector and {} rotation values: more than a clip can index",
+                times.len(),
+                vec3s.len(),
+                quats.len()
+            )));
+        }
         let group = |t: &Track| match (t.interpolation, t.target) {
             (Interpolation::Linear, Target::Rotation) => 0,
             (Interpolation::Linear, Target::Translation) => 1,
@@ -569,10 +601,11 @@ struct Keys {
 ///
 /// LINEAR rotation keys are also put on the hemisphere of the key before, so that sampling
 /// needs no sign test (`q` and `-q` are the same rotation).
-fn reduce_channel(ch: &RawChannel) -> Keys {
+fn reduce_channel(ch: &RawChannel, keep_all: bool) -> Keys {
     match &ch.values {
         RawValues::Vec3(v) => {
-            let (times, values) = reduce(&ch.times, v, ch.interpolation, |a, b| a == b, Vec3::ZERO);
+            let eq = |a: &Vec3, b: &Vec3| !keep_all && a == b;
+            let (times, values) = reduce(&ch.times, v, ch.interpolation, eq, Vec3::ZERO);
             Keys {
                 times,
                 values: KeyValues::Vec3(values),
@@ -590,7 +623,7 @@ fn reduce_channel(ch: &RawChannel) -> Keys {
                     q[k] = align_sign(q[k - 1], q[k]);
                 }
             }
-            let same = |a: &Quat, b: &Quat| a == b;
+            let same = |a: &Quat, b: &Quat| !keep_all && a == b;
             let (times, mut values) = reduce(
                 &ch.times,
                 &q,
@@ -739,6 +772,9 @@ impl Clip {
     }
 
     /// The key times of animated channel `i` (in [`Clip::channels`] order).
+    ///
+    /// # Panics
+    /// If `i >= self.track_count()`.
     pub fn channel_times(&self, i: usize) -> &[f32] {
         let t = &self.tracks[i];
         &self.times[t.time_start as usize..(t.time_start + t.key_count) as usize]

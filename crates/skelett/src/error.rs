@@ -43,8 +43,9 @@ pub enum Error {
     /// Two joints share a name, so clips could not be bound to them by name.
     #[error("joint name {0:?} is used by more than one joint")]
     DuplicateJointName(String),
-    /// A rest-pose transform or root transform has a NaN or infinite component.
-    #[error("joint {0:?} has a non-finite rest transform")]
+    /// A rest-pose transform or root transform has a NaN or infinite component, or a zero
+    /// rotation quaternion.
+    #[error("joint {0:?} has a non-finite rest transform or a zero rotation")]
     NonFiniteRest(String),
     /// A clip's channel is malformed.
     #[error("clip {clip:?}, channel {channel} ({joint:?} {target}): {problem}")]

@@ -83,19 +83,71 @@ pub(crate) fn compose(parent: &Mat4, local: &Transform) -> Mat4 {
     )
 }
 
-/// The joints a mesh is bound to, with their inverse bind matrices.
+/// The joints a mesh is bound to, with their inverse bind matrices: the palette layout.
+///
+/// Built with [`Skin::new`], which checks it once so that [`skinning_palette`] needs only
+/// length checks.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Skin {
-    /// The skin's name.
-    pub name: String,
-    /// For each palette entry, the skeleton joint it follows.
-    pub joints: Vec<JointIndex>,
-    /// For each palette entry, the inverse of the joint's model-space bind matrix: it takes a
-    /// bind-pose vertex (model space) into the joint's space.
-    pub inverse_bind: Vec<Mat4>,
+    name: String,
+    joints: Vec<JointIndex>,
+    inverse_bind: Vec<Mat4>,
+    /// One past the largest joint index (0 without joints).
+    joint_bound: usize,
 }
 
 impl Skin {
+    /// A skin: for each palette entry, the skeleton joint it follows and the inverse of that
+    /// joint's model-space bind matrix (it takes a bind-pose vertex into the joint's space).
+    ///
+    /// # Errors
+    /// [`Error::Mesh`] if the two lists differ in length or a matrix is not finite.
+    pub fn new(
+        name: impl Into<String>,
+        joints: Vec<JointIndex>,
+        inverse_bind: Vec<Mat4>,
+    ) -> Result<Self, Error> {
+        let name = name.into();
+        let err = |problem: String| {
+            Err(Error::Mesh {
+                mesh: name.clone(),
+                problem,
+            })
+        };
+        if joints.len() != inverse_bind.len() {
+            return err(format!(
+                "skin has {} joints but {} inverse bind matrices",
+                joints.len(),
+                inverse_bind.len()
+            ));
+        }
+        if let Some(i) = inverse_bind.iter().position(|m| !m.is_finite()) {
+            return err(format!("inverse bind matrix {i} is not finite"));
+        }
+        let joint_bound = joints.iter().map(|&j| j as usize + 1).max().unwrap_or(0);
+        Ok(Self {
+            name,
+            joints,
+            inverse_bind,
+            joint_bound,
+        })
+    }
+
+    /// The skin's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// For each palette entry, the skeleton joint it follows.
+    pub fn joints(&self) -> &[JointIndex] {
+        &self.joints
+    }
+
+    /// For each palette entry, the inverse bind matrix.
+    pub fn inverse_bind(&self) -> &[Mat4] {
+        &self.inverse_bind
+    }
+
     /// Number of palette entries.
     pub fn len(&self) -> usize {
         self.joints.len()
@@ -106,38 +158,26 @@ impl Skin {
         self.joints.is_empty()
     }
 
-    /// Checks that joints and matrices agree in number, joints exist and matrices are finite.
+    /// Checks that every joint exists in `skeleton`.
     ///
     /// # Errors
-    /// [`Error::Mesh`] naming the first problem.
+    /// [`Error::Mesh`] naming the first joint out of range.
     pub fn validate(&self, skeleton: &Skeleton) -> Result<(), Error> {
-        let err = |problem: String| {
-            Err(Error::Mesh {
+        if self.joint_bound > skeleton.len() {
+            return Err(Error::Mesh {
                 mesh: self.name.clone(),
-                problem,
-            })
-        };
-        if self.joints.len() != self.inverse_bind.len() {
-            return err(format!(
-                "skin has {} joints but {} inverse bind matrices",
-                self.joints.len(),
-                self.inverse_bind.len()
-            ));
-        }
-        if let Some(j) = self.joints.iter().find(|&&j| j as usize >= skeleton.len()) {
-            return err(format!(
-                "skin joint {j} is not in the {}-joint skeleton",
-                skeleton.len()
-            ));
-        }
-        if let Some(i) = self.inverse_bind.iter().position(|m| !m.is_finite()) {
-            return err(format!("inverse bind matrix {i} is not finite"));
+                problem: format!(
+                    "skin joint {} is not in the {}-joint skeleton",
+                    self.joint_bound - 1,
+                    skeleton.len()
+                ),
+            });
         }
         Ok(())
     }
 }
 
-/// Computes the skinning palette: `palette[i] = model[skin.joints[i]] * skin.inverse_bind[i]`.
+/// Computes the skinning palette: `palette[i] = model[skin.joints()[i]] * skin.inverse_bind()[i]`.
 ///
 /// The palette takes a bind-pose vertex to its animated position in model space.
 ///
@@ -145,19 +185,13 @@ impl Skin {
 /// [`Error::Length`] if `palette` is shorter than the skin, or `model` lacks a joint the
 /// skin uses; nothing is written then.
 pub fn skinning_palette(skin: &Skin, model: &[Mat4], palette: &mut [Mat4]) -> Result<(), Error> {
-    let n = skin.joints.len().min(skin.inverse_bind.len());
+    let n = skin.joints.len();
     check_len("palette", n, palette.len())?;
-    let max_joint = skin
-        .joints
-        .iter()
-        .copied()
-        .max()
-        .map_or(0, |m| m as usize + 1);
-    check_len("model", max_joint, model.len())?;
+    check_len("model", skin.joint_bound, model.len())?;
     for ((out, &j), ibm) in palette[..n]
         .iter_mut()
-        .zip(&skin.joints[..n])
-        .zip(&skin.inverse_bind[..n])
+        .zip(&skin.joints)
+        .zip(&skin.inverse_bind)
     {
         *out = model[j as usize] * *ibm;
     }
@@ -182,7 +216,7 @@ pub fn inverse_bind_matrices(
                 .get(j as usize)
                 .map(|m| m.inverse())
                 .ok_or_else(|| Error::Mesh {
-                    mesh: String::new(),
+                    mesh: "<inverse bind matrices from the rest pose>".into(),
                     problem: format!("joint {j} is not in the {}-joint skeleton", skeleton.len()),
                 })
         })
@@ -244,7 +278,7 @@ mod tests {
                 prop_assert!(model[j].abs_diff_eq(acc, 1e-3 * (1.0 + acc.w_axis.length())));
             }
             let joints: Vec<JointIndex> = (0..s.len() as JointIndex).collect();
-            let skin = Skin { name: "s".into(), inverse_bind: inverse_bind_matrices(&s, &joints).unwrap(), joints };
+            let skin = Skin::new("s", joints.clone(), inverse_bind_matrices(&s, &joints).unwrap()).unwrap();
             let mut palette = vec![Mat4::ZERO; s.len()];
             skinning_palette(&skin, &model, &mut palette).unwrap();
             for p in palette {

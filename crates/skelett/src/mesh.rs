@@ -24,11 +24,13 @@ pub struct MeshPrimitive {
     pub influences: usize,
     /// Palette indices (into the skin's joints), `influences` per vertex.
     pub joints: Vec<u16>,
-    /// Weights, `influences` per vertex, summing to 1 (or all 0: the vertex is not skinned).
+    /// Weights, `influences` per vertex. Importers normalise them to sum to 1 (all 0 marks a
+    /// vertex no joint moves); [`SkinnedMesh::validate`] checks only that they are finite and
+    /// non-negative.
     pub weights: Vec<f32>,
     /// Triangle list indices.
     pub indices: Vec<u32>,
-    /// Name of the base colour texture's image, if any (for renderers).
+    /// Index of the base colour texture's image in the source file, if any (for renderers).
     pub base_color_texture: Option<usize>,
     /// Base colour factor (linear RGBA).
     pub base_color: Vec4,
@@ -66,7 +68,8 @@ pub struct SkinnedMesh {
 
 impl SkinnedMesh {
     /// Checks every primitive against `skin`: attribute lengths agree, indices and palette
-    /// indices are in range, values are finite, and weights are non-negative.
+    /// indices (of every slot, weighted or not) are in range, values are finite, and weights
+    /// are non-negative.
     ///
     /// # Errors
     /// [`Error::Mesh`] naming the primitive and the problem.
@@ -112,7 +115,7 @@ impl SkinnedMesh {
                 if !(w.is_finite() && w >= 0.0) {
                     return Err(err(format!("vertex {} has weight {w}", k / p.influences)));
                 }
-                if w > 0.0 && j as usize >= skin.len() {
+                if j as usize >= skin.len() {
                     return Err(err(format!(
                         "vertex {} uses palette entry {j}, the skin has {}",
                         k / p.influences,

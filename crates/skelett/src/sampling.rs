@@ -3,7 +3,7 @@
 //! ```text
 //! Clip (shared) ──┐
 //! time ───────────┼─▶ sample() ──▶ &mut [Transform] (one per joint, local SRT)
-//! SamplingCache ──┘      (per character: one key cursor per animated channel)
+//! SamplingCache ──┘      (per character: one key cursor per timeline of the clip)
 //! ```
 //!
 //! [`sample`] first copies the clip's base pose (rest pose plus constant channels) for the
@@ -75,6 +75,16 @@ impl Cursor {
         } else {
             times[k + 1]
         };
+    }
+}
+
+/// A NaN time samples as before the first key (every path the same way).
+#[inline(always)]
+fn not_nan(t: f32) -> f32 {
+    if t.is_nan() {
+        f32::NEG_INFINITY
+    } else {
+        t
     }
 }
 
@@ -197,6 +207,7 @@ pub fn sample(
     pose: &mut [Transform],
 ) -> Result<(), Error> {
     check_len("pose", clip.joint_count(), pose.len())?;
+    let time = not_nan(time);
     cache.bind(clip);
     let n = clip.timelines.len();
     for (i, (cursor, at)) in cache.cursors[..n]
@@ -218,6 +229,7 @@ pub fn sample(
 /// As [`sample`].
 pub fn sample_uncached(clip: &Clip, time: f32, pose: &mut [Transform]) -> Result<(), Error> {
     check_len("pose", clip.joint_count(), pose.len())?;
+    let time = not_nan(time);
     sample_with(clip, time, pose, |tr| {
         let times = clip.track_times(tr);
         let k = times
@@ -238,6 +250,7 @@ pub fn sample_uncached(clip: &Clip, time: f32, pose: &mut [Transform]) -> Result
 /// # Panics
 /// If `joint` is not a joint of the clip's skeleton.
 pub fn sample_joint(clip: &Clip, joint: crate::JointIndex, time: f32) -> Transform {
+    let time = not_nan(time);
     let mut out = clip.base[joint as usize];
     for tr in clip.tracks.iter().filter(|t| t.joint == joint) {
         let times = clip.track_times(tr);

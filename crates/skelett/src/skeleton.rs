@@ -97,7 +97,7 @@ impl RawSkeleton {
         let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
         let mut roots = BinaryHeap::new();
         for (i, j) in self.joints.iter().enumerate() {
-            if !j.rest.is_finite() {
+            if !j.rest.is_finite() || j.rest.rotation.length_squared() < 1e-12 {
                 return Err(Error::NonFiniteRest(j.name.clone()));
             }
             match j.parent {
@@ -142,7 +142,11 @@ impl RawSkeleton {
             let j = &self.joints[old];
             names.push(j.name.clone());
             parents.push(j.parent.map_or(NO_PARENT, |p| new_index[p] as JointIndex));
-            rest.push(j.rest);
+            // Rest rotations are stored as unit quaternions (the hierarchy relies on it).
+            rest.push(Transform {
+                rotation: j.rest.rotation.normalize(),
+                ..j.rest
+            });
             by_name.insert(j.name.clone(), new as JointIndex);
         }
         Ok(Skeleton {

@@ -66,11 +66,56 @@ impl Transform {
     ///
     /// Matrices with shear cannot be represented exactly; the result is then the closest SRT
     /// that glam's decomposition finds. Negative determinants put the reflection in the scale.
+    /// A matrix that collapses an axis (zero scale) keeps its translation and scales, with the
+    /// rotation of its remaining axes where they define one, identity otherwise.
+    ///
+    /// ```
+    /// # use skelett::Transform;
+    /// # use glam::{Mat4, Vec3};
+    /// let t = Transform::from_mat4(&Mat4::from_scale(Vec3::new(0.0, 2.0, 1.0)));
+    /// assert!(t.is_finite());
+    /// assert_eq!(t.scale, Vec3::new(0.0, 2.0, 1.0));
+    /// ```
     pub fn from_mat4(m: &Mat4) -> Self {
         let (scale, rotation, translation) = m.to_scale_rotation_translation();
+        if scale.is_finite() && rotation.is_finite() && scale.min_element().abs() > 1e-12 {
+            return Self {
+                translation,
+                rotation: rotation.normalize(),
+                scale,
+            };
+        }
+        // Degenerate: rebuild a frame from the axes that are left.
+        let axes = [
+            m.x_axis.truncate(),
+            m.y_axis.truncate(),
+            m.z_axis.truncate(),
+        ];
+        let scale = Vec3::new(axes[0].length(), axes[1].length(), axes[2].length());
+        let unit = |v: Vec3| v.try_normalize();
+        let rotation = match (unit(axes[0]), unit(axes[1]), unit(axes[2])) {
+            (Some(x), Some(y), _) => {
+                let z = x.cross(y).normalize_or_zero();
+                glam::Quat::from_mat3(&glam::Mat3::from_cols(x, z.cross(x), z))
+            }
+            (Some(x), None, Some(z)) => {
+                let y = z.cross(x).normalize_or_zero();
+                glam::Quat::from_mat3(&glam::Mat3::from_cols(x, y, x.cross(y)))
+            }
+            (None, Some(y), Some(z)) => {
+                let x = y.cross(z).normalize_or_zero();
+                glam::Quat::from_mat3(&glam::Mat3::from_cols(x, y, x.cross(y)))
+            }
+            _ => Quat::IDENTITY,
+        };
+        let rotation = if rotation.is_finite() {
+            rotation.normalize()
+        } else {
+            Quat::IDENTITY
+        };
         Self {
-            translation,
-            rotation: rotation.normalize(),
+            translation: m.w_axis.truncate(),
+            rotation,
             scale,
         }
     }
@@ -119,8 +164,9 @@ pub fn nlerp(a: Quat, b: Quat, t: f32) -> Quat {
 
 /// Spherical linear interpolation on the shortest path from `a` (at `t = 0`) to `b` (`t = 1`).
 ///
-/// Unit inputs give unit outputs; nearly parallel inputs fall back to a normalised lerp,
-/// so the result is never NaN.
+/// Unit inputs give unit outputs (to about 1e-7). For nearly parallel inputs the angle is
+/// taken as at least [`SlerpSegment::MIN_ANGLE`], which keeps the weights finite and within
+/// 2e-7 of the exact ones, so the result is never NaN.
 ///
 /// ```
 /// use skelett::transform::slerp;

@@ -91,7 +91,7 @@ fn crossings(wrap: Wrap, d: f64, e: f64, a: f64, b: f64, include_start: bool) ->
             } else {
                 e >= lo && e < hi
             };
-            usize::from(inside || (include_start && e == a))
+            usize::from(inside || (include_start && e == a && a != b))
         }
         Wrap::Loop => count(e, d).max(0) as usize,
         Wrap::PingPong => {

@@ -4,8 +4,10 @@
 //! range on hostile files), so skelett reads accessors itself: each element's bytes are
 //! located and bounds-checked against the buffer view and the buffer, normalised integers are
 //! turned into floats as the glTF specification defines, and sparse substitutions are applied.
-//! The memory allocated is bounded by the file's size (zero-filled accessors without a buffer
-//! view are capped at [`MAX_ZERO_FILLED`] elements).
+//! The memory allocated is bounded: every decoded element is charged to a per-load budget
+//! proportional to the buffers' size (see [`Reader::new`]), so a small file that references
+//! its data many times, or declares huge zero-filled accessors, fails with an error instead of
+//! exhausting memory.
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -18,8 +20,10 @@ use crate::Error;
 pub(crate) const MAX_ZERO_FILLED: usize = 1 << 22;
 
 pub(crate) struct Reader<'a, 'b> {
-    pub file: &'a Path,
-    pub buffers: &'a [Cow<'b, [u8]>],
+    file: &'a Path,
+    buffers: &'a [Cow<'b, [u8]>],
+    /// Bytes of decoded output still allowed for this load.
+    budget: std::cell::Cell<usize>,
 }
 
 fn component_size(t: DataType) -> usize {
@@ -84,6 +88,33 @@ pub(crate) enum Accept {
 }
 
 impl<'a, 'b> Reader<'a, 'b> {
+    /// A reader over a document's buffers. The decoded output of a whole load may reach
+    /// 64 MiB plus 16 times the buffers' size: generous for real files (each accessor is read
+    /// about once, as f32 or u32 of at most 4 bytes per stored byte), fatal to amplification.
+    pub fn new(file: &'a Path, buffers: &'a [Cow<'b, [u8]>]) -> Self {
+        let total: usize = buffers.iter().map(|b| b.len()).sum();
+        Self {
+            file,
+            buffers,
+            budget: std::cell::Cell::new((64 << 20) + total.saturating_mul(16)),
+        }
+    }
+
+    fn charge(&self, location: &str, bytes: usize) -> Result<(), Error> {
+        let left = self.budget.get();
+        if bytes > left {
+            return Err(self.invalid(
+                location.into(),
+                format!(
+                    "decoding it would exceed the load's memory budget ({left} bytes left): \
+                     the file references far more data than it contains"
+                ),
+            ));
+        }
+        self.budget.set(left - bytes);
+        Ok(())
+    }
+
     fn invalid(&self, location: String, problem: String) -> Error {
         Error::Invalid {
             file: self.file.to_path_buf(),
@@ -252,6 +283,12 @@ impl<'a, 'b> Reader<'a, 'b> {
         // float matrices, where elements are tightly packed.
         let elem = n * cs;
         let count = acc.count();
+        self.charge(
+            location,
+            count
+                .saturating_mul(n)
+                .saturating_mul(std::mem::size_of::<T>()),
+        )?;
         let mut out = Vec::new();
         match acc.view() {
             Some(view) => {

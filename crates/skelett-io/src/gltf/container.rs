@@ -153,7 +153,9 @@ pub(crate) fn parse<'a>(
                 gltf::buffer::Source::Bin => Cow::Borrowed(bin.ok_or_else(|| {
                     invalid("refers to the GLB BIN chunk, which is missing".into())
                 })?),
-                gltf::buffer::Source::Uri(uri) => Cow::Owned(read_uri(base, uri, &invalid)?),
+                gltf::buffer::Source::Uri(uri) => {
+                    Cow::Owned(read_uri(base, uri, buffer.length(), &invalid)?)
+                }
             };
         if data.len() < buffer.length() {
             return Err(invalid(format!(
@@ -167,9 +169,14 @@ pub(crate) fn parse<'a>(
     Ok(Container { doc, buffers })
 }
 
+/// The bytes of a buffer URI: a base64 `data:` URI, or a file beside the `.gltf`. External
+/// files must be regular files inside the glTF's folder (no absolute paths, no `..`, no
+/// other schemes), and only the `length` bytes the buffer declares are read, so a URI cannot
+/// reach elsewhere on the machine, block on a device or pipe, or read without bound.
 fn read_uri(
     base: Option<&Path>,
     uri: &str,
+    length: usize,
     invalid: &dyn Fn(String) -> Error,
 ) -> Result<Vec<u8>, Error> {
     if let Some(rest) = uri.strip_prefix("data:") {
@@ -189,8 +196,38 @@ fn read_uri(
         ))
     })?;
     let decoded = percent_decode(uri);
-    let path: PathBuf = base.join(&decoded);
-    std::fs::read(&path).map_err(|source| Error::Io { file: path, source })
+    let relative = Path::new(&decoded);
+    let safe = !decoded.contains(':')
+        && relative.components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        });
+    if !safe {
+        return Err(invalid(format!(
+            "external buffer {uri:?} must be a relative path inside the glTF's folder"
+        )));
+    }
+    let path: PathBuf = base.join(relative);
+    let io = |source| Error::Io {
+        file: path.clone(),
+        source,
+    };
+    let meta = std::fs::metadata(&path).map_err(io)?;
+    if !meta.is_file() {
+        return Err(invalid(format!(
+            "external buffer {uri:?} is not a regular file"
+        )));
+    }
+    let mut data = Vec::with_capacity(length.min(meta.len() as usize));
+    use std::io::Read;
+    std::fs::File::open(&path)
+        .map_err(io)?
+        .take(length as u64)
+        .read_to_end(&mut data)
+        .map_err(io)?;
+    Ok(data)
 }
 
 /// Decodes `%XX` escapes in a relative URI.

@@ -59,10 +59,7 @@ pub fn load_bytes(bytes: &[u8], name: &Path, base: Option<&Path>) -> Result<Asse
     Importer {
         file: name,
         doc: &c.doc,
-        reader: Reader {
-            file: name,
-            buffers: &c.buffers,
-        },
+        reader: Reader::new(name, &c.buffers),
         warnings: Vec::new(),
     }
     .import()
@@ -130,7 +127,7 @@ impl Importer<'_, '_> {
         })
     }
 
-    /// Each node's parent, rejecting nodes with two parents and cycles.
+    /// Each node's parent, rejecting nodes with two parents and cycles (in O(nodes)).
     fn parents(&self, nodes: &[gltf::Node]) -> Result<Vec<Option<usize>>, Error> {
         let mut parent = vec![None; nodes.len()];
         for n in nodes {
@@ -144,16 +141,28 @@ impl Importer<'_, '_> {
                 parent[c.index()] = Some(n.index());
             }
         }
+        // With one parent each, the hierarchy is a forest unless some walk up loops: colour
+        // nodes as they are walked (0 new, 1 on the current walk, 2 known to reach a root).
+        let mut colour = vec![0u8; nodes.len()];
         for start in 0..nodes.len() {
             let mut k = start;
-            for _ in 0..=nodes.len() {
+            while colour[k] == 0 {
+                colour[k] = 1;
                 match parent[k] {
-                    Some(p) if p == start => {
-                        return Err(self.invalid(
-                            format!("nodes[{start}]"),
-                            "is its own ancestor (the node hierarchy has a cycle)",
-                        ))
-                    }
+                    Some(p) => k = p,
+                    None => break,
+                }
+            }
+            if colour[k] == 1 && parent[k].is_some() {
+                return Err(self.invalid(
+                    format!("nodes[{k}]"),
+                    "is its own ancestor (the node hierarchy has a cycle)",
+                ));
+            }
+            let mut k = start;
+            while colour[k] == 1 {
+                colour[k] = 2;
+                match parent[k] {
                     Some(p) => k = p,
                     None => break,
                 }
@@ -163,14 +172,16 @@ impl Importer<'_, '_> {
     }
 
     /// The nodes that become skeleton joints, in order: skin 0's joints, then other skins'
-    /// joints, then the non-joint nodes between joints and animated ancestors.
+    /// joints, then animated ancestors of joints and the nodes between joints (all in
+    /// O(nodes)). What remains above the roots becomes the root transform.
     fn select_joint_nodes(&self, nodes: &[gltf::Node], parent: &[Option<usize>]) -> Vec<usize> {
+        let n = nodes.len();
         let mut order: Vec<usize> = Vec::new();
-        let mut chosen = vec![false; nodes.len()];
-        let push = |n: usize, order: &mut Vec<usize>, chosen: &mut Vec<bool>| {
-            if !chosen[n] {
-                chosen[n] = true;
-                order.push(n);
+        let mut chosen = vec![false; n];
+        let push = |k: usize, order: &mut Vec<usize>, chosen: &mut Vec<bool>| {
+            if !chosen[k] {
+                chosen[k] = true;
+                order.push(k);
             }
         };
         for skin in self.doc.skins() {
@@ -180,12 +191,22 @@ impl Importer<'_, '_> {
         }
         if order.is_empty() {
             // No skin: every node is a joint (a node-animated scene).
-            for n in 0..nodes.len() {
-                push(n, &mut order, &mut chosen);
-            }
-            return order;
+            return (0..n).collect();
         }
-        let animated: HashSet<usize> = self
+        // Ancestors of joints, marked once each.
+        let mut above_joint = vec![false; n];
+        for &j in &order {
+            let mut k = parent[j];
+            while let Some(p) = k {
+                if above_joint[p] {
+                    break;
+                }
+                above_joint[p] = true;
+                k = parent[p];
+            }
+        }
+        // Animated ancestors join the skeleton: their motion moves the joints.
+        let mut animated: Vec<usize> = self
             .doc
             .animations()
             .flat_map(|a| {
@@ -193,85 +214,100 @@ impl Importer<'_, '_> {
                     .map(|c| c.target().node().index())
                     .collect::<Vec<_>>()
             })
+            .filter(|&k| above_joint[k])
             .collect();
-        let is_ancestor_of_joint = |n: usize, chosen: &[bool]| {
-            chosen.iter().enumerate().any(|(j, &c)| {
-                c && {
-                    let mut k = parent[j];
-                    let mut hit = false;
-                    while let Some(p) = k {
-                        if p == n {
-                            hit = true;
-                            break;
-                        }
-                        k = parent[p];
-                    }
-                    hit
+        animated.sort_unstable();
+        for k in animated {
+            push(k, &mut order, &mut chosen);
+        }
+        // Nodes between a chosen node and a chosen ancestor join too. A node is between
+        // exactly when it is an ancestor of a chosen node and has a chosen ancestor.
+        let mut has_chosen_above = vec![false; n];
+        let mut known = vec![false; n];
+        for start in 0..n {
+            // Resolve the chain above `start` iteratively, top down.
+            let mut chain = Vec::new();
+            let mut k = start;
+            while !known[k] {
+                chain.push(k);
+                match parent[k] {
+                    Some(p) => k = p,
+                    None => break,
                 }
-            })
-        };
-        // Animated ancestors of joints join the skeleton (their motion moves the joints).
-        let mut anim_sorted: Vec<usize> = animated.iter().copied().collect();
-        anim_sorted.sort_unstable();
-        for n in anim_sorted {
-            if !chosen[n] && is_ancestor_of_joint(n, &chosen) {
-                push(n, &mut order, &mut chosen);
+            }
+            for &c in chain.iter().rev() {
+                has_chosen_above[c] = parent[c].is_some_and(|p| chosen[p] || has_chosen_above[p]);
+                known[c] = true;
             }
         }
-        // Nodes strictly between a chosen node and a chosen ancestor join too; repeat until
-        // the roots share one parent (or none).
-        loop {
-            let mut added = false;
-            for j in order.clone() {
-                let mut path = Vec::new();
-                let mut k = parent[j];
-                while let Some(p) = k {
-                    if chosen[p] {
-                        for &q in &path {
-                            push(q, &mut order, &mut chosen);
-                            added = true;
+        let mut between: Vec<usize> = (0..n)
+            .filter(|&k| !chosen[k] && above_joint[k] && has_chosen_above[k])
+            .collect();
+        between.sort_unstable();
+        for k in between {
+            push(k, &mut order, &mut chosen);
+        }
+        // Roots with different parents: their ancestors up to the lowest common one join, so
+        // one root transform serves them all.
+        let roots: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|&k| parent[k].is_none_or(|p| !chosen[p]))
+            .collect();
+        let first_parent = parent[roots[0]];
+        if roots.iter().any(|&r| parent[r] != first_parent) {
+            // Union of the paths from each root up (each node visited once), then descend from
+            // the top while the union does not branch: that node is the common ancestor.
+            let mut visited = vec![false; n];
+            let mut children_in: Vec<u32> = vec![0; n];
+            let mut tops = Vec::new();
+            for &r in &roots {
+                let mut k = r;
+                loop {
+                    match parent[k] {
+                        Some(p) => {
+                            if !visited[p] {
+                                visited[p] = true;
+                                children_in[p] += 1;
+                                k = p;
+                            } else {
+                                children_in[p] += 1;
+                                break;
+                            }
                         }
-                        break;
-                    }
-                    path.push(p);
-                    k = parent[p];
-                }
-            }
-            // Roots with different parents: climb to their lowest common ancestor.
-            let roots: Vec<usize> = order
-                .iter()
-                .copied()
-                .filter(|&n| parent[n].is_none_or(|p| !chosen[p]))
-                .collect();
-            let root_parents: HashSet<Option<usize>> = roots.iter().map(|&r| parent[r]).collect();
-            if root_parents.len() > 1 {
-                let chain = |mut k: Option<usize>| {
-                    let mut v = Vec::new();
-                    while let Some(p) = k {
-                        v.push(p);
-                        k = parent[p];
-                    }
-                    v
-                };
-                let first = chain(parent[roots[0]]);
-                let lca = first
-                    .iter()
-                    .copied()
-                    .find(|a| roots.iter().all(|&r| chain(parent[r]).contains(a)));
-                for &r in &roots {
-                    for a in chain(parent[r]) {
-                        if Some(a) == lca {
+                        None => {
+                            tops.push(k);
                             break;
                         }
-                        if !chosen[a] {
-                            push(a, &mut order, &mut chosen);
-                            added = true;
-                        }
                     }
                 }
             }
-            if !added {
-                break;
+            tops.sort_unstable();
+            tops.dedup();
+            let root_set: std::collections::HashSet<usize> = roots.iter().copied().collect();
+            // Nodes from the top down to the common ancestor stay above the skeleton.
+            let mut above = vec![false; n];
+            if tops.len() == 1 {
+                // Walk down from the top along the single visited child.
+                let mut k = tops[0];
+                let mut child_of = vec![usize::MAX; n];
+                for v in (0..n).filter(|&v| visited[v] || root_set.contains(&v)) {
+                    if let Some(p) = parent[v] {
+                        child_of[p] = v;
+                    }
+                }
+                above[k] = true;
+                while children_in[k] == 1 && !root_set.contains(&k) && child_of[k] != usize::MAX {
+                    k = child_of[k];
+                    above[k] = true;
+                }
+            }
+            let mut extra: Vec<usize> = (0..n)
+                .filter(|&v| visited[v] && !chosen[v] && !above[v])
+                .collect();
+            extra.sort_unstable();
+            for k in extra {
+                push(k, &mut order, &mut chosen);
             }
         }
         order
@@ -325,20 +361,27 @@ impl Importer<'_, '_> {
                     }
                     m.chunks_exact(16).map(Mat4::from_cols_slice).collect()
                 }
-                None => vec![Mat4::IDENTITY; joints.len()],
+                None => {
+                    // The glTF specification defines a missing accessor as identity matrices
+                    // (three.js and other engines do the same); say so, since most files
+                    // that omit them were meant to be bound in the rest pose.
+                    self.warnings.push(format!(
+                        "{location}: no inverseBindMatrices; identity matrices used, as glTF \
+                         specifies (skelett::inverse_bind_matrices computes them from the rest pose)"
+                    ));
+                    vec![Mat4::IDENTITY; joints.len()]
+                }
             };
-            let skin = Skin {
-                name: skin
-                    .name()
-                    .map_or_else(|| format!("skin{}", skin.index()), str::to_string),
-                joints,
-                inverse_bind,
-            };
-            skin.validate(skeleton).map_err(|source| Error::Build {
-                file: self.file.to_path_buf(),
-                location: location.clone(),
-                source: Box::new(source),
-            })?;
+            let name = skin
+                .name()
+                .map_or_else(|| format!("skin{}", skin.index()), str::to_string);
+            let skin = Skin::new(name, joints, inverse_bind)
+                .and_then(|s| s.validate(skeleton).map(|()| s))
+                .map_err(|source| Error::Build {
+                    file: self.file.to_path_buf(),
+                    location: location.clone(),
+                    source: Box::new(source),
+                })?;
             skins.push(skin);
         }
         Ok(skins)

@@ -183,7 +183,7 @@ impl Player {
     /// Every event position in the travel from `a` to `b`.
     pub(crate) fn crossings(&mut self, a: f64, b: f64, out: &mut Vec<Crossing>) {
         let events = self.clip.events();
-        if events.is_empty() || (a == b && !self.fresh) {
+        if events.is_empty() || a == b {
             return;
         }
         let start = out.len();
