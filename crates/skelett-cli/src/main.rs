@@ -6,6 +6,7 @@
 
 mod bench;
 mod inspect;
+mod play;
 mod sample;
 
 use std::path::{Path, PathBuf};
@@ -28,6 +29,8 @@ Examples:
   skelett inspect model.glb --json      the same for your file, as JSON
   skelett sample model.glb --clip Run --times 0,0.5,1 --json
                                         world matrix of every joint at those times
+  skelett play model.glb --script walk_to_run.json
+                                        run the animator on a script: events, root motion
   skelett bench model.glb               sampling and hierarchy speed on your data";
 const AFTER_HELP: &str = "\
 The embedded default character is the Khronos glTF sample \"Fox\": mesh by PixelMannen (CC0),
@@ -73,6 +76,27 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Run the animator headless on a timed script and print what it does each step.
+    ///
+    /// Prints per step the events fired, the root-motion delta and, with --joints, the
+    /// joints' world positions (the full matrices in --json). The script format is in the
+    /// README; the output is deterministic, so it can be checked in CI.
+    Play {
+        /// The file whose clips the script plays; the embedded Fox when omitted.
+        file: Option<PathBuf>,
+        /// The script (JSON).
+        #[arg(long)]
+        script: PathBuf,
+        /// Time step, in seconds or as a fraction like 1/60.
+        #[arg(long, default_value = "1/60", value_parser = play::parse_dt)]
+        dt: f32,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Also print every joint of skin 0 each step.
+        #[arg(long)]
+        joints: bool,
     },
     /// Measure sampling, local-to-model and palette speed on a file's clips.
     ///
@@ -122,6 +146,13 @@ fn main() -> ExitCode {
             times,
             json,
         } => sample::run(&mut out, file.as_deref(), clip.as_deref(), &times, json),
+        Command::Play {
+            file,
+            script,
+            dt,
+            json,
+            joints,
+        } => play::run(&mut out, file.as_deref(), &script, dt, json, joints),
         Command::Bench { file, json, rounds } => {
             bench::run(&mut out, file.as_deref(), json, rounds.max(3))
         }

@@ -178,3 +178,41 @@ fn help_credits_the_embedded_asset() {
         "{out}"
     );
 }
+
+/// `skelett play` on the example script: events in order, deterministic output.
+#[test]
+fn play_runs_the_example_script_deterministically() {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/fox_walk_run.json");
+    let script = script.to_str().unwrap();
+    let (ok, out, err) = skelett(&["play", "--script", script, "--json"]);
+    assert!(ok, "{err}");
+    let (_, again, _) = skelett(&["play", "--script", script, "--json"]);
+    assert_eq!(out, again, "same script, same bytes");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let steps = v["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 240);
+    let events: Vec<(f64, String, String)> = steps
+        .iter()
+        .flat_map(|s| {
+            s["events"].as_array().unwrap().iter().map(move |e| {
+                (
+                    s["t"].as_f64().unwrap(),
+                    e["name"].as_str().unwrap().to_string(),
+                    e["clip"].as_str().unwrap().to_string(),
+                )
+            })
+        })
+        .collect();
+    // Walk starts at 1 s; no footsteps during Survey.
+    assert!(events.iter().all(|e| e.0 > 1.0), "{events:?}");
+    assert!(
+        events.iter().any(|e| e.2 == "Walk") && events.iter().any(|e| e.2 == "Run"),
+        "{events:?}"
+    );
+    // Left and right alternate.
+    for w in events.windows(2) {
+        assert_ne!(w[0].1, w[1].1, "{events:?}");
+    }
+    let (ok, _, err) = skelett(&["play", "--script", script, "--dt", "0"]);
+    assert!(!ok && err.contains("positive"), "{err}");
+}

@@ -171,6 +171,10 @@ pub fn blend(
             check_len("blend input mask", n, m.len())?;
         }
     }
+    if inputs.len() <= 8 && inputs.iter().all(|i| i.mask.is_none()) {
+        blend_unmasked(inputs, rest, out);
+        return Ok(());
+    }
     for j in 0..n {
         let mut wsum = 0.0f32;
         let mut t = Vec3::ZERO;
@@ -202,6 +206,48 @@ pub fn blend(
         };
     }
     Ok(())
+}
+
+/// [`blend`] without masks and with at most 8 inputs: the weights are the same for every
+/// joint, so they are normalised once.
+fn blend_unmasked(inputs: &[BlendInput], rest: &[Transform], out: &mut [Transform]) {
+    let mut w = [0.0f32; 8];
+    let mut poses: [&[Transform]; 8] = [&[]; 8];
+    let mut m = 0;
+    for i in inputs {
+        if i.weight > 0.0 && m < 8 {
+            w[m] = i.weight;
+            poses[m] = i.pose;
+            m += 1;
+        }
+    }
+    let total: f32 = w[..m].iter().sum();
+    if m == 0 || total.is_nan() || total <= 0.0 {
+        out.copy_from_slice(&rest[..out.len()]);
+        return;
+    }
+    for x in &mut w[..m] {
+        *x /= total;
+    }
+    for (j, o) in out.iter_mut().enumerate() {
+        let first = &poses[0][j];
+        let reference = Vec4::from(first.rotation);
+        let mut t = first.translation * w[0];
+        let mut s = first.scale * w[0];
+        let mut r = reference * w[0];
+        for k in 1..m {
+            let x = &poses[k][j];
+            let q = Vec4::from(x.rotation);
+            t += x.translation * w[k];
+            s += x.scale * w[k];
+            r += if q.dot(reference) < 0.0 { -q } else { q } * w[k];
+        }
+        *o = Transform {
+            translation: t,
+            rotation: Quat::from_vec4(r.normalize_or(Vec4::W)),
+            scale: s,
+        };
+    }
 }
 
 /// Override: moves `base` towards `over` by `weight * mask[j]` on each joint (the "dominant

@@ -458,6 +458,10 @@ fn additive_layer_on_a_loop() {
     }
 }
 
+/// Fox's clips are made in place: root motion extraction must report what the root does
+/// (here: the closed-form displacement over whole and partial loops, which for Fox is
+/// nothing horizontal) and keep the pose's horizontal root position at zero. The turning
+/// synthetic walk below checks accumulation where there is motion.
 #[test]
 fn fox_root_motion_adds_up_over_a_loop() {
     let fox = skelett_io::load(data("gltf/Fox.glb")).unwrap();
@@ -498,4 +502,85 @@ fn fox_root_motion_adds_up_over_a_loop() {
         (flat(total) - flat(want)).length() < 1e-3 * (1.0 + want.length()),
         "{total} vs {want}"
     );
+}
+
+/// A root walking 1 unit along z per 0.5 s loop while turning 0.4 rad: integrating the root
+/// motion of every update gives the path of the loops laid end to end (each cycle starting
+/// where the last ended, turned by the yaw so far), at any speed and step; and the pose
+/// keeps only the vertical part.
+#[test]
+fn root_motion_accumulates_across_loops_exactly() {
+    let s = one_joint();
+    let d = 0.5f32;
+    let clip = Arc::new(
+        RawClip {
+            name: "walk_turn".into(),
+            start: 0.0,
+            duration: d,
+            channels: vec![
+                RawChannel {
+                    joint: "root".into(),
+                    target: Target::Translation,
+                    interpolation: Interpolation::Linear,
+                    times: vec![0.0, d],
+                    values: RawValues::Vec3(vec![
+                        Vec3::new(0.0, 0.3, 0.0),
+                        Vec3::new(0.0, 0.3, 1.0),
+                    ]),
+                },
+                RawChannel {
+                    joint: "root".into(),
+                    target: Target::Rotation,
+                    interpolation: Interpolation::Linear,
+                    times: vec![0.0, d],
+                    values: RawValues::Quat(vec![Quat::IDENTITY, Quat::from_rotation_y(0.4)]),
+                },
+            ],
+        }
+        .build(&s)
+        .unwrap(),
+    );
+    for (speed, dt) in [(1.0f32, 0.037f32), (2.5, 0.05), (0.3, 0.01), (1.0, 0.8)] {
+        let mut anim = Animator::new(s.clone());
+        anim.set_root_motion(Some(RootMotionConfig::default()));
+        anim.play(
+            0,
+            clip.clone(),
+            PlayOptions {
+                speed,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let (mut yaw, mut pos) = (0.0f32, Vec3::ZERO);
+        let steps = 60;
+        for _ in 0..steps {
+            let r = anim.update(dt);
+            pos += Quat::from_rotation_y(yaw) * r.root_motion.translation;
+            yaw += r.root_motion.yaw;
+            let root = anim.pose()[0];
+            assert!(root.translation.x.abs() < 1e-6 && root.translation.z.abs() < 1e-6);
+            assert!((root.translation.y - 0.3).abs() < 1e-6, "vertical kept");
+            assert!(
+                root.rotation.angle_between(Quat::IDENTITY) < 2e-3,
+                "yaw taken out"
+            );
+        }
+        let played = steps as f32 * dt * speed / d; // cycles
+        let full = played.floor() as usize;
+        let mut want = Vec3::ZERO;
+        for i in 0..full {
+            want += Quat::from_rotation_y(0.4 * i as f32) * Vec3::Z;
+        }
+        want += Quat::from_rotation_y(0.4 * full as f32) * (Vec3::Z * (played - full as f32));
+        assert!(
+            (yaw - 0.4 * played).abs() < 1e-3,
+            "speed {speed}: yaw {yaw} vs {}",
+            0.4 * played
+        );
+        assert!(
+            (pos - want).length() < 1e-3 * (1.0 + want.length()),
+            "speed {speed} dt {dt}: {pos} vs {want}"
+        );
+    }
 }

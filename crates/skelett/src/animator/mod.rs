@@ -350,9 +350,10 @@ struct Layer {
     queue: Vec<Queued>,
     /// One pose per slot, and one more for blend spaces' second clip.
     buffers: Vec<Pose>,
-    output: Pose,
-    prev: Pose,
-    prev2: Pose,
+    /// The layer's last three outputs, rotated instead of copied: `outputs[cur]` is the
+    /// newest (inertial transitions need the two before the switch).
+    outputs: [Pose; 3],
+    cur: usize,
     last_dt: f32,
     inertial: Inertial,
     inertial_pending: Option<f32>,
@@ -419,9 +420,8 @@ impl Animator {
             slots: Vec::with_capacity(MAX_SLOTS),
             queue: Vec::with_capacity(4),
             buffers: vec![rest.clone(); MAX_SLOTS + 1],
-            output: rest.clone(),
-            prev: rest.clone(),
-            prev2: rest,
+            outputs: [rest.clone(), rest.clone(), rest],
+            cur: 0,
             last_dt: 0.0,
             inertial: Inertial::default(),
             inertial_pending: None,
@@ -1085,7 +1085,7 @@ impl Animator {
     /// Samples and blends every layer and combines them over the rest pose.
     fn evaluate(&mut self, dt: f32) {
         let rest = self.skeleton.rest_pose();
-        self.pose.copy_from_slice(rest);
+        let mut first = true;
         for l in &mut self.layers {
             if l.slots.is_empty() {
                 continue;
@@ -1095,12 +1095,16 @@ impl Animator {
             } else {
                 rest
             };
+            // Write into the oldest output; the other two are the last ones.
+            let next = (l.cur + 1) % 3;
+            let [o0, o1, o2] = &mut l.outputs;
+            let (output, prev, prev2) = match next {
+                0 => (o0, &*o2, &*o1),
+                1 => (o1, &*o0, &*o2),
+                _ => (o2, &*o1, &*o0),
+            };
             if l.slots.len() == 1 && l.slots[0].weight >= 1.0 {
-                sample_slot(
-                    &mut l.slots[0].source,
-                    &mut l.output,
-                    &mut l.buffers[MAX_SLOTS],
-                );
+                sample_slot(&mut l.slots[0].source, output, &mut l.buffers[MAX_SLOTS]);
             } else {
                 let (bufs, extra) = l.buffers.split_at_mut(MAX_SLOTS);
                 for (s, buf) in l.slots.iter_mut().zip(bufs.iter_mut()) {
@@ -1118,25 +1122,36 @@ impl Animator {
                         mask: None,
                     };
                 }
-                let _ = blend(&inputs[..l.slots.len()], neutral, &mut l.output);
+                let _ = blend(&inputs[..l.slots.len()], neutral, output);
             }
             if let Some(duration) = l.inertial_pending.take() {
-                l.inertial
-                    .capture(&l.prev, &l.prev2, l.last_dt, &l.output, duration);
+                l.inertial.capture(prev, prev2, l.last_dt, output, duration);
             } else if l.inertial.active() {
                 l.inertial.elapsed += dt;
             }
             if l.inertial.active() {
-                l.inertial.apply(&mut l.output);
+                l.inertial.apply(output);
             }
-            std::mem::swap(&mut l.prev2, &mut l.prev);
-            l.prev.copy_from_slice(&l.output);
+            l.cur = next;
             l.last_dt = dt;
             let mask = l.mask.as_ref().map(|m| m.weights());
-            let _ = match l.mode {
-                BlendMode::Override => blend_override(&mut self.pose, &l.output, l.weight, mask),
-                BlendMode::Additive => apply_additive(&mut self.pose, &l.output, l.weight, mask),
-            };
+            let output = &l.outputs[next];
+            if first && l.mode == BlendMode::Override && l.weight >= 1.0 && mask.is_none() {
+                // The first layer covers everything: no rest pose underneath.
+                self.pose.copy_from_slice(output);
+            } else {
+                if first {
+                    self.pose.copy_from_slice(rest);
+                }
+                let _ = match l.mode {
+                    BlendMode::Override => blend_override(&mut self.pose, output, l.weight, mask),
+                    BlendMode::Additive => apply_additive(&mut self.pose, output, l.weight, mask),
+                };
+            }
+            first = false;
+        }
+        if first {
+            self.pose.copy_from_slice(rest);
         }
     }
 
@@ -1244,33 +1259,53 @@ fn wrap_angle(a: f32) -> f32 {
     (a + std::f32::consts::PI).rem_euclid(std::f32::consts::TAU) - std::f32::consts::PI
 }
 
-/// Root motion of one player moving from unwrapped position `a` to `b`: the root's
-/// displacement along the way (whole loop cycles included), horizontal, in the frame of the
-/// root's yaw at `a`.
+/// Root motion of one player moving from unwrapped position `a` to `b`, in the character's
+/// frame at `a`. The travel is cut at loop boundaries; each piece's net displacement is
+/// expressed in the root's frame at the piece's start and turned by the yaw accumulated so
+/// far, so a turning walk keeps turning across loops. Whole cycles in one step are added
+/// cycle by cycle (at most 100 000 per update).
 fn player_root_motion(p: &Player, a: f64, b: f64, cfg: &RootMotionConfig) -> RootMotion {
     let clip = &p.clip;
-    let at = |pos: f64| sample_joint(clip, cfg.joint, clip.start() + p.local_at(pos) as f32);
-    let (ta, tb) = (at(a), at(b));
-    let mut dt = tb.translation - ta.translation;
-    let mut dyaw = wrap_angle(yaw_of(tb.rotation, cfg) - yaw_of(ta.rotation, cfg));
     let d = clip.duration() as f64;
-    if p.wrap == Wrap::Loop && d > 0.0 {
-        let cycles = (b / d).floor() - (a / d).floor();
-        if cycles != 0.0 {
-            let (s, e) = (
-                sample_joint(clip, cfg.joint, clip.start()),
-                sample_joint(clip, cfg.joint, clip.end()),
-            );
-            dt += (e.translation - s.translation) * cycles as f32;
-            dyaw += wrap_angle(yaw_of(e.rotation, cfg) - yaw_of(s.rotation, cfg)) * cycles as f32;
+    let at = |local: f64| sample_joint(clip, cfg.joint, clip.start() + local as f32);
+    let flat = |v: Vec3| v - cfg.up * v.dot(cfg.up);
+    let mut out = RootMotion::default();
+    // One piece from local time l0 to l1 (same cycle).
+    let piece = |l0: f64, l1: f64, out: &mut RootMotion| {
+        let (t0, t1) = (at(l0), at(l1));
+        let y0 = yaw_of(t0.rotation, cfg);
+        let frame = Quat::from_axis_angle(cfg.up, out.yaw - y0);
+        out.translation += frame * flat(t1.translation - t0.translation);
+        out.yaw += wrap_angle(yaw_of(t1.rotation, cfg) - y0);
+    };
+    if p.wrap != Wrap::Loop || d <= 0.0 || a == b {
+        piece(p.local_at(a), p.local_at(b), &mut out);
+        return out;
+    }
+    let forward = b > a;
+    let (ca, cb) = ((a / d).floor(), (b / d).floor());
+    let la = a - ca * d;
+    let lb = b - cb * d;
+    if ca == cb {
+        piece(la, lb, &mut out);
+        return out;
+    }
+    // To the boundary of the first cycle, whole cycles, then into the last one.
+    let cycles = ((cb - ca).abs() - 1.0).min(100_000.0) as usize;
+    if forward {
+        piece(la, d, &mut out);
+        for _ in 0..cycles {
+            piece(0.0, d, &mut out);
         }
+        piece(0.0, lb, &mut out);
+    } else {
+        piece(la, 0.0, &mut out);
+        for _ in 0..cycles {
+            piece(d, 0.0, &mut out);
+        }
+        piece(d, lb, &mut out);
     }
-    let horizontal = dt - cfg.up * dt.dot(cfg.up);
-    let frame = Quat::from_axis_angle(cfg.up, -yaw_of(ta.rotation, cfg));
-    RootMotion {
-        translation: frame * horizontal,
-        yaw: dyaw,
-    }
+    out
 }
 
 /// Removes the root's horizontal translation and yaw from its transform.

@@ -1,0 +1,526 @@
+//! `skelett play`: the animator run headless on a timed script, printing per step the events
+//! fired, the root motion and (optionally) the joint world matrices.
+//!
+//! The script is JSON (documented in the README):
+//!
+//! ```json
+//! { "events": [{"clip": "Walk", "time": 0.2, "name": "left_foot"}],
+//!   "layers": [{"mode": "override", "weight": 1, "mask": {"subtree": "b_Spine01_02"}}],
+//!   "root_motion": {"joint": "b_Root_00"},
+//!   "duration": 3.0,
+//!   "commands": [{"at": 0, "play": "Walk", "sync": 1},
+//!                {"at": 1, "crossfade": "Run", "duration": 0.4, "sync": 1}] }
+//! ```
+//!
+//! Steps are taken at a fixed `--dt`; a command runs before the first step that starts at or
+//! after its `at`. Output is deterministic: the same file, script and dt print the same bytes.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use glam::{Mat4, Vec3};
+use serde::{Deserialize, Serialize};
+use skelett::animator::{
+    Animator, BlendMode, BlendSpace1D, Curve, EventPolicy, PlayOptions, RootMotionConfig,
+    Transition, When, Wrap,
+};
+use skelett::{local_to_model, Clip, ClipEvent, JointMask};
+use skelett_io::Asset;
+
+use crate::outln;
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Script {
+    #[serde(default)]
+    events: Vec<EventSpec>,
+    #[serde(default)]
+    layers: Vec<LayerSpec>,
+    root_motion: Option<RootSpec>,
+    /// Seconds to run; default: one second past the last command.
+    duration: Option<f32>,
+    /// Minimum player weight for events (default 0.5), and whether only sync leaders fire.
+    event_min_weight: Option<f32>,
+    sync_leader_only: Option<bool>,
+    commands: Vec<Command>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventSpec {
+    clip: String,
+    time: f32,
+    name: String,
+    payload: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LayerSpec {
+    #[serde(default)]
+    mode: Mode,
+    #[serde(default = "one")]
+    weight: f32,
+    mask: Option<MaskSpec>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum Mode {
+    #[default]
+    Override,
+    Additive,
+}
+
+fn one() -> f32 {
+    1.0
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MaskSpec {
+    /// Joints whose whole sub-tree is in the mask.
+    #[serde(default)]
+    subtree: Vec<String>,
+    /// Single joints in the mask.
+    #[serde(default)]
+    joints: Vec<String>,
+    /// Sub-trees taken out again.
+    #[serde(default)]
+    exclude: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RootSpec {
+    joint: String,
+    #[serde(default = "up")]
+    up: [f32; 3],
+    #[serde(default = "forward")]
+    forward: [f32; 3],
+}
+
+fn up() -> [f32; 3] {
+    [0.0, 1.0, 0.0]
+}
+
+fn forward() -> [f32; 3] {
+    [0.0, 0.0, 1.0]
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Command {
+    at: f32,
+    #[serde(default)]
+    layer: usize,
+    // Actions (exactly one per command).
+    play: Option<String>,
+    crossfade: Option<String>,
+    inertialize: Option<String>,
+    queue: Option<String>,
+    blend_space: Option<Vec<(f32, String)>>,
+    parameter: Option<f32>,
+    set_speed: Option<f32>,
+    layer_weight: Option<f32>,
+    seek: Option<f32>,
+    stop: Option<bool>,
+    pause: Option<bool>,
+    // Options of the actions.
+    duration: Option<f32>,
+    curve: Option<String>,
+    speed: Option<f32>,
+    wrap: Option<String>,
+    sync: Option<u32>,
+    start: Option<f32>,
+    normalized: Option<bool>,
+    fire_events: Option<bool>,
+    /// For `queue`: "end" or a local time in seconds.
+    when: Option<serde_json::Value>,
+    /// For `queue` and `blend_space`: "immediate", {"crossfade": s} or {"inertial": s}.
+    transition: Option<serde_json::Value>,
+}
+
+#[derive(Serialize)]
+struct Step {
+    t: f64,
+    events: Vec<EventOut>,
+    root_motion: Option<RootOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    joints: Option<Vec<JointOut>>,
+}
+
+#[derive(Serialize)]
+struct EventOut {
+    name: String,
+    clip: String,
+    time: f32,
+    layer: usize,
+    backward: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload: Option<String>,
+}
+
+#[derive(Serialize)]
+struct RootOut {
+    translation: [f32; 3],
+    yaw: f32,
+}
+
+#[derive(Serialize)]
+struct JointOut {
+    name: String,
+    world: [f32; 16],
+}
+
+/// Parses `1/60` or `0.0166`.
+pub fn parse_dt(s: &str) -> std::result::Result<f32, String> {
+    let v = match s.split_once('/') {
+        Some((a, b)) => {
+            let a: f32 = a.trim().parse().map_err(|e| format!("{s:?}: {e}"))?;
+            let b: f32 = b.trim().parse().map_err(|e| format!("{s:?}: {e}"))?;
+            a / b
+        }
+        None => s.trim().parse().map_err(|e| format!("{s:?}: {e}"))?,
+    };
+    if v.is_finite() && v > 0.0 && v <= 10.0 {
+        Ok(v)
+    } else {
+        Err(format!(
+            "{s:?}: a time step must be a positive number of seconds up to 10"
+        ))
+    }
+}
+
+fn clip(asset: &Asset, name: &str, clips: &[Arc<Clip>]) -> Result<Arc<Clip>> {
+    asset
+        .clip_index(name)
+        .map(|i| clips[i].clone())
+        .ok_or_else(|| {
+            let names: Vec<&str> = asset.clips.iter().map(|c| c.name()).collect();
+            format!("no clip {name:?}; the file has: {}", names.join(", ")).into()
+        })
+}
+
+fn curve(s: Option<&str>) -> Result<Curve> {
+    Ok(match s.unwrap_or("smoothstep") {
+        "linear" => Curve::Linear,
+        "smoothstep" => Curve::SmoothStep,
+        "ease_in" => Curve::EaseIn,
+        "ease_out" => Curve::EaseOut,
+        other => {
+            return Err(
+                format!("unknown curve {other:?} (linear, smoothstep, ease_in, ease_out)").into(),
+            )
+        }
+    })
+}
+
+fn transition(v: Option<&serde_json::Value>, c: Curve) -> Result<Transition> {
+    match v {
+        None => Ok(Transition::Immediate),
+        Some(serde_json::Value::String(s)) if s == "immediate" => Ok(Transition::Immediate),
+        Some(serde_json::Value::Object(o)) => {
+            if let Some(d) = o.get("crossfade").and_then(|d| d.as_f64()) {
+                Ok(Transition::Crossfade(d as f32, c))
+            } else if let Some(d) = o.get("inertial").and_then(|d| d.as_f64()) {
+                Ok(Transition::Inertial(d as f32))
+            } else {
+                Err(
+                    "transition must be \"immediate\", {\"crossfade\": s} or {\"inertial\": s}"
+                        .into(),
+                )
+            }
+        }
+        Some(other) => Err(format!("bad transition {other}").into()),
+    }
+}
+
+fn options(c: &Command) -> Result<PlayOptions> {
+    Ok(PlayOptions {
+        speed: c.speed.unwrap_or(1.0),
+        wrap: match c.wrap.as_deref().unwrap_or("loop") {
+            "loop" => Wrap::Loop,
+            "once" => Wrap::Once,
+            "pingpong" | "ping_pong" => Wrap::PingPong,
+            other => return Err(format!("unknown wrap {other:?} (loop, once, pingpong)").into()),
+        },
+        sync_group: c.sync,
+        start: c.start.unwrap_or(0.0),
+    })
+}
+
+fn run_command(anim: &mut Animator, asset: &Asset, clips: &[Arc<Clip>], c: &Command) -> Result<()> {
+    let l = c.layer;
+    let actions = [
+        c.play.is_some(),
+        c.crossfade.is_some(),
+        c.inertialize.is_some(),
+        c.queue.is_some(),
+        c.blend_space.is_some(),
+        c.parameter.is_some(),
+        c.set_speed.is_some(),
+        c.layer_weight.is_some(),
+        c.seek.is_some(),
+        c.stop.is_some(),
+        c.pause.is_some(),
+    ];
+    let n = actions.iter().filter(|&&a| a).count();
+    if n != 1 {
+        return Err(format!(
+            "needs exactly one action (play, crossfade, inertialize, queue, blend_space, parameter, \
+             set_speed, layer_weight, seek, stop, pause), found {n}"
+        )
+        .into());
+    }
+    let cv = curve(c.curve.as_deref())?;
+    if let Some(name) = &c.play {
+        anim.play(l, clip(asset, name, clips)?, options(c)?)?;
+    } else if let Some(name) = &c.crossfade {
+        anim.crossfade(
+            l,
+            clip(asset, name, clips)?,
+            c.duration.unwrap_or(0.25),
+            cv,
+            options(c)?,
+        )?;
+    } else if let Some(name) = &c.inertialize {
+        anim.inertialize(
+            l,
+            clip(asset, name, clips)?,
+            c.duration.unwrap_or(0.25),
+            options(c)?,
+        )?;
+    } else if let Some(name) = &c.queue {
+        let when = match &c.when {
+            None => When::End,
+            Some(serde_json::Value::String(s)) if s == "end" => When::End,
+            Some(v) => When::At(
+                v.as_f64()
+                    .ok_or("when must be \"end\" or a time in seconds")? as f32,
+            ),
+        };
+        anim.queue(
+            l,
+            clip(asset, name, clips)?,
+            when,
+            transition(c.transition.as_ref(), cv)?,
+            options(c)?,
+        )?;
+    } else if let Some(entries) = &c.blend_space {
+        let mut v = Vec::new();
+        for (pos, name) in entries {
+            v.push((*pos, clip(asset, name, clips)?));
+        }
+        anim.play_blend_space(
+            l,
+            BlendSpace1D::new(v),
+            transition(c.transition.as_ref(), cv)?,
+        )?;
+        if let Some(p) = c.parameter {
+            anim.set_parameter(l, p)?;
+        }
+    } else if let Some(p) = c.parameter {
+        anim.set_parameter(l, p)?;
+    } else if let Some(s) = c.set_speed {
+        anim.set_speed(l, s)?;
+    } else if let Some(w) = c.layer_weight {
+        anim.set_layer_weight(l, w)?;
+    } else if let Some(t) = c.seek {
+        let fire = c.fire_events.unwrap_or(false);
+        if c.normalized.unwrap_or(false) {
+            anim.seek_normalized(l, t, fire)?;
+        } else {
+            anim.seek(l, t, fire)?;
+        }
+    } else if let Some(stop) = c.stop {
+        if stop {
+            anim.stop(l)?;
+        }
+    } else if let Some(p) = c.pause {
+        anim.set_paused(l, p)?;
+    }
+    Ok(())
+}
+
+fn mask(asset: &Asset, spec: &MaskSpec) -> Result<JointMask> {
+    let s = &asset.skeleton;
+    let mut m = JointMask::uniform(s, 0.0);
+    let missing = |n: &str| format!("mask: no joint {n:?} in the skeleton");
+    for n in &spec.subtree {
+        m.set_subtree(s, n, 1.0).ok_or_else(|| missing(n))?;
+    }
+    let mut w = m.weights().to_vec();
+    for n in &spec.joints {
+        w[s.find(n).ok_or_else(|| missing(n))? as usize] = 1.0;
+    }
+    let mut m = JointMask::from_weights(w);
+    for n in &spec.exclude {
+        m.set_subtree(s, n, 0.0).ok_or_else(|| missing(n))?;
+    }
+    Ok(m)
+}
+
+/// Runs `skelett play`.
+pub fn run(
+    out: &mut String,
+    file: Option<&Path>,
+    script: &Path,
+    dt: f32,
+    json: bool,
+    joints: bool,
+) -> Result<()> {
+    let (asset, source) = crate::load(file)?;
+    let text = std::fs::read_to_string(script).map_err(|e| format!("{}: {e}", script.display()))?;
+    let script: Script =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", script.display()))?;
+
+    // Clips with the script's events added.
+    let mut clips: Vec<Arc<Clip>> = asset.clips.clone();
+    for (i, e) in script.events.iter().enumerate() {
+        let ci = asset
+            .clip_index(&e.clip)
+            .ok_or_else(|| format!("events[{i}]: no clip {:?}", e.clip))?;
+        let c = (*clips[ci]).clone().with_events(vec![ClipEvent {
+            time: e.time,
+            name: e.name.clone(),
+            payload: e.payload.clone(),
+        }])?;
+        clips[ci] = Arc::new(c);
+    }
+
+    let mut anim = Animator::new(asset.skeleton.clone());
+    anim.set_event_policy(EventPolicy {
+        min_weight: script.event_min_weight.unwrap_or(0.5),
+        sync_leader_only: script.sync_leader_only.unwrap_or(true),
+    });
+    for (i, l) in script.layers.iter().enumerate() {
+        let m = l
+            .mask
+            .as_ref()
+            .map(|m| mask(&asset, m))
+            .transpose()
+            .map_err(|e| format!("layers[{i}]: {e}"))?;
+        let mode = match l.mode {
+            Mode::Override => BlendMode::Override,
+            Mode::Additive => BlendMode::Additive,
+        };
+        anim.add_layer(mode, l.weight, m);
+    }
+    if let Some(r) = &script.root_motion {
+        let joint = asset
+            .skeleton
+            .find(&r.joint)
+            .ok_or_else(|| format!("root_motion: no joint {:?}", r.joint))?;
+        anim.set_root_motion(Some(RootMotionConfig {
+            joint,
+            up: Vec3::from(r.up).normalize_or(Vec3::Y),
+            forward: Vec3::from(r.forward).normalize_or(Vec3::Z),
+        }));
+    }
+    let mut commands: Vec<(usize, &Command)> = script.commands.iter().enumerate().collect();
+    commands.sort_by(|a, b| a.1.at.total_cmp(&b.1.at).then(a.0.cmp(&b.0)));
+    let last_at = commands.iter().map(|c| c.1.at).fold(0.0f32, f32::max);
+    let duration = script.duration.unwrap_or(last_at + 1.0).max(0.0);
+    let steps = ((duration / dt).round() as usize).min(10_000_000);
+
+    let skin_joints = asset.skin_joints(0);
+    let root = asset.skeleton.root_transform();
+    let mut model = vec![Mat4::IDENTITY; asset.skeleton.len()];
+    let mut next = 0;
+    let mut out_steps = Vec::new();
+    for step in 0..steps {
+        let t0 = step as f64 * dt as f64;
+        while next < commands.len() && (commands[next].1.at as f64) <= t0 + 1e-9 {
+            let (i, c) = commands[next];
+            run_command(&mut anim, &asset, &clips, c)
+                .map_err(|e| format!("commands[{i}] (at {} s): {e}", c.at))?;
+            next += 1;
+        }
+        let r = anim.update(dt);
+        let events: Vec<EventOut> = r
+            .events
+            .iter()
+            .map(|e| EventOut {
+                name: e.name().to_string(),
+                clip: e.clip.name().to_string(),
+                time: e.time(),
+                layer: e.layer,
+                backward: e.backward,
+                payload: e.payload().map(str::to_string),
+            })
+            .collect();
+        let rm = script.root_motion.as_ref().map(|_| RootOut {
+            translation: r.root_motion.translation.to_array(),
+            yaw: r.root_motion.yaw,
+        });
+        let js = if joints {
+            local_to_model(&asset.skeleton, anim.pose(), 0, &mut model)?;
+            Some(
+                skin_joints
+                    .iter()
+                    .map(|&j| JointOut {
+                        name: asset.skeleton.name(j).to_string(),
+                        world: (root * model[j as usize]).to_cols_array(),
+                    })
+                    .collect(),
+            )
+        } else {
+            None
+        };
+        out_steps.push(Step {
+            t: t0 + dt as f64,
+            events,
+            root_motion: rm,
+            joints: js,
+        });
+    }
+    if json {
+        outln!(
+            out,
+            "{}",
+            serde_json::to_string(
+                &serde_json::json!({ "source": source, "dt": dt, "steps": out_steps })
+            )?
+        );
+        return Ok(());
+    }
+    outln!(out, "{source}: {steps} steps of {dt} s");
+    for s in &out_steps {
+        let mut line = format!("t={:.4}", s.t);
+        if !s.events.is_empty() {
+            let names: Vec<String> = s
+                .events
+                .iter()
+                .map(|e| format!("{} ({} @ {:.4})", e.name, e.clip, e.time))
+                .collect();
+            line += &format!("  events: {}", names.join(", "));
+        }
+        if let Some(r) = &s.root_motion {
+            line += &format!(
+                "  root: [{:.5}, {:.5}, {:.5}] yaw {:.5}",
+                r.translation[0], r.translation[1], r.translation[2], r.yaw
+            );
+        }
+        if s.events.is_empty() && s.root_motion.is_none() && s.joints.is_none() {
+            continue;
+        }
+        outln!(out, "{line}");
+        if let Some(js) = &s.joints {
+            for j in js {
+                let w = &j.world;
+                outln!(
+                    out,
+                    "    {} [{:.5}, {:.5}, {:.5}]",
+                    j.name,
+                    w[12],
+                    w[13],
+                    w[14]
+                );
+            }
+        }
+    }
+    Ok(())
+}

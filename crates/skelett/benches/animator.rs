@@ -1,0 +1,125 @@
+//! One character update, end to end (criterion): the animator cross-fading two synchronised
+//! clips, then local-to-model and the skinning palette — the workload ozz-animation 0.16 was
+//! measured with on this machine (issue 3): 1.03 µs per robot_quaternius character (43 joints)
+//! and 0.70 per Fox updated over and over; 2.51 and 1.48 when 1024 different characters are.
+//!
+//! - `one`: the same character again and again (its data stays in the caches);
+//! - `crowd_1024`: 1024 characters sharing the clips, with their own animators and buffers
+//!   (about 20 KB each: far more than the caches hold), each updated once per iteration
+//!   (throughput is per character: 1/thrpt is the per-character cost);
+//! - `crowd_1024_rayon`: the same crowd split across the machine's cores with rayon.
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use glam::Mat4;
+use rayon::prelude::*;
+use skelett::animator::{Animator, Curve, PlayOptions};
+use skelett::{local_to_model, skinning_palette, Skeleton, Skin};
+
+fn data(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(rel)
+}
+
+struct Character {
+    animator: Animator,
+    model: Vec<Mat4>,
+    palette: Vec<Mat4>,
+}
+
+impl Character {
+    fn update(&mut self, skeleton: &Skeleton, skin: &Skin, dt: f32) {
+        self.animator.update(dt);
+        local_to_model(skeleton, self.animator.pose(), 0, &mut self.model).unwrap();
+        skinning_palette(skin, &self.model, &mut self.palette).unwrap();
+    }
+}
+
+/// A character playing `a` cross-fading to `b`, sharing the asset's skeleton and clips (as
+/// every character of a game does), with its own animator and buffers.
+fn character(
+    asset: &skelett_io::Asset,
+    a: &str,
+    b: &str,
+    phase: f32,
+) -> (Character, Arc<Skeleton>, Skin) {
+    let (ca, cb) = (
+        asset.clip(a).unwrap().clone(),
+        asset.clip(b).unwrap().clone(),
+    );
+    let mut animator = Animator::new(asset.skeleton.clone());
+    let sync = PlayOptions {
+        sync_group: Some(0),
+        start: phase,
+        ..Default::default()
+    };
+    animator.play(0, ca, sync).unwrap();
+    // A transition that stays in progress for the whole benchmark: both clips sampled,
+    // weights fading, synchronised.
+    animator
+        .crossfade(0, cb, 1.0e6, Curve::SmoothStep, sync)
+        .unwrap();
+    animator.update(0.5);
+    let n = asset.skeleton.len();
+    let skin = asset.skins[0].clone();
+    let c = Character {
+        animator,
+        model: vec![Mat4::IDENTITY; n],
+        palette: vec![Mat4::IDENTITY; skin.len()],
+    };
+    (c, asset.skeleton.clone(), skin)
+}
+
+fn bench(c: &mut Criterion) {
+    for (label, file, a, b) in [
+        (
+            "robot",
+            "gltf/robot_quaternius.glb",
+            "Robot_Walking",
+            "Robot_Running",
+        ),
+        ("fox", "gltf/Fox.glb", "Walk", "Run"),
+    ] {
+        let mut group = c.benchmark_group(format!("character_{label}"));
+        let asset = skelett_io::load(data(file)).expect("shared data beside the repository");
+        let (mut one, skeleton, skin) = character(&asset, a, b, 0.0);
+        group.throughput(Throughput::Elements(1));
+        group.bench_function("one", |bch| {
+            bch.iter(|| one.update(&skeleton, &skin, black_box(1.0 / 60.0)))
+        });
+
+        let mut crowd: Vec<Character> = (0..1024)
+            .map(|i| character(&asset, a, b, (i as f32 * 0.618).fract()).0)
+            .collect();
+        group.throughput(Throughput::Elements(crowd.len() as u64));
+        group.bench_function("crowd_1024", |bch| {
+            bch.iter(|| {
+                for ch in crowd.iter_mut() {
+                    ch.update(&skeleton, &skin, black_box(1.0 / 60.0));
+                }
+            })
+        });
+        group.bench_function("crowd_1024_rayon", |bch| {
+            bch.iter(|| {
+                crowd
+                    .par_iter_mut()
+                    .for_each(|ch| ch.update(&skeleton, &skin, black_box(1.0 / 60.0)))
+            })
+        });
+        group.finish();
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(std::time::Duration::from_millis(500))
+        .measurement_time(std::time::Duration::from_secs(3));
+    targets = bench
+}
+criterion_main!(benches);
