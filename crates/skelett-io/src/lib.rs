@@ -91,3 +91,8 @@ pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
         }),
     }
 }
+
+/// The README's Rust examples, compiled as doctests so they stay true.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -898,6 +898,76 @@ impl Clip {
         Ok(self)
     }
 
+    /// The additive version of this clip relative to `reference` (one local transform per
+    /// joint): every key becomes its delta from the reference, as
+    /// [`crate::additive_delta`] defines it (translation minus, rotation `ref⁻¹ · q` in the
+    /// joint's frame, scale divided), so that applying the additive clip with weight 1 on top
+    /// of `reference` gives this clip back. Joints without channels become the delta of their
+    /// base pose. Use the clip's own first frame as the reference for "what changes over the
+    /// clip" ([`Clip::to_additive_from_first_frame`]).
+    ///
+    /// The deltas are exact for every interpolation: they are affine in the keys (tangents
+    /// are transformed alike), and left-multiplying rotation keys by a fixed unit quaternion
+    /// keeps the angles between them, so slerps between delta keys are the deltas of slerps.
+    ///
+    /// # Errors
+    /// [`Error::Length`] if `reference` has fewer entries than the clip has joints.
+    pub fn to_additive(&self, reference: &[Transform]) -> Result<Clip, Error> {
+        crate::error::check_len("additive reference", self.joint_count(), reference.len())?;
+        let mut out = self.clone();
+        out.id = NEXT_CLIP_ID.fetch_add(1, Ordering::Relaxed);
+        for (j, b) in out.base.iter_mut().enumerate() {
+            *b = crate::pose::additive_delta(b, &reference[j]);
+        }
+        let safe = |v: f32| if v.abs() > f32::MIN_POSITIVE { v } else { 1.0 };
+        for tr in self.tracks.iter() {
+            let r = &reference[tr.joint as usize];
+            let per = if tr.interpolation == Interpolation::CubicSpline {
+                3
+            } else {
+                1
+            };
+            let n = tr.key_count as usize * per;
+            let vs = tr.value_start as usize;
+            match tr.target {
+                Target::Translation => {
+                    for (i, v) in out.vec3s[vs..vs + n].iter_mut().enumerate() {
+                        // Tangents (in, out of cubic keys) are differences: unchanged.
+                        if per == 1 || i % 3 == 1 {
+                            *v -= Vec3A::from(r.translation);
+                        }
+                    }
+                }
+                Target::Scale => {
+                    let inv =
+                        Vec3A::ONE / Vec3A::new(safe(r.scale.x), safe(r.scale.y), safe(r.scale.z));
+                    for v in &mut out.vec3s[vs..vs + n] {
+                        *v *= inv;
+                    }
+                }
+                Target::Rotation => {
+                    let inv = r.rotation.conjugate();
+                    for q in &mut out.quats[vs..vs + n] {
+                        *q = inv * *q;
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// [`Clip::to_additive`] relative to this clip's own first frame.
+    pub fn to_additive_from_first_frame(&self) -> Clip {
+        let mut first = vec![Transform::IDENTITY; self.joint_count()];
+        // The pose has exactly the clip's joint count.
+        let _ = crate::sample_uncached(self, self.start, &mut first);
+        match self.to_additive(&first) {
+            Ok(c) => c,
+            // Unreachable: `first` has one entry per joint.
+            Err(_) => self.clone(),
+        }
+    }
+
     /// Number of distinct key-time arrays (channels keyed at the same times share one).
     pub fn timeline_count(&self) -> usize {
         self.timelines.len()

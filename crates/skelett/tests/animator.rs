@@ -431,6 +431,65 @@ fn robot_wave_override_on_the_upper_body() {
     }
 }
 
+/// Survey made additive (relative to its first frame) on a layer above a Walk loop: the
+/// additive clip samples to the pose-by-pose deltas, and the animator's pose is the walk
+/// with those deltas applied in each joint's frame.
+#[test]
+fn additive_clip_layer_over_a_walk_loop() {
+    let fox = skelett_io::load(data("gltf/Fox.glb")).unwrap();
+    let sk = fox.skeleton.clone();
+    let walk = fox.clip("Walk").unwrap().clone();
+    let survey = fox.clip("Survey").unwrap().clone();
+    let additive = Arc::new(survey.to_additive_from_first_frame());
+    let mut first = Pose::rest(&sk);
+    sample_uncached(&survey, survey.start(), &mut first).unwrap();
+    let (mut s_pose, mut d_pose, mut want) = (Pose::rest(&sk), Pose::rest(&sk), Pose::rest(&sk));
+    for t in [0.0f32, 0.7, 1.9, 3.0] {
+        sample_uncached(&survey, survey.start() + t, &mut s_pose).unwrap();
+        sample_uncached(&additive, additive.start() + t, &mut d_pose).unwrap();
+        make_additive(&s_pose, &first, &mut want).unwrap();
+        for j in 0..sk.len() {
+            assert!(
+                (d_pose[j].translation - want[j].translation).length() < 1e-4,
+                "t {t} joint {j}"
+            );
+            assert!(
+                d_pose[j].rotation.dot(want[j].rotation).abs() > 1.0 - 1e-5,
+                "t {t} joint {j}"
+            );
+            assert!((d_pose[j].scale - want[j].scale).length() < 1e-4);
+        }
+    }
+    let mut anim = Animator::new(sk.clone());
+    anim.play(0, walk.clone(), PlayOptions::default()).unwrap();
+    let layer = anim.add_layer(BlendMode::Additive, 1.0, None);
+    anim.play(layer, additive.clone(), PlayOptions::default())
+        .unwrap();
+    for _ in 0..50 {
+        anim.update(1.0 / 30.0);
+    }
+    let t = 50.0 / 30.0;
+    let mut w = Pose::rest(&sk);
+    sample_uncached(&walk, walk.start() + t % walk.duration(), &mut w).unwrap();
+    sample_uncached(
+        &additive,
+        additive.start() + t % additive.duration(),
+        &mut d_pose,
+    )
+    .unwrap();
+    apply_additive(&mut w, &d_pose, 1.0, None).unwrap();
+    for j in 0..sk.len() {
+        assert!(
+            (anim.pose()[j].translation - w[j].translation).length() < 1e-4,
+            "joint {j}"
+        );
+        assert!(
+            anim.pose()[j].rotation.dot(w[j].rotation).abs() > 1.0 - 1e-5,
+            "joint {j}"
+        );
+    }
+}
+
 #[test]
 fn additive_layer_on_a_loop() {
     let fox = skelett_io::load(data("gltf/Fox.glb")).unwrap();

@@ -1,0 +1,103 @@
+//! The per-frame path allocates nothing: a counting global allocator watches sampling,
+//! the hierarchy, the palette and animator updates (cross-fades, sync, events, additive
+//! layers, root motion) once they are set up.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use glam::Mat4;
+use skelett::animator::{Animator, BlendMode, Curve, EventPolicy, PlayOptions, RootMotionConfig};
+use skelett::*;
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards every call to the system allocator unchanged; it only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract for `alloc` is passed on as it is.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System.alloc` above with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as for `alloc` and `dealloc`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn data(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(rel)
+}
+
+#[test]
+fn per_frame_path_does_not_allocate() {
+    let fox = skelett_io::load(data("gltf/Fox.glb")).unwrap();
+    let sk = fox.skeleton.clone();
+    let walk = Arc::new(
+        (**fox.clip("Walk").unwrap())
+            .clone()
+            .with_events(vec![ClipEvent {
+                time: 0.1,
+                name: "step".into(),
+                payload: None,
+            }])
+            .unwrap(),
+    );
+    let run = fox.clip("Run").unwrap().clone();
+    let survey = Arc::new(fox.clip("Survey").unwrap().to_additive_from_first_frame());
+    let skin = fox.skins[0].clone();
+    let mut anim = Animator::new(sk.clone());
+    anim.set_event_policy(EventPolicy {
+        min_weight: 0.0,
+        sync_leader_only: false,
+    });
+    anim.set_root_motion(Some(RootMotionConfig {
+        joint: 1,
+        ..Default::default()
+    }));
+    let sync = PlayOptions {
+        sync_group: Some(1),
+        ..Default::default()
+    };
+    anim.play(0, walk.clone(), sync).unwrap();
+    anim.crossfade(0, run.clone(), 1000.0, Curve::SmoothStep, sync)
+        .unwrap();
+    let add = anim.add_layer(
+        BlendMode::Additive,
+        0.5,
+        Some(JointMask::subtree(&sk, "b_Neck_04").unwrap()),
+    );
+    anim.play(add, survey, PlayOptions::default()).unwrap();
+    let mut model = vec![Mat4::IDENTITY; sk.len()];
+    let mut palette = vec![Mat4::IDENTITY; skin.len()];
+    let mut pose = Pose::rest(&sk);
+    let mut cache = SamplingCache::for_clip(&run);
+    // Warm up: the first updates may size reusable buffers.
+    for _ in 0..10 {
+        anim.update(1.0 / 60.0);
+    }
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let mut events = 0;
+    for i in 0..600 {
+        events += anim.update(1.0 / 60.0).events.len();
+        local_to_model(&sk, anim.pose(), 0, &mut model).unwrap();
+        skinning_palette(&skin, &model, &mut palette).unwrap();
+        sample(&run, i as f32 * 0.013, &mut cache, &mut pose).unwrap();
+    }
+    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    assert!(events > 10, "events fired: {events}");
+    assert_eq!(after - before, 0, "allocations in 600 frames");
+}
