@@ -338,16 +338,31 @@ fn sample_with(clip: &Clip, time: f32, pose: &mut [Transform], at: impl Fn(&Trac
 /// so each lane equals the scalar result bit for bit.
 #[inline(always)]
 fn sin4(x: Vec4) -> Vec4 {
+    use crate::transform::SIN_COEF as C;
     let x2 = x * x;
     let one = Vec4::ONE;
     x * (one
-        - x2 / 6.0 * (one - x2 / 20.0 * (one - x2 / 42.0 * (one - x2 / 72.0 * (one - x2 / 110.0)))))
+        - x2 * C[0] * (one - x2 * C[1] * (one - x2 * C[2] * (one - x2 * C[3] * (one - x2 * C[4])))))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn four_lane_sine_equals_the_scalar_one_bit_for_bit() {
+        for i in 0..=4000 {
+            let x = i as f32 / 4000.0 * std::f32::consts::FRAC_PI_2;
+            let v = sin4(Vec4::new(x, x * 0.5, x * 0.25, x * 0.75));
+            for (lane, k) in [1.0f32, 0.5, 0.25, 0.75].iter().enumerate() {
+                assert_eq!(
+                    v[lane].to_bits(),
+                    crate::transform::sin_0_half_pi(x * k).to_bits()
+                );
+            }
+        }
+    }
 
     #[test]
     fn find_segment_matches_binary_search() {

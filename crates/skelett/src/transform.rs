@@ -208,12 +208,18 @@ impl SlerpSegment {
     }
 }
 
-/// `sin(x)` for `x` in `[0, pi/2]`, to about 6e-8 absolute: a Taylor polynomial to `x^11`.
+/// The nested Taylor factors of [`sin_0_half_pi`]: 1/(2·3), 1/(4·5), 1/(6·7), 1/(8·9),
+/// 1/(10·11), as reciprocals so that evaluating needs no division.
+pub(crate) const SIN_COEF: [f32; 5] = [1.0 / 6.0, 1.0 / 20.0, 1.0 / 42.0, 1.0 / 72.0, 1.0 / 110.0];
+
+/// `sin(x)` for `x` in `[0, pi/2]`, to about 2e-7 absolute: a Taylor polynomial to `x^11`.
+/// Sampling's four-lane version performs the same operations in the same order.
 #[inline(always)]
 pub(crate) fn sin_0_half_pi(x: f32) -> f32 {
+    let c = SIN_COEF;
     let x2 = x * x;
     x * (1.0
-        - x2 / 6.0 * (1.0 - x2 / 20.0 * (1.0 - x2 / 42.0 * (1.0 - x2 / 72.0 * (1.0 - x2 / 110.0)))))
+        - x2 * c[0] * (1.0 - x2 * c[1] * (1.0 - x2 * c[2] * (1.0 - x2 * c[3] * (1.0 - x2 * c[4])))))
 }
 
 /// Slerp from `a` to `b` with the angle precomputed in `seg`; `b` must already be on `a`'s

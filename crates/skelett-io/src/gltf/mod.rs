@@ -551,15 +551,17 @@ impl Importer<'_, '_> {
             let start = weights.len();
             for (js, ws) in &sets {
                 for k in 0..4 {
-                    let j = js[v * 4 + k];
                     let w = ws[v * 4 + k];
+                    let w = if w.is_finite() && w > 0.0 { w } else { 0.0 };
+                    // Unweighted slots often hold any index; point them at entry 0.
+                    let j = if w == 0.0 { 0 } else { js[v * 4 + k] };
                     if j > u16::MAX as u32 {
                         return Err(
                             self.invalid(location, format!("vertex {v} has joint index {j}"))
                         );
                     }
                     joints.push(j as u16);
-                    weights.push(if w.is_finite() && w > 0.0 { w } else { 0.0 });
+                    weights.push(w);
                 }
             }
             let sum: f32 = weights[start..].iter().sum();
