@@ -105,7 +105,8 @@ pub struct PlayOptions {
     /// What happens at the clip's ends.
     pub wrap: Wrap,
     /// Players in the same group advance by normalised time, following the heaviest one;
-    /// a player joining a group takes the group's current phase.
+    /// a player joining a group takes the group's current phase. An animator keeps up to 8
+    /// groups in sync per update; players of further groups advance on their own.
     pub sync_group: Option<u32>,
     /// Where to start, as a fraction of the clip (ignored when joining a running group).
     pub start: f32,
@@ -485,17 +486,11 @@ impl Animator {
             1.0
         };
         p.wrap = options.wrap;
-        // Join a running sync group at its phase.
-        let phase = options
-            .sync_group
-            .and_then(|g| self.group_phase(g))
-            .unwrap_or(options.start);
-        p.seek_normalized(phase.clamp(0.0, 1.0));
-        if options.sync_group.is_some() {
-            let d = p.clip.duration() as f64;
-            if let Some(pos) = options.sync_group.and_then(|g| self.group_position(g)) {
-                p.set_position(pos * d);
-            }
+        // Join a running sync group at its leader's (normalised, unwrapped) position;
+        // otherwise start where asked.
+        match options.sync_group.and_then(|g| self.group_position(g)) {
+            Some(pos) => p.set_position(pos * p.clip.duration() as f64),
+            None => p.seek_normalized(options.start.clamp(0.0, 1.0)),
         }
         p
     }
@@ -518,10 +513,6 @@ impl Animator {
             }
         }
         best.map(|b| b.1)
-    }
-
-    fn group_phase(&self, group: u32) -> Option<f32> {
-        self.group_position(group).map(|p| p.rem_euclid(1.0) as f32)
     }
 
     fn start(
