@@ -3,5 +3,11 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 data="$here/../../shared/data"
-mkdir -p "$here/corpus/gltf_import"
+mkdir -p "$here/corpus/gltf_import" "$here/corpus/bvh_import"
 cp "$data"/gltf/*.glb "$data"/gltf/*.gltf "$here/corpus/gltf_import/"
+# Whole captures are megabytes; seed with their hierarchies and a few frames as well.
+for f in "$data"/bvh/*.bvh; do
+  cp "$f" "$here/corpus/bvh_import/"
+  awk '/^Frames:/{print "Frames: 3"; next} {print} /^Frame Time/{n=NR} n && NR>n+3{exit}' "$f" \
+    > "$here/corpus/bvh_import/$(basename "$f" .bvh)_short.bvh"
+done

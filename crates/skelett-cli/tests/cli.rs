@@ -216,3 +216,44 @@ fn play_runs_the_example_script_deterministically() {
     let (ok, _, err) = skelett(&["play", "--script", script, "--dt", "0"]);
     assert!(!ok && err.contains("positive"), "{err}");
 }
+
+/// `skelett sample` and `inspect` work on BVH too; sample matches three.js's BVH reference.
+#[test]
+fn sample_and_inspect_a_bvh_capture() {
+    let path = data("bvh/Boxing_Toes.bvh");
+    let (ok, out, err) = skelett(&["inspect", path.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("26 joints") && out.contains("Hips"), "{out}");
+    let (ok, out, err) = skelett(&[
+        "sample",
+        path.to_str().unwrap(),
+        "--times",
+        "11.3516",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let reference: Value = serde_json::from_str(
+        &std::fs::read_to_string(data("reference/Boxing_Toes.bvh.json")).unwrap(),
+    )
+    .unwrap();
+    let want = &reference["clips"][0]["samples"][1];
+    assert_eq!(want["t"].as_f64().unwrap(), 11.3516);
+    let got = &v["clips"][0]["samples"][0];
+    for (g, w) in got["joints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(want["joints"].as_array().unwrap())
+    {
+        for (a, b) in g["world"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(w["world"].as_array().unwrap())
+        {
+            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+            assert!((a - b).abs() <= 1e-3 * (1.0 + b.abs()), "{a} vs {b}");
+        }
+    }
+}

@@ -21,6 +21,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bvh;
 mod error;
 pub mod gltf;
 
@@ -70,7 +71,7 @@ impl Asset {
 }
 
 /// The file extensions [`load`] understands.
-pub const KNOWN_EXTENSIONS: &str = ".glb, .gltf";
+pub const KNOWN_EXTENSIONS: &str = ".glb, .gltf, .bvh";
 
 /// Loads an asset, choosing the format from the file's extension.
 ///
@@ -85,6 +86,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
         .unwrap_or_default();
     match ext.as_str() {
         "glb" | "gltf" => gltf::load(path),
+        "bvh" => bvh::load(path),
         _ => Err(Error::UnknownFormat {
             file: path.to_path_buf(),
             known: KNOWN_EXTENSIONS,

@@ -18,9 +18,7 @@
 mod common;
 
 use glam::Mat4;
-use serde_json::Value;
-use skelett::{local_to_model, sample, sample_uncached, JointIndex, Pose, SamplingCache};
-use skelett_io::Asset;
+use skelett::{local_to_model, sample, sample_uncached, Pose, SamplingCache};
 
 /// (file, clip) pairs whose three.js values past the end are the first frame, found by
 /// comparing every past-the-end sample with both ends (see the module docs).
@@ -93,7 +91,7 @@ fn check_asset(file: &str, rel_tol: f32) -> f32 {
             for &at in candidates {
                 sample(clip, at, &mut cache, &mut pose).unwrap();
                 local_to_model(&asset.skeleton, &pose, 0, &mut model).unwrap();
-                match compare(&asset, &model, joints, &skin_joints, rel_tol) {
+                match common::compare_world(&asset, &model, joints, &skin_joints, rel_tol) {
                     Ok(err) => {
                         worst = worst.max(err);
                         failures.clear();
@@ -110,69 +108,6 @@ fn check_asset(file: &str, rel_tol: f32) -> f32 {
     }
     eprintln!("{file}: worst relative error {worst:e}");
     worst
-}
-
-/// Compares scene-space matrices of the skin's joints with the reference's; returns the
-/// largest relative error, or a message naming the first element out of tolerance.
-fn compare(
-    asset: &Asset,
-    model: &[Mat4],
-    joints: &[Value],
-    skin_joints: &[JointIndex],
-    rel_tol: f32,
-) -> Result<f32, String> {
-    assert_eq!(joints.len(), skin_joints.len(), "joint count");
-    let root = asset.skeleton.root_transform();
-    let want: Vec<Vec<f32>> = joints
-        .iter()
-        .map(|j| {
-            j["world"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_f64().unwrap() as f32)
-                .collect()
-        })
-        .collect();
-    let size = want
-        .iter()
-        .map(|w| (w[12] * w[12] + w[13] * w[13] + w[14] * w[14]).sqrt())
-        .fold(1e-6f32, f32::max);
-    let mut worst = 0.0f32;
-    for (k, (&j, w)) in skin_joints.iter().zip(&want).enumerate() {
-        let name = joints[k]["name"].as_str().unwrap_or("");
-        if !name.is_empty() {
-            // Unnamed nodes get generated names; repeated names a `#node` suffix.
-            assert_eq!(
-                asset.skeleton.name(j).split('#').next().unwrap(),
-                name,
-                "joint {k}"
-            );
-        }
-        let got = (root * model[j as usize]).to_cols_array();
-        for c in 0..4 {
-            let scale = if c < 3 {
-                let col = &w[c * 4..c * 4 + 3];
-                (col[0] * col[0] + col[1] * col[1] + col[2] * col[2])
-                    .sqrt()
-                    .max(1.0)
-            } else {
-                size
-            };
-            for r in 0..4 {
-                let i = c * 4 + r;
-                let err = (got[i] - w[i]).abs() / scale;
-                worst = worst.max(err);
-                if err > rel_tol {
-                    return Err(format!(
-                        "joint {k} ({name}) element {i}: got {} want {} (relative error {err:e})",
-                        got[i], w[i]
-                    ));
-                }
-            }
-        }
-    }
-    Ok(worst)
 }
 
 #[test]

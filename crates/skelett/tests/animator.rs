@@ -643,3 +643,60 @@ fn root_motion_accumulates_across_loops_exactly() {
         );
     }
 }
+
+/// Root motion on a real capture: CMU 01_01 (a subject jumping forward, 23 s at 120 fps),
+/// played once through the animator at 60 Hz. Integrating each update's root motion (turned
+/// by the yaw so far) must give the hips' horizontal displacement over the clip, expressed in
+/// the hips' frame at the start; the yaws must add up to the hips' change of heading; and the
+/// pose keeps the hips over the origin.
+#[test]
+fn cmu_capture_root_motion_adds_up() {
+    let cmu = skelett_io::load(data("bvh/01_01.bvh")).unwrap();
+    let sk = cmu.skeleton.clone();
+    let clip = cmu.clips[0].clone();
+    let hips = sk.find("Hips").unwrap();
+    let cfg = RootMotionConfig {
+        joint: hips,
+        ..Default::default()
+    };
+    let mut anim = Animator::new(sk.clone());
+    anim.set_root_motion(Some(cfg));
+    anim.play(
+        0,
+        clip.clone(),
+        PlayOptions {
+            wrap: Wrap::Once,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let (mut pos, mut yaw) = (Vec3::ZERO, 0.0f32);
+    let frames = (clip.duration() * 60.0).ceil() as usize + 5;
+    for _ in 0..frames {
+        let r = anim.update(1.0 / 60.0);
+        pos += Quat::from_rotation_y(yaw) * r.root_motion.translation;
+        yaw += r.root_motion.yaw;
+        let h = anim.pose()[hips as usize].translation;
+        assert!(h.x.abs() < 1e-4 && h.z.abs() < 1e-4, "{h}");
+    }
+    let (a, b) = (
+        sample_joint(&clip, hips, clip.start()),
+        sample_joint(&clip, hips, clip.end()),
+    );
+    let heading = |q: Quat| {
+        let f = q * Vec3::Z;
+        f.x.atan2(f.z)
+    };
+    let d = b.translation - a.translation;
+    let want = Quat::from_rotation_y(-heading(a.rotation)) * Vec3::new(d.x, 0.0, d.z);
+    assert!(want.length() > 10.0, "the subject travels: {want}");
+    assert!(
+        (pos - want).length() < 1e-3 * want.length(),
+        "{pos} vs {want}"
+    );
+    let dyaw = heading(b.rotation) - heading(a.rotation);
+    let wrap = |x: f32| {
+        (x + std::f32::consts::PI).rem_euclid(std::f32::consts::TAU) - std::f32::consts::PI
+    };
+    assert!(wrap(yaw - dyaw).abs() < 1e-3, "{yaw} vs {dyaw}");
+}

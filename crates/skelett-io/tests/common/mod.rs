@@ -4,6 +4,11 @@
 
 use std::path::PathBuf;
 
+use glam::Mat4;
+use serde_json::Value;
+use skelett::JointIndex;
+use skelett_io::Asset;
+
 /// `../shared/data` beside the repository.
 pub fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data")
@@ -22,4 +27,67 @@ pub fn reference(name: &str) -> serde_json::Value {
         )
     });
     serde_json::from_str(&text).unwrap()
+}
+
+/// Compares scene-space matrices of the skin's joints with the reference's; returns the
+/// largest relative error, or a message naming the first element out of tolerance.
+pub fn compare_world(
+    asset: &Asset,
+    model: &[Mat4],
+    joints: &[Value],
+    skin_joints: &[JointIndex],
+    rel_tol: f32,
+) -> Result<f32, String> {
+    assert_eq!(joints.len(), skin_joints.len(), "joint count");
+    let root = asset.skeleton.root_transform();
+    let want: Vec<Vec<f32>> = joints
+        .iter()
+        .map(|j| {
+            j["world"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect()
+        })
+        .collect();
+    let size = want
+        .iter()
+        .map(|w| (w[12] * w[12] + w[13] * w[13] + w[14] * w[14]).sqrt())
+        .fold(1e-6f32, f32::max);
+    let mut worst = 0.0f32;
+    for (k, (&j, w)) in skin_joints.iter().zip(&want).enumerate() {
+        let name = joints[k]["name"].as_str().unwrap_or("");
+        if !name.is_empty() && name != "ENDSITE" {
+            // Unnamed nodes get generated names; repeated names a `#node` suffix.
+            assert_eq!(
+                asset.skeleton.name(j).split('#').next().unwrap(),
+                name,
+                "joint {k}"
+            );
+        }
+        let got = (root * model[j as usize]).to_cols_array();
+        for c in 0..4 {
+            let scale = if c < 3 {
+                let col = &w[c * 4..c * 4 + 3];
+                (col[0] * col[0] + col[1] * col[1] + col[2] * col[2])
+                    .sqrt()
+                    .max(1.0)
+            } else {
+                size
+            };
+            for r in 0..4 {
+                let i = c * 4 + r;
+                let err = (got[i] - w[i]).abs() / scale;
+                worst = worst.max(err);
+                if err > rel_tol {
+                    return Err(format!(
+                        "joint {k} ({name}) element {i}: got {} want {} (relative error {err:e})",
+                        got[i], w[i]
+                    ));
+                }
+            }
+        }
+    }
+    Ok(worst)
 }

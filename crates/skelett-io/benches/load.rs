@@ -1,0 +1,46 @@
+//! Import speed (criterion): each benchmark parses one file from memory into an `Asset`
+//! (clips built, keys reduced). Throughput is the file's size, so criterion's "thrpt" is
+//! MB/s; the time per MB is its inverse.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+
+fn data(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(rel)
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("load");
+    for file in ["bvh/01_03.bvh", "bvh/Boxing_Toes.bvh"] {
+        let bytes = std::fs::read(data(file)).unwrap();
+        g.throughput(Throughput::Bytes(bytes.len() as u64));
+        g.bench_function(file, |b| {
+            b.iter(|| skelett_io::bvh::load_bytes(black_box(&bytes), Path::new(file)).unwrap())
+        });
+    }
+    for file in [
+        "gltf/robot_quaternius.glb",
+        "gltf/Fox.glb",
+        "gltf/CesiumMan.glb",
+    ] {
+        let bytes = std::fs::read(data(file)).unwrap();
+        g.throughput(Throughput::Bytes(bytes.len() as u64));
+        g.bench_function(file, |b| {
+            b.iter(|| {
+                skelett_io::gltf::load_bytes(black_box(&bytes), Path::new(file), None).unwrap()
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10).measurement_time(std::time::Duration::from_secs(3));
+    targets = bench
+}
+criterion_main!(benches);
