@@ -5,6 +5,7 @@
 //! outside itself.
 
 mod bench;
+mod convert;
 mod inspect;
 mod play;
 mod sample;
@@ -31,6 +32,8 @@ Examples:
                                         world matrix of every joint at those times
   skelett play model.glb --script walk_to_run.json
                                         run the animator on a script: events, root motion
+  skelett convert capture.bvh capture.glb --scale 0.01
+                                        any supported file to glTF (folders too, with --to)
   skelett bench model.glb               sampling and hierarchy speed on your data";
 const AFTER_HELP: &str = "\
 The embedded default character is the Khronos glTF sample \"Fox\": mesh by PixelMannen (CC0),
@@ -98,6 +101,25 @@ enum Command {
         #[arg(long)]
         joints: bool,
     },
+    /// Convert a file to another format, or every animation file of a folder (in parallel).
+    ///
+    /// The output format comes from OUT's extension (for a folder: --to). Reads .glb, .gltf
+    /// and .bvh; writes .glb. A folder prints what was converted, skipped and why.
+    Convert {
+        /// The file or folder to convert.
+        input: PathBuf,
+        /// The file or folder to write.
+        output: PathBuf,
+        /// For folders: the format to write (glb).
+        #[arg(long)]
+        to: Option<String>,
+        /// Keep only this clip (name or index).
+        #[arg(long)]
+        clip: Option<String>,
+        /// Multiply every length by this (0.01: centimetres to metres).
+        #[arg(long)]
+        scale: Option<f32>,
+    },
     /// Measure sampling, local-to-model and palette speed on a file's clips.
     ///
     /// Reports medians in nanoseconds per joint (per matrix for the palette), single thread:
@@ -153,6 +175,19 @@ fn main() -> ExitCode {
             json,
             joints,
         } => play::run(&mut out, file.as_deref(), &script, dt, json, joints),
+        Command::Convert {
+            input,
+            output,
+            to,
+            clip,
+            scale,
+        } => convert::run(
+            &mut out,
+            &input,
+            &output,
+            to.as_deref(),
+            &convert::Options { clip, scale },
+        ),
         Command::Bench { file, json, rounds } => {
             bench::run(&mut out, file.as_deref(), json, rounds.max(3))
         }

@@ -257,3 +257,68 @@ fn sample_and_inspect_a_bvh_capture() {
         }
     }
 }
+
+/// `skelett convert`: a BVH capture to a .glb that loads back with the same skeleton and
+/// clip, scaled; a folder with a summary of what was converted, skipped and failed.
+#[test]
+fn convert_files_and_folders() {
+    let dir = std::env::temp_dir().join(format!("skelett-convert-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("in/sub")).unwrap();
+    let bvh = data("bvh/Boxing_Toes.bvh");
+    let out = dir.join("boxing.glb");
+    let (ok, text, err) = skelett(&[
+        "convert",
+        bvh.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--scale",
+        "0.01",
+    ]);
+    assert!(ok, "{err}");
+    assert!(text.contains("26 joints"), "{text}");
+    let a = skelett_io::load(&bvh).unwrap();
+    let b = skelett_io::load(&out).unwrap();
+    assert_eq!(a.skeleton.names(), b.skeleton.names());
+    let (ra, rb) = (
+        a.skeleton.rest_pose()[1].translation,
+        b.skeleton.rest_pose()[1].translation,
+    );
+    assert!((ra * 0.01 - rb).length() < 1e-6, "{ra} {rb}");
+    assert_eq!(a.clips[0].duration(), b.clips[0].duration());
+
+    std::fs::copy(data("gltf/Fox.glb"), dir.join("in/sub/Fox.glb")).unwrap();
+    std::fs::copy(&bvh, dir.join("in/capture.bvh")).unwrap();
+    std::fs::write(dir.join("in/notes.txt"), "not animation").unwrap();
+    std::fs::write(dir.join("in/broken.bvh"), "HIERARCHY\nROOT").unwrap();
+    let (ok, text, _) = skelett(&[
+        "convert",
+        dir.join("in").to_str().unwrap(),
+        dir.join("out").to_str().unwrap(),
+        "--to",
+        "glb",
+    ]);
+    assert!(!ok, "a failed file makes the run fail");
+    assert!(
+        text.contains("converted 2 of 4 files, skipped 1") && text.contains("failed 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("broken.bvh") && text.contains("line 2"),
+        "{text}"
+    );
+    assert!(
+        skelett_io::load(dir.join("out/sub/Fox.glb"))
+            .unwrap()
+            .clips
+            .len()
+            == 3
+    );
+    assert!(dir.join("out/capture.glb").exists());
+    let (ok, _, err) = skelett(&[
+        "convert",
+        bvh.to_str().unwrap(),
+        dir.join("x.fbx").to_str().unwrap(),
+    ]);
+    assert!(!ok && err.contains("cannot write .fbx"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

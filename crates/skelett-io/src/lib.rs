@@ -60,6 +60,53 @@ impl Asset {
         self.clip_index(name).map(|i| &self.clips[i])
     }
 
+    /// The asset with every length multiplied by `factor` (skeleton, clips' translations,
+    /// mesh positions, inverse bind translations): unit conversion, e.g. 0.01 for
+    /// centimetres to metres.
+    pub fn scaled(&self, factor: f32) -> Asset {
+        let mut a = self.clone();
+        a.skeleton = Arc::new(self.skeleton.scaled(factor));
+        a.clips = self
+            .clips
+            .iter()
+            .map(|c| Arc::new(c.scaled(factor)))
+            .collect();
+        a.skins = self
+            .skins
+            .iter()
+            .map(|s| {
+                let ibm = s
+                    .inverse_bind()
+                    .iter()
+                    .map(|m| {
+                        let mut m = *m;
+                        m.w_axis.x *= factor;
+                        m.w_axis.y *= factor;
+                        m.w_axis.z *= factor;
+                        m
+                    })
+                    .collect();
+                // Same joints and lengths as a valid skin: cannot fail.
+                Skin::new(s.name(), s.joints().to_vec(), ibm).unwrap_or_else(|_| s.clone())
+            })
+            .collect();
+        for m in &mut a.meshes {
+            for p in &mut m.primitives {
+                for v in &mut p.positions {
+                    *v *= factor;
+                }
+            }
+        }
+        a
+    }
+
+    /// The asset with only the clip at `index`.
+    pub fn with_only_clip(&self, index: usize) -> Asset {
+        let mut a = self.clone();
+        a.clips = self.clips.get(index).cloned().into_iter().collect();
+        a
+    }
+
     /// The joints of skin `i` (skeleton indices, in the skin's order), or every joint when the
     /// asset has no skins.
     pub fn skin_joints(&self, i: usize) -> Vec<skelett::JointIndex> {
@@ -72,6 +119,17 @@ impl Asset {
 
 /// The file extensions [`load`] understands.
 pub const KNOWN_EXTENSIONS: &str = ".glb, .gltf, .bvh";
+
+/// `true` when [`load`] reads files with this extension.
+pub fn is_known_extension(path: &Path) -> bool {
+    matches!(
+        path.extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref(),
+        Some("glb" | "gltf" | "bvh")
+    )
+}
 
 /// Loads an asset, choosing the format from the file's extension.
 ///

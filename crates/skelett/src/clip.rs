@@ -161,6 +161,30 @@ pub struct BuildReport {
     pub rest_channels: usize,
 }
 
+/// One animated channel of a [`Clip`], borrowed (see [`Clip::channel`]).
+#[derive(Clone, Copy, Debug)]
+pub struct ChannelView<'a> {
+    /// The joint it animates.
+    pub joint: JointIndex,
+    /// What it animates.
+    pub target: Target,
+    /// How values between keys are computed.
+    pub interpolation: Interpolation,
+    /// Key times (at least two).
+    pub times: &'a [f32],
+    /// Key values.
+    pub values: ChannelValues<'a>,
+}
+
+/// The values of a [`ChannelView`].
+#[derive(Clone, Copy, Debug)]
+pub enum ChannelValues<'a> {
+    /// Translations or scales.
+    Vec3(&'a [Vec3A]),
+    /// Rotations.
+    Quat(&'a [Quat]),
+}
+
 /// A named moment of a clip (a footstep, a sound cue), fired by the
 /// [`crate::animator::Animator`] when playback crosses it.
 #[derive(Clone, Debug, PartialEq)]
@@ -853,6 +877,30 @@ impl Clip {
         &self.times[start as usize..(start + n) as usize]
     }
 
+    /// Animated channel `i` (in [`Clip::channels`] order) with its keys, for exporters and
+    /// tools: times, and values (three per key for cubic channels: in-tangent, value,
+    /// out-tangent). `None` past the last channel.
+    pub fn channel(&self, i: usize) -> Option<ChannelView<'_>> {
+        let t = self.tracks.get(i)?;
+        let per = if t.interpolation == Interpolation::CubicSpline {
+            3
+        } else {
+            1
+        };
+        let n = t.key_count as usize * per;
+        let vs = t.value_start as usize;
+        Some(ChannelView {
+            joint: t.joint,
+            target: t.target,
+            interpolation: t.interpolation,
+            times: self.track_times(t),
+            values: match t.target {
+                Target::Rotation => ChannelValues::Quat(&self.quats[vs..vs + n]),
+                _ => ChannelValues::Vec3(&self.vec3s[vs..vs + n]),
+            },
+        })
+    }
+
     /// The clip's events, sorted by time.
     pub fn events(&self) -> &[ClipEvent] {
         &self.events
@@ -954,6 +1002,32 @@ impl Clip {
             }
         }
         Ok(out)
+    }
+
+    /// The same clip with every translation (keys, tangents and base pose) multiplied by
+    /// `factor`, for unit conversion; a new clip as far as sampling caches are concerned.
+    pub fn scaled(&self, factor: f32) -> Clip {
+        let mut out = self.clone();
+        out.id = NEXT_CLIP_ID.fetch_add(1, Ordering::Relaxed);
+        for b in out.base.iter_mut() {
+            b.translation *= factor;
+        }
+        for tr in self
+            .tracks
+            .iter()
+            .filter(|t| t.target == Target::Translation)
+        {
+            let per = if tr.interpolation == Interpolation::CubicSpline {
+                3
+            } else {
+                1
+            };
+            let vs = tr.value_start as usize;
+            for v in &mut out.vec3s[vs..vs + tr.key_count as usize * per] {
+                *v *= factor;
+            }
+        }
+        out
     }
 
     /// [`Clip::to_additive`] relative to this clip's own first frame.

@@ -57,8 +57,8 @@ pub mod skeleton;
 pub mod transform;
 
 pub use clip::{
-    BuildOptions, BuildReport, ChannelCounts, Clip, ClipEvent, Interpolation, RawChannel, RawClip,
-    RawValues, Target, UnboundChannels,
+    BuildOptions, BuildReport, ChannelCounts, ChannelValues, ChannelView, Clip, ClipEvent,
+    Interpolation, RawChannel, RawClip, RawValues, Target, UnboundChannels,
 };
 pub use error::Error;
 pub use hierarchy::{inverse_bind_matrices, local_to_model, skinning_palette, Skin};

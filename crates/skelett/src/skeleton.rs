@@ -283,6 +283,19 @@ impl Skeleton {
         out
     }
 
+    /// The same skeleton with every length multiplied by `factor` (rest translations and the
+    /// root transform's translation), for unit conversion.
+    pub fn scaled(&self, factor: f32) -> Skeleton {
+        let mut s = self.clone();
+        for r in s.rest.iter_mut() {
+            r.translation *= factor;
+        }
+        s.root_transform.w_axis.x *= factor;
+        s.root_transform.w_axis.y *= factor;
+        s.root_transform.w_axis.z *= factor;
+        s
+    }
+
     /// Depth of joint `j` (roots have depth 0).
     pub fn depth(&self, j: JointIndex) -> usize {
         let mut d = 0;

@@ -18,6 +18,9 @@
 
 mod accessor;
 mod container;
+mod export;
+
+pub use export::export_glb;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -192,6 +195,17 @@ impl Importer<'_, '_> {
         if order.is_empty() {
             // No skin: every node is a joint (a node-animated scene).
             return (0..n).collect();
+        }
+        // Nodes skelett marked as joints when it wrote the file.
+        for (k, node) in nodes.iter().enumerate() {
+            let marked = node
+                .extras()
+                .as_ref()
+                .and_then(|raw| serde_json::from_str::<serde_json::Value>(raw.get()).ok())
+                .is_some_and(|v| v["skelett"]["joint"] == serde_json::Value::Bool(true));
+            if marked {
+                push(k, &mut order, &mut chosen);
+            }
         }
         // Ancestors of joints, marked once each.
         let mut above_joint = vec![false; n];
@@ -699,15 +713,55 @@ impl Importer<'_, '_> {
                 raw.start = lo;
                 raw.duration = hi - lo;
             }
+            // skelett's own exports keep the clip's range and events in the extras.
+            let extras = skelett_extras(&anim);
+            if let Some((start, duration)) = extras
+                .as_ref()
+                .and_then(|x| Some((x["start"].as_f64()?, x["duration"].as_f64()?)))
+            {
+                if start.is_finite() && duration.is_finite() && duration >= 0.0 {
+                    raw.start = start as f32;
+                    raw.duration = duration as f32;
+                }
+            }
             let clip = raw.build(skeleton).map_err(|source| Error::Build {
                 file: self.file.to_path_buf(),
                 location: format!("{location} ({name:?})"),
                 source: Box::new(source),
             })?;
+            let events: Vec<skelett::ClipEvent> = extras
+                .as_ref()
+                .and_then(|x| x["events"].as_array().cloned())
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|e| {
+                    Some(skelett::ClipEvent {
+                        time: e["time"].as_f64()? as f32,
+                        name: e["name"].as_str()?.to_string(),
+                        payload: e["payload"].as_str().map(str::to_string),
+                    })
+                })
+                .collect();
+            let clip = if events.is_empty() {
+                clip
+            } else {
+                clip.with_events(events).map_err(|source| Error::Build {
+                    file: self.file.to_path_buf(),
+                    location: format!("{location} ({name:?}) extras"),
+                    source: Box::new(source),
+                })?
+            };
             clips.push(Arc::new(clip));
         }
         Ok(clips)
     }
+}
+
+/// The `extras.skelett` object of an animation, if it has one.
+fn skelett_extras(anim: &gltf::Animation) -> Option<serde_json::Value> {
+    let raw = anim.extras().as_ref()?;
+    let v: serde_json::Value = serde_json::from_str(raw.get()).ok()?;
+    v.get("skelett").cloned()
 }
 
 fn local_transform(node: &gltf::Node) -> Transform {

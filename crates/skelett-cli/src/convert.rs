@@ -1,0 +1,159 @@
+//! `skelett convert`: one file to another format, or a whole folder in parallel with a
+//! progress bar and a summary of what was converted, skipped and why.
+//!
+//! Input formats are whatever `skelett_io::load` reads; output is chosen by the output's
+//! extension (for a folder, by `--to`). Writers so far: `.glb`.
+
+use std::path::{Path, PathBuf};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+
+use crate::outln;
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// What to do to each asset on the way.
+pub struct Options {
+    /// Keep only this clip (name or index).
+    pub clip: Option<String>,
+    /// Multiply every length by this.
+    pub scale: Option<f32>,
+}
+
+const WRITERS: &str = "glb";
+
+fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
+    let ext = output
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .unwrap_or_default();
+    if ext != "glb" {
+        return Err(format!(
+            "{}: cannot write .{ext} files (writers: {WRITERS})",
+            output.display()
+        )
+        .into());
+    }
+    let mut asset = skelett_io::load(input)?;
+    if let Some(c) = &opts.clip {
+        let i = asset.clip_index(c).ok_or_else(|| {
+            let names: Vec<&str> = asset.clips.iter().map(|c| c.name()).collect();
+            format!(
+                "{}: no clip {c:?} (it has: {})",
+                input.display(),
+                names.join(", ")
+            )
+        })?;
+        asset = asset.with_only_clip(i);
+    }
+    if let Some(s) = opts.scale {
+        if !(s.is_finite() && s > 0.0) {
+            return Err(format!("--scale {s}: a positive number is needed").into());
+        }
+        asset = asset.scaled(s);
+    }
+    let bytes = skelett_io::gltf::export_glb(&asset);
+    std::fs::write(output, &bytes).map_err(|e| format!("{}: {e}", output.display()))?;
+    Ok(format!(
+        "{} -> {} ({} joints, {} clips, {} meshes, {} bytes)",
+        input.display(),
+        output.display(),
+        asset.skeleton.len(),
+        asset.clips.len(),
+        asset.meshes.len(),
+        bytes.len()
+    ))
+}
+
+/// Every file below `dir`, sorted.
+fn files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))? {
+            let p = e?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Runs `skelett convert`.
+pub fn run(
+    out: &mut String,
+    input: &Path,
+    output: &Path,
+    to: Option<&str>,
+    opts: &Options,
+) -> std::result::Result<(), Box<dyn std::error::Error>> {
+    if !input.is_dir() {
+        let msg = convert_one(input, output, opts).map_err(|e| e.to_string())?;
+        outln!(out, "{msg}");
+        return Ok(());
+    }
+    let to = to
+        .unwrap_or("glb")
+        .trim_start_matches('.')
+        .to_ascii_lowercase();
+    std::fs::create_dir_all(output).map_err(|e| format!("{}: {e}", output.display()))?;
+    let all = files(input).map_err(|e| e.to_string())?;
+    let (inputs, skipped): (Vec<PathBuf>, Vec<PathBuf>) = all
+        .into_iter()
+        .partition(|p| skelett_io::is_known_extension(p));
+    let bar = ProgressBar::new(inputs.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed_precise} {wide_msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let results: Vec<(PathBuf, Result<String>)> = inputs
+        .par_iter()
+        .map(|p| {
+            let rel = p.strip_prefix(input).unwrap_or(p);
+            let target = output.join(rel).with_extension(&to);
+            let r = target
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .map_err(|e| e.into())
+                .and_then(|()| convert_one(p, &target, opts));
+            bar.set_message(rel.display().to_string());
+            bar.inc(1);
+            (p.clone(), r)
+        })
+        .collect();
+    bar.finish_and_clear();
+    let failed: Vec<&(PathBuf, Result<String>)> = results.iter().filter(|r| r.1.is_err()).collect();
+    outln!(
+        out,
+        "converted {} of {} files, skipped {} (not an animation format), failed {}",
+        results.len() - failed.len(),
+        results.len() + skipped.len(),
+        skipped.len(),
+        failed.len()
+    );
+    for (_, r) in &results {
+        match r {
+            Ok(m) => outln!(out, "  ok      {m}"),
+            Err(e) => outln!(out, "  failed  {e}"),
+        }
+    }
+    for p in &skipped {
+        outln!(
+            out,
+            "  skipped {} (known: {})",
+            p.display(),
+            skelett_io::KNOWN_EXTENSIONS
+        );
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} file(s) failed to convert", failed.len()).into())
+    }
+}

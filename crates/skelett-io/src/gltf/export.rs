@@ -1,0 +1,402 @@
+//! glTF 2.0 export: any [`Asset`] to a `.glb`, so BVH (and later .x, RAM/RAA) content
+//! reaches every engine.
+//!
+//! ```text
+//! Skeleton ─▶ one node per joint (rest TRS), under a "root" node holding root_transform
+//! Skin     ─▶ skin (joint nodes, inverseBindMatrices MAT4)
+//! SkinnedMesh ─▶ mesh + node (POSITION with min/max, NORMAL, TANGENT, TEXCOORD_0,
+//!               JOINTS_0/1 as u16, WEIGHTS_0/1 as float, u32 indices)
+//! Clip     ─▶ animation: every channel with its keys and interpolation as built (STEP,
+//!             LINEAR, CUBICSPLINE kept), plus a one-key channel for each constant channel;
+//!             the clip's start and duration in the animation's extras
+//! ```
+//!
+//! The JSON is written with `serde_json` and the binary chunk by hand; every accessor has its
+//! own buffer view, 4-byte aligned, with the min/max the specification requires.
+
+use glam::{Mat4, Vec3};
+use serde_json::{json, Value};
+use skelett::{ChannelValues, Interpolation, JointIndex, Target, Transform};
+
+use crate::Asset;
+
+/// Builds the binary chunk and the accessor list.
+#[derive(Default)]
+struct Bin {
+    data: Vec<u8>,
+    views: Vec<Value>,
+    accessors: Vec<Value>,
+}
+
+impl Bin {
+    /// Appends floats as an accessor of `kind` ("SCALAR", "VEC3", ...); returns its index.
+    fn floats(&mut self, values: &[f32], kind: &str, dims: usize, min_max: bool) -> usize {
+        let mut acc = json!({
+            "componentType": 5126,
+            "count": values.len() / dims,
+            "type": kind,
+        });
+        if min_max {
+            let mut lo = vec![f32::INFINITY; dims];
+            let mut hi = vec![f32::NEG_INFINITY; dims];
+            for c in values.chunks_exact(dims) {
+                for d in 0..dims {
+                    lo[d] = lo[d].min(c[d]);
+                    hi[d] = hi[d].max(c[d]);
+                }
+            }
+            acc["min"] = json!(lo);
+            acc["max"] = json!(hi);
+        }
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.push(acc, &bytes)
+    }
+
+    fn u16s(&mut self, values: &[u16], kind: &str, dims: usize) -> usize {
+        let acc = json!({ "componentType": 5123, "count": values.len() / dims, "type": kind });
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.push(acc, &bytes)
+    }
+
+    fn u32s(&mut self, values: &[u32]) -> usize {
+        let acc = json!({ "componentType": 5125, "count": values.len(), "type": "SCALAR" });
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.push(acc, &bytes)
+    }
+
+    fn push(&mut self, mut accessor: Value, bytes: &[u8]) -> usize {
+        while self.data.len() % 4 != 0 {
+            self.data.push(0);
+        }
+        self.views.push(json!({
+            "buffer": 0,
+            "byteOffset": self.data.len(),
+            "byteLength": bytes.len(),
+        }));
+        self.data.extend_from_slice(bytes);
+        accessor["bufferView"] = json!(self.views.len() - 1);
+        self.accessors.push(accessor);
+        self.accessors.len() - 1
+    }
+}
+
+fn trs(t: &Transform) -> Value {
+    json!({
+        "translation": t.translation.to_array(),
+        "rotation": t.rotation.normalize().to_array(),
+        "scale": t.scale.to_array(),
+    })
+}
+
+/// Writes `asset` as a binary glTF (`.glb`).
+///
+/// ```
+/// # use std::path::Path;
+/// # let bvh = "HIERARCHY\nROOT Hips\n{\n OFFSET 0 0 0\n CHANNELS 3 Zrotation Xrotation Yrotation\n End Site\n {\n  OFFSET 0 1 0\n }\n}\nMOTION\nFrames: 2\nFrame Time: 0.5\n0 0 0\n0 90 0\n";
+/// let asset = skelett_io::bvh::load_bytes(bvh.as_bytes(), Path::new("wave.bvh"))?;
+/// let glb = skelett_io::gltf::export_glb(&asset);
+/// let back = skelett_io::gltf::load_bytes(&glb, Path::new("wave.glb"), None)?;
+/// assert_eq!(back.skeleton.names(), asset.skeleton.names());
+/// # Ok::<(), skelett_io::Error>(())
+/// ```
+pub fn export_glb(asset: &Asset) -> Vec<u8> {
+    let s = &asset.skeleton;
+    let n = s.len();
+    let mut bin = Bin::default();
+    // Nodes 0..n: joints; node n: the root holding root_transform; then mesh nodes.
+    let mut nodes: Vec<Value> = (0..n as JointIndex)
+        .map(|j| {
+            let mut node = trs(&s.rest_pose()[j as usize]);
+            node["name"] = json!(s.name(j));
+            // Marks the node as a skeleton joint even when no skin lists it (an animated
+            // ancestor, say), so that re-importing gives the same skeleton.
+            node["extras"] = json!({ "skelett": { "joint": true } });
+            node
+        })
+        .collect();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n + 1];
+    for j in 0..n as JointIndex {
+        match s.parent(j) {
+            Some(p) => children[p as usize].push(j as usize),
+            None => children[n].push(j as usize),
+        }
+    }
+    for (j, c) in children.iter().enumerate().take(n) {
+        if !c.is_empty() {
+            nodes[j]["children"] = json!(c);
+        }
+    }
+    // What sat above the skeleton: a "root" node with root_transform. Without one (identity)
+    // the skeleton's roots go straight into the scene, so a re-import (which takes every node
+    // of a skinless file as a joint) gets the same skeleton back.
+    let mut scene_nodes = if s.root_transform() != Mat4::IDENTITY {
+        nodes.push(json!({
+            "name": "root",
+            "children": children[n],
+            "matrix": s.root_transform().to_cols_array(),
+        }));
+        vec![n]
+    } else {
+        children[n].clone()
+    };
+
+    let skins: Vec<Value> = asset
+        .skins
+        .iter()
+        .map(|skin| {
+            let ibm: Vec<f32> = skin
+                .inverse_bind()
+                .iter()
+                .flat_map(|m| m.to_cols_array())
+                .collect();
+            let acc = bin.floats(&ibm, "MAT4", 16, false);
+            json!({
+                "name": skin.name(),
+                "joints": skin.joints().iter().map(|&j| j as usize).collect::<Vec<_>>(),
+                "inverseBindMatrices": acc,
+            })
+        })
+        .collect();
+
+    let mut meshes = Vec::new();
+    for mesh in &asset.meshes {
+        let mut prims = Vec::new();
+        for p in &mesh.primitives {
+            let mut attributes = serde_json::Map::new();
+            let pos: Vec<f32> = p.positions.iter().flat_map(|v| v.to_array()).collect();
+            attributes.insert("POSITION".into(), json!(bin.floats(&pos, "VEC3", 3, true)));
+            if let Some(nrm) = &p.normals {
+                let v: Vec<f32> = nrm
+                    .iter()
+                    .flat_map(|v| v.normalize_or(Vec3::Y).to_array())
+                    .collect();
+                attributes.insert("NORMAL".into(), json!(bin.floats(&v, "VEC3", 3, false)));
+            }
+            if let Some(tan) = &p.tangents {
+                let v: Vec<f32> = tan.iter().flat_map(|v| v.to_array()).collect();
+                attributes.insert("TANGENT".into(), json!(bin.floats(&v, "VEC4", 4, false)));
+            }
+            if let Some(uv) = &p.uvs {
+                let v: Vec<f32> = uv.iter().flat_map(|v| v.to_array()).collect();
+                attributes.insert("TEXCOORD_0".into(), json!(bin.floats(&v, "VEC2", 2, false)));
+            }
+            // Influences in sets of four: JOINTS_k / WEIGHTS_k.
+            let k = p.influences.div_ceil(4);
+            for set in 0..k {
+                let mut js = Vec::with_capacity(p.vertex_count() * 4);
+                let mut ws = Vec::with_capacity(p.vertex_count() * 4);
+                for v in 0..p.vertex_count() {
+                    for i in set * 4..set * 4 + 4 {
+                        let (j, w) = if i < p.influences {
+                            (
+                                p.joints[v * p.influences + i],
+                                p.weights[v * p.influences + i],
+                            )
+                        } else {
+                            (0, 0.0)
+                        };
+                        js.push(j);
+                        ws.push(w);
+                    }
+                }
+                attributes.insert(format!("JOINTS_{set}"), json!(bin.u16s(&js, "VEC4", 4)));
+                attributes.insert(
+                    format!("WEIGHTS_{set}"),
+                    json!(bin.floats(&ws, "VEC4", 4, false)),
+                );
+            }
+            let indices = bin.u32s(&p.indices);
+            prims.push(json!({ "attributes": attributes, "indices": indices, "mode": 4 }));
+        }
+        meshes.push(json!({ "name": mesh.name, "primitives": prims }));
+        nodes.push(json!({ "name": mesh.name, "mesh": meshes.len() - 1, "skin": mesh.skin }));
+        scene_nodes.push(nodes.len() - 1);
+    }
+
+    let mut animations = Vec::new();
+    for clip in &asset.clips {
+        let mut samplers = Vec::new();
+        let mut channels = Vec::new();
+        let mut add = |joint: JointIndex,
+                       target: Target,
+                       interp: Interpolation,
+                       times: &[f32],
+                       values: Vec<f32>,
+                       dims: usize,
+                       bin: &mut Bin| {
+            let input = bin.floats(times, "SCALAR", 1, true);
+            let output = bin.floats(
+                &values,
+                if dims == 4 { "VEC4" } else { "VEC3" },
+                dims,
+                false,
+            );
+            samplers.push(json!({
+                "input": input,
+                "output": output,
+                "interpolation": match interp {
+                    Interpolation::Step => "STEP",
+                    Interpolation::Linear => "LINEAR",
+                    Interpolation::CubicSpline => "CUBICSPLINE",
+                },
+            }));
+            channels.push(json!({
+                "sampler": samplers.len() - 1,
+                "target": {
+                    "node": joint as usize,
+                    "path": match target {
+                        Target::Translation => "translation",
+                        Target::Rotation => "rotation",
+                        Target::Scale => "scale",
+                    },
+                },
+            }));
+        };
+        let mut animated = vec![[false; 3]; n];
+        for i in 0..clip.track_count() {
+            let Some(c) = clip.channel(i) else { continue };
+            let slot = match c.target {
+                Target::Translation => 0,
+                Target::Rotation => 1,
+                Target::Scale => 2,
+            };
+            animated[c.joint as usize][slot] = true;
+            let (values, dims) = match c.values {
+                ChannelValues::Vec3(v) => (v.iter().flat_map(|v| v.to_array()).collect(), 3),
+                ChannelValues::Quat(q) => (q.iter().flat_map(|q| q.to_array()).collect(), 4),
+            };
+            add(
+                c.joint,
+                c.target,
+                c.interpolation,
+                c.times,
+                values,
+                dims,
+                &mut bin,
+            );
+        }
+        // Constant channels live in the clip's base pose: one key each where it differs from
+        // the rest pose, so the exported clip poses exactly as the original.
+        for (j, done) in animated.iter().enumerate() {
+            let (b, r) = (&clip.base_pose()[j], &s.rest_pose()[j]);
+            let start = [clip.start()];
+            if !done[0] && b.translation != r.translation {
+                add(
+                    j as JointIndex,
+                    Target::Translation,
+                    Interpolation::Step,
+                    &start,
+                    b.translation.to_array().to_vec(),
+                    3,
+                    &mut bin,
+                );
+            }
+            if !done[1] && b.rotation != r.rotation {
+                add(
+                    j as JointIndex,
+                    Target::Rotation,
+                    Interpolation::Step,
+                    &start,
+                    b.rotation.to_array().to_vec(),
+                    4,
+                    &mut bin,
+                );
+            }
+            if !done[2] && b.scale != r.scale {
+                add(
+                    j as JointIndex,
+                    Target::Scale,
+                    Interpolation::Step,
+                    &start,
+                    b.scale.to_array().to_vec(),
+                    3,
+                    &mut bin,
+                );
+            }
+        }
+        if !animated.iter().flatten().any(|&a| a) && clip.base_pose() == s.rest_pose() {
+            // glTF requires at least one channel: hold the first joint's rest rotation.
+            let q = s
+                .rest_pose()
+                .first()
+                .map_or([0.0, 0.0, 0.0, 1.0], |t| t.rotation.to_array());
+            add(
+                0,
+                Target::Rotation,
+                Interpolation::Step,
+                &[clip.start()],
+                q.to_vec(),
+                4,
+                &mut bin,
+            );
+        }
+        let mut anim = json!({
+            "name": clip.name(),
+            "samplers": samplers,
+            "channels": channels,
+            "extras": { "skelett": { "start": clip.start(), "duration": clip.duration() } },
+        });
+        let events: Vec<Value> = clip
+            .events()
+            .iter()
+            .map(|e| json!({ "time": e.time, "name": e.name, "payload": e.payload }))
+            .collect();
+        if !events.is_empty() {
+            anim["extras"]["skelett"]["events"] = json!(events);
+        }
+        animations.push(anim);
+    }
+
+    let mut doc = json!({
+        "asset": { "version": "2.0", "generator": concat!("skelett ", env!("CARGO_PKG_VERSION")) },
+        "scene": 0,
+        "scenes": [{ "nodes": scene_nodes }],
+        "nodes": nodes,
+        "buffers": [{ "byteLength": bin.data.len() }],
+        "bufferViews": bin.views,
+        "accessors": bin.accessors,
+    });
+    if !skins.is_empty() {
+        doc["skins"] = json!(skins);
+    }
+    if !meshes.is_empty() {
+        doc["meshes"] = json!(meshes);
+    }
+    if !animations.is_empty() {
+        doc["animations"] = json!(animations);
+    }
+    if bin.data.is_empty() {
+        if let Some(o) = doc.as_object_mut() {
+            o.remove("buffers");
+            o.remove("bufferViews");
+            o.remove("accessors");
+        }
+    }
+    glb(&serde_json::to_vec(&doc).unwrap_or_default(), &bin.data)
+}
+
+/// Wraps a JSON document and a binary chunk in the GLB container.
+fn glb(json: &[u8], bin: &[u8]) -> Vec<u8> {
+    let mut j = json.to_vec();
+    while j.len() % 4 != 0 {
+        j.push(b' ');
+    }
+    let mut b = bin.to_vec();
+    while b.len() % 4 != 0 {
+        b.push(0);
+    }
+    let total = 12 + 8 + j.len() + if b.is_empty() { 0 } else { 8 + b.len() };
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(b"glTF");
+    out.extend_from_slice(&2u32.to_le_bytes());
+    out.extend_from_slice(&(total as u32).to_le_bytes());
+    out.extend_from_slice(&(j.len() as u32).to_le_bytes());
+    out.extend_from_slice(b"JSON");
+    out.extend_from_slice(&j);
+    if !b.is_empty() {
+        out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        out.extend_from_slice(b"BIN\0");
+        out.extend_from_slice(&b);
+    }
+    out
+}

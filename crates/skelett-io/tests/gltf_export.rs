@@ -1,0 +1,141 @@
+//! glTF export round trips: every asset in `../shared/data` (glTF and BVH) written to .glb,
+//! read back and sampled: the same skeleton, clips (names, ranges, events, interpolation)
+//! and poses within 1e-5. Every exported file also goes through the Khronos glTF validator
+//! when it is installed (`.ci/validator`, which `.ci/run` installs; with
+//! `SKELETT_REQUIRE_GLTF_VALIDATOR=1` a missing validator is a failure).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use skelett::{sample_uncached, ClipEvent, Pose};
+
+fn assets() -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for dir in ["gltf", "bvh"] {
+        for e in std::fs::read_dir(common::data(dir)).unwrap() {
+            v.push(e.unwrap().path());
+        }
+    }
+    v.sort();
+    v
+}
+
+fn validator() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.ci/validator");
+    let ok = dir.join("node_modules/gltf-validator").exists()
+        && Command::new("node")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !ok && std::env::var("SKELETT_REQUIRE_GLTF_VALIDATOR").is_ok_and(|v| v == "1") {
+        panic!("SKELETT_REQUIRE_GLTF_VALIDATOR=1 but the validator is not installed (npm install in .ci/validator)");
+    }
+    ok.then(|| dir.join("validate.mjs"))
+}
+
+#[test]
+fn every_asset_round_trips_through_glb() {
+    let out_dir = std::env::temp_dir().join(format!("skelett-export-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let mut written = Vec::new();
+    for path in assets() {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let mut asset = skelett_io::load(&path).unwrap();
+        // Events travel too.
+        if let Some(c) = asset.clips.first().cloned() {
+            let with = (*c)
+                .clone()
+                .with_events(vec![ClipEvent {
+                    time: c.start() + c.duration() / 2.0,
+                    name: "mid".into(),
+                    payload: Some("p".into()),
+                }])
+                .unwrap();
+            asset.clips[0] = std::sync::Arc::new(with);
+        }
+        let glb = skelett_io::gltf::export_glb(&asset);
+        let out = out_dir.join(format!("{name}.glb"));
+        std::fs::write(&out, &glb).unwrap();
+        written.push(out);
+        let back = skelett_io::gltf::load_bytes(&glb, Path::new(&name), None)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(back.skeleton.names(), asset.skeleton.names(), "{name}");
+        assert_eq!(back.skeleton.parents(), asset.skeleton.parents(), "{name}");
+        assert!(
+            back.skeleton
+                .root_transform()
+                .abs_diff_eq(asset.skeleton.root_transform(), 1e-6),
+            "{name}"
+        );
+        assert_eq!(back.skins.len(), asset.skins.len(), "{name}");
+        assert_eq!(back.meshes.len(), asset.meshes.len(), "{name}");
+        for (a, b) in asset.meshes.iter().zip(&back.meshes) {
+            for (pa, pb) in a.primitives.iter().zip(&b.primitives) {
+                assert_eq!(pa.positions, pb.positions, "{name}");
+                assert_eq!(pa.indices, pb.indices, "{name}");
+                assert_eq!(pa.joints.len(), pb.joints.len(), "{name}");
+            }
+        }
+        assert_eq!(back.clips.len(), asset.clips.len(), "{name}");
+        let mut pa = Pose::rest(&asset.skeleton);
+        let mut pb = Pose::rest(&back.skeleton);
+        for (a, b) in asset.clips.iter().zip(&back.clips) {
+            assert_eq!(a.name(), b.name());
+            assert_eq!(
+                (a.start(), a.duration()),
+                (b.start(), b.duration()),
+                "{name} {}",
+                a.name()
+            );
+            assert_eq!(a.events(), b.events(), "{name}");
+            assert_eq!(
+                a.counts().keys,
+                b.counts().keys,
+                "{name} {}: keys by interpolation",
+                a.name()
+            );
+            for i in 0..=40 {
+                let t = a.start() - 0.1 + (a.duration() + 0.2) * i as f32 / 40.0;
+                sample_uncached(a, t, &mut pa).unwrap();
+                sample_uncached(b, t, &mut pb).unwrap();
+                for (x, y) in pa.iter().zip(pb.iter()) {
+                    assert!(
+                        (x.translation - y.translation).abs().max_element()
+                            <= 1e-5 * (1.0 + x.translation.abs().max_element()),
+                        "{name} t={t}"
+                    );
+                    assert!(
+                        x.rotation.dot(y.rotation).abs() >= 1.0 - 1e-6,
+                        "{name} t={t}"
+                    );
+                    assert!(
+                        (x.scale - y.scale).abs().max_element() <= 1e-5,
+                        "{name} t={t}"
+                    );
+                }
+            }
+        }
+    }
+    if let Some(script) = validator() {
+        let out = Command::new("node")
+            .arg(&script)
+            .args(&written)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        eprintln!("{text}");
+        assert!(
+            out.status.success(),
+            "the glTF validator found errors:\n{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            text.lines().filter(|l| l.contains(": 0 errors")).count(),
+            written.len(),
+            "{text}"
+        );
+    }
+    std::fs::remove_dir_all(&out_dir).ok();
+}
