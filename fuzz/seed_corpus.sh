@@ -3,7 +3,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 data="$here/../../shared/data"
-mkdir -p "$here/corpus/gltf_import" "$here/corpus/bvh_import"
+mkdir -p "$here/corpus/gltf_import" "$here/corpus/bvh_import" "$here/corpus/native_import"
 cp "$data"/gltf/*.glb "$data"/gltf/*.gltf "$here/corpus/gltf_import/"
 # Whole captures are megabytes; seed with their hierarchies and a few frames as well.
 for f in "$data"/bvh/*.bvh; do
@@ -11,3 +11,8 @@ for f in "$data"/bvh/*.bvh; do
   awk '/^Frames:/{print "Frames: 3"; next} {print} /^Frame Time/{n=NR} n && NR>n+3{exit}' "$f" \
     > "$here/corpus/bvh_import/$(basename "$f" .bvh)_short.bvh"
 done
+# .skl files made from the shared assets by the CLI (built first).
+cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
+  convert "$data/gltf/Fox.glb" "$here/corpus/native_import/Fox.skl" >/dev/null
+cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
+  convert "$data/gltf/CesiumMan_cubic.glb" "$here/corpus/native_import/CesiumMan_cubic.skl" >/dev/null

@@ -2,7 +2,7 @@
 //! progress bar and a summary of what was converted, skipped and why.
 //!
 //! Input formats are whatever `skelett_io::load` reads; output is chosen by the output's
-//! extension (for a folder, by `--to`). Writers so far: `.glb`.
+//! extension (for a folder, by `--to`). Writers so far: `.glb` and `.skl`.
 
 use std::path::{Path, PathBuf};
 
@@ -21,7 +21,7 @@ pub struct Options {
     pub scale: Option<f32>,
 }
 
-const WRITERS: &str = "glb";
+const WRITERS: &str = "glb, skl";
 
 fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
     let ext = output
@@ -54,7 +54,11 @@ fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
         }
         asset = asset.scaled(s);
     }
-    let bytes = skelett_io::gltf::export_glb(&asset);
+    let bytes = if ext == "skl" {
+        skelett_io::native::to_bytes(&asset)
+    } else {
+        skelett_io::gltf::export_glb(&asset)
+    };
     std::fs::write(output, &bytes).map_err(|e| format!("{}: {e}", output.display()))?;
     Ok(format!(
         "{} -> {} ({} joints, {} clips, {} meshes, {} bytes)",

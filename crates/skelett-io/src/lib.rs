@@ -24,6 +24,7 @@
 pub mod bvh;
 mod error;
 pub mod gltf;
+pub mod native;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -118,7 +119,7 @@ impl Asset {
 }
 
 /// The file extensions [`load`] understands.
-pub const KNOWN_EXTENSIONS: &str = ".glb, .gltf, .bvh";
+pub const KNOWN_EXTENSIONS: &str = ".glb, .gltf, .bvh, .skl";
 
 /// `true` when [`load`] reads files with this extension.
 pub fn is_known_extension(path: &Path) -> bool {
@@ -127,7 +128,7 @@ pub fn is_known_extension(path: &Path) -> bool {
             .and_then(|e| e.to_str())
             .map(str::to_ascii_lowercase)
             .as_deref(),
-        Some("glb" | "gltf" | "bvh")
+        Some("glb" | "gltf" | "bvh" | "skl")
     )
 }
 
@@ -145,6 +146,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
     match ext.as_str() {
         "glb" | "gltf" => gltf::load(path),
         "bvh" => bvh::load(path),
+        "skl" => native::load(path),
         _ => Err(Error::UnknownFormat {
             file: path.to_path_buf(),
             known: KNOWN_EXTENSIONS,

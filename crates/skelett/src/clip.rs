@@ -279,6 +279,11 @@ impl PartialEq for Clip {
 
 static NEXT_CLIP_ID: AtomicU64 = AtomicU64::new(1);
 
+/// A fresh clip identity (sampling caches follow clips by it).
+pub(crate) fn next_clip_id() -> u64 {
+    NEXT_CLIP_ID.fetch_add(1, Ordering::Relaxed)
+}
+
 fn interp_slot(i: Interpolation) -> usize {
     match i {
         Interpolation::Step => 0,

@@ -51,6 +51,7 @@ pub mod clip;
 pub mod error;
 pub mod hierarchy;
 pub mod mesh;
+pub mod parts;
 pub mod pose;
 pub mod sampling;
 pub mod skeleton;
@@ -63,6 +64,7 @@ pub use clip::{
 pub use error::Error;
 pub use hierarchy::{inverse_bind_matrices, local_to_model, skinning_palette, Skin};
 pub use mesh::{MeshPrimitive, SkinnedMesh};
+pub use parts::{ClipParts, TrackPart};
 pub use pose::{
     additive_delta, apply_additive, blend, blend_override, make_additive, BlendInput, JointMask,
     Pose,

@@ -142,11 +142,15 @@ impl RawSkeleton {
             let j = &self.joints[old];
             names.push(j.name.clone());
             parents.push(j.parent.map_or(NO_PARENT, |p| new_index[p] as JointIndex));
-            // Rest rotations are stored as unit quaternions (the hierarchy relies on it).
-            rest.push(Transform {
-                rotation: j.rest.rotation.normalize(),
-                ..j.rest
-            });
+            // Rest rotations are stored as unit quaternions (the hierarchy relies on it); ones
+            // already unit to f32 precision are kept bit for bit (so rebuilding is exact).
+            let q = j.rest.rotation;
+            let rotation = if (q.length_squared() - 1.0).abs() > 4.0 * f32::EPSILON {
+                q.normalize()
+            } else {
+                q
+            };
+            rest.push(Transform { rotation, ..j.rest });
             by_name.insert(j.name.clone(), new as JointIndex);
         }
         Ok(Skeleton {

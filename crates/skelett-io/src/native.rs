@@ -1,0 +1,570 @@
+//! `.skl`: skelett's own binary asset file, for loading at the speed of reading bytes.
+//!
+//! ```text
+//! "SKLT" | version u32 | payload length u64 | CRC-32 of the payload u32 | payload
+//! payload (little-endian): skeleton, skins, meshes, clips (as built: their arrays, via
+//!                          skelett::ClipParts), warnings
+//! ```
+//!
+//! Clips are stored as built (reduced keys, timelines, slerp angles), so loading checks their
+//! invariants in one pass ([`skelett::Clip::from_parts`]) instead of rebuilding them. Every
+//! count is checked against the bytes left before anything is allocated; a truncated,
+//! corrupted (checksum) or newer-version file is refused with the byte offset and what was
+//! expected. The format is versioned: readers refuse versions newer than theirs.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use glam::{Mat4, Quat, Vec2, Vec3, Vec3A, Vec4};
+use skelett::{
+    Clip, ClipEvent, ClipParts, Interpolation, MeshPrimitive, RawJoint, RawSkeleton, Skin,
+    SkinnedMesh, Target, TrackPart, Transform,
+};
+
+use crate::{Asset, Error};
+
+/// The file's magic bytes.
+pub const MAGIC: &[u8; 4] = b"SKLT";
+/// The format version this crate writes and the newest it reads.
+pub const VERSION: u32 = 1;
+const HEADER: usize = 4 + 4 + 8 + 4;
+
+/// Writes `asset` as `.skl` bytes.
+///
+/// ```
+/// # use std::path::Path;
+/// # let bvh = "HIERARCHY\nROOT Hips\n{\n OFFSET 0 0 0\n CHANNELS 3 Zrotation Xrotation Yrotation\n End Site\n {\n  OFFSET 0 1 0\n }\n}\nMOTION\nFrames: 2\nFrame Time: 0.5\n0 0 0\n0 90 0\n";
+/// let asset = skelett_io::bvh::load_bytes(bvh.as_bytes(), Path::new("wave.bvh"))?;
+/// let bytes = skelett_io::native::to_bytes(&asset);
+/// let back = skelett_io::native::load_bytes(&bytes, Path::new("wave.skl"))?;
+/// assert_eq!(back.clips[0], asset.clips[0]);
+/// # Ok::<(), skelett_io::Error>(())
+/// ```
+pub fn to_bytes(asset: &Asset) -> Vec<u8> {
+    let mut w = Writer(Vec::new());
+    let s = &asset.skeleton;
+    w.u32(s.len() as u32);
+    for j in 0..s.len() as u16 {
+        w.str(s.name(j));
+        w.u16(s.parent(j).unwrap_or(u16::MAX));
+        w.transform(&s.rest_pose()[j as usize]);
+    }
+    w.f32s(&s.root_transform().to_cols_array());
+    w.u32(asset.skins.len() as u32);
+    for skin in &asset.skins {
+        w.str(skin.name());
+        w.u32(skin.len() as u32);
+        for &j in skin.joints() {
+            w.u16(j);
+        }
+        for m in skin.inverse_bind() {
+            w.f32s(&m.to_cols_array());
+        }
+    }
+    w.u32(asset.meshes.len() as u32);
+    for m in &asset.meshes {
+        w.str(&m.name);
+        w.u32(m.skin as u32);
+        w.u32(m.primitives.len() as u32);
+        for p in &m.primitives {
+            w.u32(p.vertex_count() as u32);
+            w.u32(p.influences as u32);
+            let flags = u8::from(p.normals.is_some())
+                | u8::from(p.tangents.is_some()) << 1
+                | u8::from(p.uvs.is_some()) << 2
+                | u8::from(p.base_color_texture.is_some()) << 3;
+            w.0.push(flags);
+            p.positions.iter().for_each(|v| w.f32s(&v.to_array()));
+            if let Some(v) = &p.normals {
+                v.iter().for_each(|v| w.f32s(&v.to_array()));
+            }
+            if let Some(v) = &p.tangents {
+                v.iter().for_each(|v| w.f32s(&v.to_array()));
+            }
+            if let Some(v) = &p.uvs {
+                v.iter().for_each(|v| w.f32s(&v.to_array()));
+            }
+            p.joints.iter().for_each(|&j| w.u16(j));
+            w.f32s(&p.weights);
+            w.u32(p.indices.len() as u32);
+            p.indices.iter().for_each(|&i| w.u32(i));
+            w.f32s(&p.base_color.to_array());
+            if let Some(t) = p.base_color_texture {
+                w.u32(t as u32);
+            }
+        }
+    }
+    w.u32(asset.clips.len() as u32);
+    for c in &asset.clips {
+        let p = c.to_parts();
+        w.str(&p.name);
+        w.f32(p.start);
+        w.f32(p.duration);
+        w.u32(p.constant_channels as u32);
+        p.base.iter().for_each(|t| w.transform(t));
+        w.u32(p.tracks.len() as u32);
+        for t in &p.tracks {
+            w.u16(t.joint);
+            w.0.push(match t.target {
+                Target::Translation => 0,
+                Target::Rotation => 1,
+                Target::Scale => 2,
+            });
+            w.0.push(match t.interpolation {
+                Interpolation::Step => 0,
+                Interpolation::Linear => 1,
+                Interpolation::CubicSpline => 2,
+            });
+            w.u32(t.timeline);
+            w.u32(t.value_start);
+        }
+        w.u32(p.timelines.len() as u32);
+        for &(s, n) in &p.timelines {
+            w.u32(s);
+            w.u32(n);
+        }
+        w.u32(p.times.len() as u32);
+        w.f32s(&p.times);
+        w.u32(p.vec3s.len() as u32);
+        p.vec3s.iter().for_each(|v| w.f32s(&v.to_array()));
+        w.u32(p.quats.len() as u32);
+        p.quats.iter().for_each(|q| w.f32s(&q.to_array()));
+        p.slerp.iter().for_each(|&(a, b)| w.f32s(&[a, b]));
+        w.u32(p.events.len() as u32);
+        for e in &p.events {
+            w.f32(e.time);
+            w.str(&e.name);
+            match &e.payload {
+                Some(s) => {
+                    w.0.push(1);
+                    w.str(s);
+                }
+                None => w.0.push(0),
+            }
+        }
+    }
+    w.u32(asset.warnings.len() as u32);
+    asset.warnings.iter().for_each(|s| w.str(s));
+
+    let payload = w.0;
+    let mut out = Vec::with_capacity(HEADER + payload.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    out.extend_from_slice(&payload);
+    out
+}
+
+/// Writes `asset` to a `.skl` file.
+///
+/// # Errors
+/// [`Error::Io`] if the file cannot be written.
+pub fn save(asset: &Asset, path: impl AsRef<Path>) -> Result<(), Error> {
+    let path = path.as_ref();
+    std::fs::write(path, to_bytes(asset)).map_err(|source| Error::Io {
+        file: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Loads a `.skl` file.
+///
+/// # Errors
+/// [`Error::Io`] if it cannot be read; otherwise as [`load_bytes`].
+pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
+    let path = path.as_ref();
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        file: path.to_path_buf(),
+        source,
+    })?;
+    load_bytes(&bytes, path)
+}
+
+/// Reads `.skl` bytes.
+///
+/// # Errors
+/// [`Error::Malformed`] with the byte offset for a wrong magic, a newer version, a
+/// truncated file, a checksum mismatch or any count or value the content cannot hold;
+/// [`Error::Build`] if the runtime rejects the skeleton, a skin, a mesh or a clip.
+pub fn load_bytes(bytes: &[u8], name: &Path) -> Result<Asset, Error> {
+    let bad = |offset: usize, expected: String| Error::Malformed {
+        file: name.to_path_buf(),
+        offset: offset as u64,
+        expected,
+    };
+    if bytes.len() < HEADER {
+        return Err(bad(
+            bytes.len(),
+            format!("a {HEADER}-byte .skl header (file is truncated)"),
+        ));
+    }
+    if &bytes[..4] != MAGIC {
+        return Err(bad(0, "the .skl magic \"SKLT\"".into()));
+    }
+    let version = u32::from_le_bytes(bytes[4..8].try_into().unwrap_or_default());
+    if version == 0 || version > VERSION {
+        return Err(bad(4, format!("format version 1 to {VERSION}; this file is version {version} (written by a newer skelett?)")));
+    }
+    let len = u64::from_le_bytes(bytes[8..16].try_into().unwrap_or_default());
+    let crc = u32::from_le_bytes(bytes[16..20].try_into().unwrap_or_default());
+    let payload = &bytes[HEADER..];
+    if len != payload.len() as u64 {
+        return Err(bad(
+            8,
+            format!(
+                "a payload of {len} bytes as the header says, found {} (truncated or padded)",
+                payload.len()
+            ),
+        ));
+    }
+    if crc32fast::hash(payload) != crc {
+        return Err(bad(
+            16,
+            "a payload matching its CRC-32 (the file is corrupted)".into(),
+        ));
+    }
+    let mut r = Reader {
+        b: payload,
+        pos: 0,
+        base: HEADER,
+        name,
+    };
+    read_asset(&mut r)
+}
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u16(&mut self, v: u16) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn f32(&mut self, v: f32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn f32s(&mut self, v: &[f32]) {
+        self.0.reserve(v.len() * 4);
+        v.iter()
+            .for_each(|x| self.0.extend_from_slice(&x.to_le_bytes()));
+    }
+    fn str(&mut self, s: &str) {
+        self.u32(s.len() as u32);
+        self.0.extend_from_slice(s.as_bytes());
+    }
+    fn transform(&mut self, t: &Transform) {
+        self.f32s(&t.translation.to_array());
+        self.f32s(&t.rotation.to_array());
+        self.f32s(&t.scale.to_array());
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    pos: usize,
+    base: usize,
+    name: &'a Path,
+}
+
+impl<'a> Reader<'a> {
+    fn bad(&self, expected: String) -> Error {
+        Error::Malformed {
+            file: self.name.to_path_buf(),
+            offset: (self.base + self.pos) as u64,
+            expected,
+        }
+    }
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], Error> {
+        if n > self.b.len() - self.pos {
+            return Err(self.bad(format!(
+                "{n} bytes of {what}, but only {} remain",
+                self.b.len() - self.pos
+            )));
+        }
+        let s = &self.b[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+    fn u8(&mut self, what: &str) -> Result<u8, Error> {
+        Ok(self.take(1, what)?[0])
+    }
+    fn u16(&mut self, what: &str) -> Result<u16, Error> {
+        let b = self.take(2, what)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+    fn u32(&mut self, what: &str) -> Result<u32, Error> {
+        let b = self.take(4, what)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    /// A count of items of at least `item` bytes each, checked against what remains.
+    fn count(&mut self, item: usize, what: &str) -> Result<usize, Error> {
+        let n = self.u32(what)? as usize;
+        if n.saturating_mul(item) > self.b.len() - self.pos {
+            return Err(self.bad(format!(
+                "room for {n} {what} ({item} bytes each): the file is too short"
+            )));
+        }
+        Ok(n)
+    }
+    fn f32(&mut self, what: &str) -> Result<f32, Error> {
+        Ok(f32::from_bits(self.u32(what)?))
+    }
+    fn f32s(&mut self, n: usize, what: &str) -> Result<Vec<f32>, Error> {
+        let b = self.take(n.saturating_mul(4), what)?;
+        Ok(b.chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    }
+    fn str(&mut self, what: &str) -> Result<String, Error> {
+        let n = self.count(1, what)?;
+        let at = self.pos;
+        let b = self.take(n, what)?;
+        String::from_utf8(b.to_vec()).map_err(|_| Error::Malformed {
+            file: self.name.to_path_buf(),
+            offset: (self.base + at) as u64,
+            expected: format!("UTF-8 text for {what}"),
+        })
+    }
+    fn transform(&mut self, what: &str) -> Result<Transform, Error> {
+        let v = self.f32s(10, what)?;
+        Ok(Transform::new(
+            Vec3::new(v[0], v[1], v[2]),
+            Quat::from_xyzw(v[3], v[4], v[5], v[6]),
+            Vec3::new(v[7], v[8], v[9]),
+        ))
+    }
+}
+
+fn read_asset(r: &mut Reader) -> Result<Asset, Error> {
+    let build = |r: &Reader, location: &str, e: skelett::Error| Error::Build {
+        file: r.name.to_path_buf(),
+        location: format!("{location} (byte {})", r.base + r.pos),
+        source: Box::new(e),
+    };
+    let n = r.count(4 + 2 + 40, "joints")?;
+    let mut joints = Vec::with_capacity(n);
+    for _ in 0..n {
+        let name = r.str("a joint name")?;
+        let parent = r.u16("a parent index")?;
+        let rest = r.transform("a rest transform")?;
+        joints.push(RawJoint {
+            name,
+            parent: (parent != u16::MAX).then_some(parent as usize),
+            rest,
+        });
+    }
+    let root = r.f32s(16, "the root transform")?;
+    let skeleton = RawSkeleton {
+        joints,
+        root_transform: Mat4::from_cols_slice(&root),
+    }
+    .build()
+    .map_err(|e| build(r, "skeleton", e))?;
+    let mut skins = Vec::new();
+    for _ in 0..r.count(8, "skins")? {
+        let name = r.str("a skin name")?;
+        let k = r.count(2 + 64, "skin joints")?;
+        let joints: Vec<u16> = (0..k)
+            .map(|_| r.u16("a skin joint"))
+            .collect::<Result<_, _>>()?;
+        let ibm = r.f32s(k * 16, "inverse bind matrices")?;
+        let skin = Skin::new(
+            name,
+            joints,
+            ibm.chunks_exact(16).map(Mat4::from_cols_slice).collect(),
+        )
+        .and_then(|s| s.validate(&skeleton).map(|()| s))
+        .map_err(|e| build(r, "skin", e))?;
+        skins.push(skin);
+    }
+    let mut meshes = Vec::new();
+    for _ in 0..r.count(12, "meshes")? {
+        let name = r.str("a mesh name")?;
+        let skin = r.u32("a skin index")? as usize;
+        let mut primitives = Vec::new();
+        for _ in 0..r.count(9, "primitives")? {
+            let v = r.count(12, "vertices")?;
+            let influences = r.u32("influences")? as usize;
+            if influences == 0 || influences > 8 {
+                return Err(r.bad("1 to 8 influences per vertex".into()));
+            }
+            let flags = r.u8("attribute flags")?;
+            let vec3 = |f: Vec<f32>| f.chunks_exact(3).map(Vec3::from_slice).collect::<Vec<_>>();
+            let positions = vec3(r.f32s(v * 3, "positions")?);
+            let normals = if flags & 1 != 0 {
+                Some(vec3(r.f32s(v * 3, "normals")?))
+            } else {
+                None
+            };
+            let tangents = if flags & 2 != 0 {
+                Some(
+                    r.f32s(v * 4, "tangents")?
+                        .chunks_exact(4)
+                        .map(Vec4::from_slice)
+                        .collect(),
+                )
+            } else {
+                None
+            };
+            let uvs = if flags & 4 != 0 {
+                Some(
+                    r.f32s(v * 2, "uvs")?
+                        .chunks_exact(2)
+                        .map(Vec2::from_slice)
+                        .collect(),
+                )
+            } else {
+                None
+            };
+            let m = v.saturating_mul(influences);
+            let jb = r.take(m.saturating_mul(2), "joint indices")?;
+            let joints = jb
+                .chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect();
+            let weights = r.f32s(m, "weights")?;
+            let ni = r.count(4, "indices")?;
+            let ib = r.take(ni * 4, "indices")?;
+            let indices = ib
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            let bc = r.f32s(4, "the base colour")?;
+            let base_color_texture = if flags & 8 != 0 {
+                Some(r.u32("a texture index")? as usize)
+            } else {
+                None
+            };
+            primitives.push(MeshPrimitive {
+                positions,
+                normals,
+                tangents,
+                uvs,
+                influences,
+                joints,
+                weights,
+                indices,
+                base_color_texture,
+                base_color: Vec4::from_slice(&bc),
+            });
+        }
+        let mesh = SkinnedMesh {
+            name,
+            skin,
+            primitives,
+        };
+        let s = skins
+            .get(skin)
+            .ok_or_else(|| r.bad(format!("a skin index below {}", skins.len())))?;
+        mesh.validate(s).map_err(|e| build(r, "mesh", e))?;
+        meshes.push(mesh);
+    }
+    let mut clips = Vec::new();
+    for _ in 0..r.count(16, "clips")? {
+        let name = r.str("a clip name")?;
+        let start = r.f32("a start time")?;
+        let duration = r.f32("a duration")?;
+        let constant_channels = r.u32("a channel count")? as usize;
+        let mut base = Vec::with_capacity(skeleton.len());
+        for _ in 0..skeleton.len() {
+            base.push(r.transform("the base pose")?);
+        }
+        let nt = r.count(12, "tracks")?;
+        let mut tracks = Vec::with_capacity(nt);
+        for _ in 0..nt {
+            let joint = r.u16("a track joint")?;
+            let target = match r.u8("a target")? {
+                0 => Target::Translation,
+                1 => Target::Rotation,
+                2 => Target::Scale,
+                _ => return Err(r.bad("a target 0, 1 or 2".into())),
+            };
+            let interpolation = match r.u8("an interpolation")? {
+                0 => Interpolation::Step,
+                1 => Interpolation::Linear,
+                2 => Interpolation::CubicSpline,
+                _ => return Err(r.bad("an interpolation 0, 1 or 2".into())),
+            };
+            let timeline = r.u32("a timeline")?;
+            let value_start = r.u32("a value index")?;
+            tracks.push(TrackPart {
+                joint,
+                target,
+                interpolation,
+                timeline,
+                value_start,
+            });
+        }
+        let nl = r.count(8, "timelines")?;
+        let timelines = (0..nl)
+            .map(|_| Ok((r.u32("a timeline start")?, r.u32("a timeline length")?)))
+            .collect::<Result<Vec<_>, Error>>()?;
+        let nk = r.count(4, "key times")?;
+        let times = r.f32s(nk, "key times")?;
+        let nv = r.count(12, "vector values")?;
+        let vec3s = r
+            .f32s(nv * 3, "vector values")?
+            .chunks_exact(3)
+            .map(|c| Vec3A::new(c[0], c[1], c[2]))
+            .collect();
+        let nq = r.count(24, "rotation values")?;
+        let quats = r
+            .f32s(nq * 4, "rotation values")?
+            .chunks_exact(4)
+            .map(|c| Quat::from_xyzw(c[0], c[1], c[2], c[3]))
+            .collect();
+        let slerp = r
+            .f32s(nq * 2, "slerp angles")?
+            .chunks_exact(2)
+            .map(|c| (c[0], c[1]))
+            .collect();
+        let ne = r.count(9, "events")?;
+        let mut events = Vec::with_capacity(ne);
+        for _ in 0..ne {
+            let time = r.f32("an event time")?;
+            let name = r.str("an event name")?;
+            let payload = if r.u8("a payload flag")? != 0 {
+                Some(r.str("a payload")?)
+            } else {
+                None
+            };
+            events.push(ClipEvent {
+                time,
+                name,
+                payload,
+            });
+        }
+        let clip = Clip::from_parts(ClipParts {
+            name,
+            start,
+            duration,
+            base,
+            tracks,
+            timelines,
+            times,
+            vec3s,
+            quats,
+            slerp,
+            events,
+            constant_channels,
+        })
+        .map_err(|e| build(r, "clip", e))?;
+        clips.push(Arc::new(clip));
+    }
+    let mut warnings = Vec::new();
+    for _ in 0..r.count(4, "warnings")? {
+        warnings.push(r.str("a warning")?);
+    }
+    if r.pos != r.b.len() {
+        return Err(r.bad("the end of the payload".into()));
+    }
+    Ok(Asset {
+        skeleton: Arc::new(skeleton),
+        skins,
+        meshes,
+        clips,
+        warnings,
+    })
+}
