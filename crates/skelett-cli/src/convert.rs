@@ -29,7 +29,7 @@ fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase)
         .unwrap_or_default();
-    if ext != "glb" {
+    if ext != "glb" && ext != "skl" {
         return Err(format!(
             "{}: cannot write .{ext} files (writers: {WRITERS})",
             output.display()

@@ -322,3 +322,48 @@ fn convert_files_and_folders() {
     assert!(!ok && err.contains("cannot write .fbx"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `.skl` from the CLI: converted, inspected and sampled like any other format.
+#[test]
+fn convert_to_skl_and_use_it() {
+    let dir = std::env::temp_dir().join(format!("skelett-skl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let skl = dir.join("fox.skl");
+    let (ok, _, err) = skelett(&[
+        "convert",
+        data("gltf/Fox.glb").to_str().unwrap(),
+        skl.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = skelett(&["inspect", skl.to_str().unwrap()]);
+    assert!(
+        ok && out.contains("24 joints") && out.contains("Survey"),
+        "{err}{out}"
+    );
+    let (ok, a, _) = skelett(&[
+        "sample",
+        skl.to_str().unwrap(),
+        "--clip",
+        "Run",
+        "--times",
+        "0.3",
+        "--json",
+    ]);
+    let (ok2, b, _) = skelett(&[
+        "sample",
+        data("gltf/Fox.glb").to_str().unwrap(),
+        "--clip",
+        "Run",
+        "--times",
+        "0.3",
+        "--json",
+    ]);
+    assert!(ok && ok2);
+    let strip = |s: &str| serde_json::from_str::<Value>(s).unwrap()["clips"].clone();
+    assert_eq!(
+        strip(&a),
+        strip(&b),
+        "the .skl samples exactly like the glb"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
