@@ -22,6 +22,8 @@ fn bench(c: &mut Criterion) {
         g.bench_function(file, |b| {
             b.iter(|| skelett_io::bvh::load_bytes(black_box(&bytes), Path::new(file)).unwrap())
         });
+        let asset = skelett_io::bvh::load_bytes(&bytes, Path::new(file)).unwrap();
+        skl(&mut g, file, &asset);
     }
     for file in [
         "gltf/robot_quaternius.glb",
@@ -35,8 +37,23 @@ fn bench(c: &mut Criterion) {
                 skelett_io::gltf::load_bytes(black_box(&bytes), Path::new(file), None).unwrap()
             })
         });
+        let asset = skelett_io::gltf::load_bytes(&bytes, Path::new(file), None).unwrap();
+        skl(&mut g, file, &asset);
     }
     g.finish();
+}
+
+/// The same asset from `.skl` (throughput still counted in the source file's bytes, so the
+/// two rows compare times for the same content).
+fn skl(
+    g: &mut criterion::BenchmarkGroup<criterion::measurement::WallTime>,
+    file: &str,
+    asset: &skelett_io::Asset,
+) {
+    let skl = skelett_io::native::to_bytes(asset);
+    g.bench_function(format!("{file}.skl"), |b| {
+        b.iter(|| skelett_io::native::load_bytes(black_box(&skl), Path::new("x.skl")).unwrap())
+    });
 }
 
 criterion_group! {

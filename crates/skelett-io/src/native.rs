@@ -317,6 +317,30 @@ impl<'a> Reader<'a> {
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect())
     }
+    /// `n` items of `N` floats each, converted by `f` as they are read.
+    fn array<T, const N: usize>(
+        &mut self,
+        n: usize,
+        what: &str,
+        f: impl Fn([f32; N]) -> T,
+    ) -> Result<Vec<T>, Error> {
+        let b = self.take(n.saturating_mul(4 * N), what)?;
+        Ok(b.chunks_exact(4 * N)
+            .map(|c| {
+                let mut a = [0f32; N];
+                for (i, x) in a.iter_mut().enumerate() {
+                    x.clone_from(&f32::from_le_bytes([
+                        c[4 * i],
+                        c[4 * i + 1],
+                        c[4 * i + 2],
+                        c[4 * i + 3],
+                    ]));
+                }
+                f(a)
+            })
+            .collect())
+    }
+
     fn str(&mut self, what: &str) -> Result<String, Error> {
         let n = self.count(1, what)?;
         let at = self.pos;
@@ -391,30 +415,19 @@ fn read_asset(r: &mut Reader) -> Result<Asset, Error> {
                 return Err(r.bad("1 to 8 influences per vertex".into()));
             }
             let flags = r.u8("attribute flags")?;
-            let vec3 = |f: Vec<f32>| f.chunks_exact(3).map(Vec3::from_slice).collect::<Vec<_>>();
-            let positions = vec3(r.f32s(v * 3, "positions")?);
+            let positions = r.array(v, "positions", Vec3::from_array)?;
             let normals = if flags & 1 != 0 {
-                Some(vec3(r.f32s(v * 3, "normals")?))
+                Some(r.array(v, "normals", Vec3::from_array)?)
             } else {
                 None
             };
             let tangents = if flags & 2 != 0 {
-                Some(
-                    r.f32s(v * 4, "tangents")?
-                        .chunks_exact(4)
-                        .map(Vec4::from_slice)
-                        .collect(),
-                )
+                Some(r.array(v, "tangents", Vec4::from_array)?)
             } else {
                 None
             };
             let uvs = if flags & 4 != 0 {
-                Some(
-                    r.f32s(v * 2, "uvs")?
-                        .chunks_exact(2)
-                        .map(Vec2::from_slice)
-                        .collect(),
-                )
+                Some(r.array(v, "uvs", Vec2::from_array)?)
             } else {
                 None
             };
@@ -504,22 +517,10 @@ fn read_asset(r: &mut Reader) -> Result<Asset, Error> {
         let nk = r.count(4, "key times")?;
         let times = r.f32s(nk, "key times")?;
         let nv = r.count(12, "vector values")?;
-        let vec3s = r
-            .f32s(nv * 3, "vector values")?
-            .chunks_exact(3)
-            .map(|c| Vec3A::new(c[0], c[1], c[2]))
-            .collect();
+        let vec3s = r.array(nv, "vector values", Vec3A::from_array)?;
         let nq = r.count(24, "rotation values")?;
-        let quats = r
-            .f32s(nq * 4, "rotation values")?
-            .chunks_exact(4)
-            .map(|c| Quat::from_xyzw(c[0], c[1], c[2], c[3]))
-            .collect();
-        let slerp = r
-            .f32s(nq * 2, "slerp angles")?
-            .chunks_exact(2)
-            .map(|c| (c[0], c[1]))
-            .collect();
+        let quats = r.array(nq, "rotation values", Quat::from_array)?;
+        let slerp = r.array(nq, "slerp angles", |[a, b]: [f32; 2]| (a, b))?;
         let ne = r.count(9, "events")?;
         let mut events = Vec::with_capacity(ne);
         for _ in 0..ne {

@@ -99,7 +99,14 @@ impl SkinnedMesh {
                     p.weights.len()
                 )));
             }
-            if let Some(i) = p.indices.iter().position(|&i| i as usize >= n) {
+            let indices_ok = p
+                .indices
+                .iter()
+                .fold(true, |ok, &i| ok & ((i as usize) < n));
+            if let Some(i) = (!indices_ok)
+                .then(|| p.indices.iter().position(|&i| i as usize >= n))
+                .flatten()
+            {
                 return Err(err(format!(
                     "index {i} is {}, past the {n} vertices",
                     p.indices[i]
@@ -111,20 +118,32 @@ impl SkinnedMesh {
                     p.indices.len()
                 )));
             }
-            for (k, (&j, &w)) in p.joints.iter().zip(&p.weights).enumerate() {
-                if !(w.is_finite() && w >= 0.0) {
-                    return Err(err(format!("vertex {} has weight {w}", k / p.influences)));
+            // Branch-free scans first (they vectorise); the slow search for the culprit only
+            // runs when one fails.
+            let n = skin.len();
+            let weights_ok = p
+                .weights
+                .iter()
+                .fold(true, |ok, &w| ok & (0.0..=f32::MAX).contains(&w));
+            let joints_ok = p.joints.iter().fold(true, |ok, &j| ok & ((j as usize) < n));
+            let positions_ok = p.positions.iter().fold(true, |ok, v| {
+                ok & (v.x.abs() <= f32::MAX) & (v.y.abs() <= f32::MAX) & (v.z.abs() <= f32::MAX)
+            });
+            if !(weights_ok && joints_ok && positions_ok) {
+                for (k, (&j, &w)) in p.joints.iter().zip(&p.weights).enumerate() {
+                    if !(w.is_finite() && w >= 0.0) {
+                        return Err(err(format!("vertex {} has weight {w}", k / p.influences)));
+                    }
+                    if j as usize >= n {
+                        return Err(err(format!(
+                            "vertex {} uses palette entry {j}, the skin has {n}",
+                            k / p.influences
+                        )));
+                    }
                 }
-                if j as usize >= skin.len() {
-                    return Err(err(format!(
-                        "vertex {} uses palette entry {j}, the skin has {}",
-                        k / p.influences,
-                        skin.len()
-                    )));
+                if let Some(i) = p.positions.iter().position(|v| !v.is_finite()) {
+                    return Err(err(format!("position {i} is not finite")));
                 }
-            }
-            if let Some(i) = p.positions.iter().position(|v| !v.is_finite()) {
-                return Err(err(format!("position {i} is not finite")));
             }
         }
         Ok(())

@@ -137,13 +137,23 @@ impl Clip {
                 return Err(bad(format!("timeline {i} is out of range")));
             }
             let t = &p.times[s..s + k];
-            if !t.iter().all(|x| x.is_finite()) || t.windows(2).any(|w| w[1] <= w[0]) {
+            // Branch-free folds (they vectorise): finite and strictly increasing.
+            let finite = t.iter().fold(true, |ok, x| ok & (x.abs() <= f32::MAX));
+            let increasing = t.windows(2).fold(true, |ok, w| ok & (w[1] > w[0]));
+            if !(finite && increasing) {
                 return Err(bad(format!(
                     "timeline {i}: times not finite and strictly increasing"
                 )));
             }
         }
-        if p.vec3s.iter().any(|v| !v.is_finite()) || p.quats.iter().any(|q| !q.is_finite()) {
+        let finite3 = p
+            .vec3s
+            .iter()
+            .fold(true, |ok, v| ok & (v.abs().max_element() <= f32::MAX));
+        let finite4 = p.quats.iter().fold(true, |ok, q| {
+            ok & (q.x.abs().max(q.y.abs()).max(q.z.abs()).max(q.w.abs()) <= f32::MAX)
+        });
+        if !(finite3 && finite4) {
             return Err(bad("values not finite".into()));
         }
         if p.slerp.len() != p.quats.len() {
@@ -186,14 +196,18 @@ impl Clip {
                 return Err(err("values out of range"));
             }
             if t.target == Target::Rotation && t.interpolation == Interpolation::Linear {
-                for k in vs..vs + len {
-                    let (angle, inv_sin) = p.slerp[k];
-                    if !(angle.is_finite() && inv_sin.is_finite() && (0.0..=1.6).contains(&angle)) {
-                        return Err(err("slerp angle out of range"));
-                    }
-                    if k + 1 < vs + len && p.quats[k].dot(p.quats[k + 1]) < 0.0 {
-                        return Err(err("rotation keys not on one hemisphere"));
-                    }
+                let angles = p.slerp[vs..vs + len].iter().fold(true, |ok, &(a, s)| {
+                    ok & (0.0..=1.6).contains(&a) & (s.abs() <= f32::MAX)
+                });
+                if !angles {
+                    return Err(err("slerp angle out of range"));
+                }
+                let keys = &p.quats[vs..vs + len];
+                if !keys
+                    .windows(2)
+                    .fold(true, |ok, w| ok & (w[0].dot(w[1]) >= 0.0))
+                {
+                    return Err(err("rotation keys not on one hemisphere"));
                 }
             }
             let slot = match t.interpolation {
