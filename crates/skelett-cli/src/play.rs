@@ -260,7 +260,8 @@ fn run_command(anim: &mut Animator, asset: &Asset, clips: &[Arc<Clip>], c: &Comm
         c.inertialize.is_some(),
         c.queue.is_some(),
         c.blend_space.is_some(),
-        c.parameter.is_some(),
+        // `parameter` is an option of `blend_space`, or an action of its own.
+        c.parameter.is_some() && c.blend_space.is_none(),
         c.set_speed.is_some(),
         c.layer_weight.is_some(),
         c.seek.is_some(),
@@ -407,7 +408,8 @@ pub fn run(
             Mode::Override => BlendMode::Override,
             Mode::Additive => BlendMode::Additive,
         };
-        anim.add_layer(mode, l.weight, m);
+        anim.add_layer(mode, l.weight, m)
+            .map_err(|e| format!("layers[{i}]: {e}"))?;
     }
     if let Some(r) = &script.root_motion {
         let joint = asset
@@ -418,7 +420,7 @@ pub fn run(
             joint,
             up: Vec3::from(r.up).normalize_or(Vec3::Y),
             forward: Vec3::from(r.forward).normalize_or(Vec3::Z),
-        }));
+        }))?;
     }
     let mut commands: Vec<(usize, &Command)> = script.commands.iter().enumerate().collect();
     commands.sort_by(|a, b| a.1.at.total_cmp(&b.1.at).then(a.0.cmp(&b.0)));
@@ -476,6 +478,16 @@ pub fn run(
             root_motion: rm,
             joints: js,
         });
+    }
+    if next < commands.len() {
+        let (i, c) = commands[next];
+        return Err(format!(
+            "commands[{i}] (at {} s) and {} more come after the script's end ({duration} s); \
+             lengthen \"duration\"",
+            c.at,
+            commands.len() - next - 1
+        )
+        .into());
     }
     if json {
         outln!(

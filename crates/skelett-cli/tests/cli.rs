@@ -367,3 +367,31 @@ fn convert_to_skl_and_use_it() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The README's script example runs as documented (extracted from the README itself).
+#[test]
+fn the_readme_play_script_runs() {
+    let readme =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    let start = readme.find("### `skelett play` scripts").unwrap();
+    let block = &readme[start..];
+    let json_start = block.find("```json\n").unwrap() + 8;
+    let json_end = json_start + block[json_start..].find("```").unwrap();
+    let script = &block[json_start..json_end];
+    let path = std::env::temp_dir().join(format!("skelett-readme-{}.json", std::process::id()));
+    std::fs::write(&path, script).unwrap();
+    let (ok, out, err) = skelett(&["play", "--script", path.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.starts_with("Fox.glb (embedded): 270 steps"), "{out}");
+    // The README shows these lines of the output; they must stay true.
+    for line in ["t=0.0167  root: [0.00000, 0.00000, 0.00000] yaw 0.00000", "t=1.8167  events: left_foot (Walk @ 0.1000)  root: [0.00000, 0.00000, 0.00000] yaw 0.00000"] {
+        assert!(out.lines().any(|l| l == line), "{line:?} missing from:\n{out}");
+        assert!(readme.contains(line), "the README should show {line:?}");
+    }
+    let (ok, out, _) = skelett(&["play", "--script", path.to_str().unwrap(), "--json"]);
+    assert!(ok);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["steps"].as_array().unwrap().len(), 270);
+    std::fs::remove_file(&path).ok();
+}

@@ -80,7 +80,10 @@ pub struct JointMask(Vec<f32>);
 impl JointMask {
     /// Every joint weighted `w`.
     pub fn uniform(skeleton: &Skeleton, w: f32) -> Self {
-        Self(vec![w.clamp(0.0, 1.0); skeleton.len()])
+        Self(vec![
+            if w.is_nan() { 0.0 } else { w.clamp(0.0, 1.0) };
+            skeleton.len()
+        ])
     }
 
     /// Weight 1 on the named joints, 0 elsewhere; `None` if a name is not in the skeleton.
@@ -114,8 +117,12 @@ impl JointMask {
     /// Sets the weight of the sub-tree rooted at `root` to `w` (for masks built in steps:
     /// "the spine's sub-tree but not the left arm's").
     pub fn set_subtree(&mut self, skeleton: &Skeleton, root: &str, w: f32) -> Option<()> {
+        let w = if w.is_nan() { 0.0 } else { w.clamp(0.0, 1.0) };
         for j in skeleton.subtree(skeleton.find(root)?) {
-            self.0[j as usize] = w.clamp(0.0, 1.0);
+            // A mask made for a smaller skeleton is left alone past its end.
+            if let Some(x) = self.0.get_mut(j as usize) {
+                *x = w;
+            }
         }
         Some(())
     }
@@ -267,7 +274,11 @@ pub fn blend_override(
     if let Some(m) = mask {
         check_len("override mask", n, m.len())?;
     }
-    let weight = weight.clamp(0.0, 1.0);
+    let weight = if weight.is_nan() {
+        0.0
+    } else {
+        weight.clamp(0.0, 1.0)
+    };
     for j in 0..n {
         let w = weight * mask.map_or(1.0, |m| m[j]);
         if w <= 0.0 {
@@ -335,9 +346,10 @@ pub fn apply_additive(
     if let Some(m) = mask {
         check_len("additive mask", n, m.len())?;
     }
+    let weight = if weight.is_finite() { weight } else { 0.0 };
     for j in 0..n {
         let w = weight * mask.map_or(1.0, |m| m[j]);
-        if w == 0.0 {
+        if w == 0.0 || w.is_nan() {
             continue;
         }
         let (b, d) = (&mut base[j], &delta[j]);

@@ -407,7 +407,9 @@ fn robot_wave_override_on_the_upper_body() {
         .unwrap()
         .clone();
     let mask = JointMask::subtree(&sk, &upper_root).unwrap();
-    let upper = anim.add_layer(BlendMode::Override, 1.0, Some(mask.clone()));
+    let upper = anim
+        .add_layer(BlendMode::Override, 1.0, Some(mask.clone()))
+        .unwrap();
     anim.play(upper, wave.clone(), PlayOptions::default())
         .unwrap();
     anim.update(0.4);
@@ -462,7 +464,7 @@ fn additive_clip_layer_over_a_walk_loop() {
     }
     let mut anim = Animator::new(sk.clone());
     anim.play(0, walk.clone(), PlayOptions::default()).unwrap();
-    let layer = anim.add_layer(BlendMode::Additive, 1.0, None);
+    let layer = anim.add_layer(BlendMode::Additive, 1.0, None).unwrap();
     anim.play(layer, additive.clone(), PlayOptions::default())
         .unwrap();
     for _ in 0..50 {
@@ -531,7 +533,8 @@ fn fox_root_motion_adds_up_over_a_loop() {
     anim.set_root_motion(Some(RootMotionConfig {
         joint: root,
         ..Default::default()
-    }));
+    }))
+    .unwrap();
     anim.play(0, walk.clone(), PlayOptions::default()).unwrap();
     let mut total = Vec3::ZERO;
     let steps = 85; // two loops and a bit at 60 Hz
@@ -601,7 +604,8 @@ fn root_motion_accumulates_across_loops_exactly() {
     );
     for (speed, dt) in [(1.0f32, 0.037f32), (2.5, 0.05), (0.3, 0.01), (1.0, 0.8)] {
         let mut anim = Animator::new(s.clone());
-        anim.set_root_motion(Some(RootMotionConfig::default()));
+        anim.set_root_motion(Some(RootMotionConfig::default()))
+            .unwrap();
         anim.play(
             0,
             clip.clone(),
@@ -660,7 +664,7 @@ fn cmu_capture_root_motion_adds_up() {
         ..Default::default()
     };
     let mut anim = Animator::new(sk.clone());
-    anim.set_root_motion(Some(cfg));
+    anim.set_root_motion(Some(cfg)).unwrap();
     anim.play(
         0,
         clip.clone(),
@@ -699,4 +703,106 @@ fn cmu_capture_root_motion_adds_up() {
         (x + std::f32::consts::PI).rem_euclid(std::f32::consts::TAU) - std::f32::consts::PI
     };
     assert!(wrap(yaw - dyaw).abs() < 1e-3, "{yaw} vs {dyaw}");
+}
+
+/// A seek that fires events fires each crossed event once: not again on the next update,
+/// and not the one at the position it left.
+#[test]
+fn seek_with_events_fires_each_crossing_once() {
+    let s = one_joint();
+    let clip = slide(&s, 1.0, 0.0, 1.0, &[0.25, 0.5, 0.75]);
+    let mut anim = Animator::new(s);
+    anim.set_event_policy(all_events());
+    anim.play(0, clip, PlayOptions::default()).unwrap();
+    assert_eq!(anim.update(0.25).events.len(), 1); // 0.25
+    anim.seek(0, 0.75, true).unwrap(); // crosses 0.5 and lands on 0.75
+    let r = anim.update(0.1);
+    let names: Vec<&str> = r.events.iter().map(|e| e.name()).collect();
+    assert_eq!(names, ["e1", "e2"], "the seek's events, each once");
+    assert_eq!(anim.update(0.1).events.len(), 0);
+}
+
+/// A cross-fade onto an empty layer fades in from what is below (the rest pose), not at
+/// full weight at once.
+#[test]
+fn crossfade_onto_an_empty_layer_fades_in() {
+    let s = one_joint();
+    let clip = slide(&s, 1.0, 1.0, 1.0, &[]);
+    let mut anim = Animator::new(s);
+    anim.crossfade(0, clip, 1.0, Curve::Linear, PlayOptions::default())
+        .unwrap();
+    anim.update(0.25);
+    let x = anim.pose()[0].translation.x;
+    assert!((x - 0.25).abs() < 1e-5, "{x}");
+    anim.update(1.0);
+    assert!((anim.pose()[0].translation.x - 1.0).abs() < 1e-6);
+}
+
+/// Seeking a ping-pong clip on its way back lands on the asked clip time.
+#[test]
+fn ping_pong_seek_keeps_the_clip_time() {
+    let s = one_joint();
+    let clip = slide(&s, 1.0, 0.0, 1.0, &[]);
+    let mut anim = Animator::new(s);
+    anim.play(
+        0,
+        clip,
+        PlayOptions {
+            wrap: Wrap::PingPong,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    anim.update(1.5); // on the way back, at clip time 0.5
+    assert!((anim.players(0)[0].0.local_time() - 0.5).abs() < 1e-6);
+    anim.seek(0, 0.2, false).unwrap();
+    anim.update(0.0);
+    assert!((anim.players(0)[0].0.local_time() - 0.2).abs() < 1e-6);
+    assert!((anim.pose()[0].translation.x - 0.2).abs() < 1e-5);
+}
+
+/// A paused player in a sync group stays where it is; a paused leader does not freeze the
+/// group (the heaviest playing player leads).
+#[test]
+fn paused_players_in_sync_groups() {
+    let s = one_joint();
+    let a = slide(&s, 1.0, 0.0, 1.0, &[]);
+    let b = slide(&s, 2.0, 0.0, 1.0, &[]);
+    let mut anim = Animator::new(s);
+    let sync = PlayOptions {
+        sync_group: Some(3),
+        ..Default::default()
+    };
+    anim.play(0, a, sync).unwrap();
+    anim.crossfade(0, b, 1000.0, Curve::Linear, sync).unwrap();
+    anim.update(0.2);
+    anim.set_paused(0, true).unwrap();
+    let before: Vec<f32> = anim.players(0).iter().map(|p| p.0.local_time()).collect();
+    anim.update(0.3);
+    let after: Vec<f32> = anim.players(0).iter().map(|p| p.0.local_time()).collect();
+    assert_eq!(before, after, "paused players stay");
+}
+
+#[test]
+fn bad_layer_masks_and_root_joints_are_errors() {
+    let s = one_joint();
+    let mut anim = Animator::new(s);
+    assert!(anim
+        .add_layer(
+            BlendMode::Override,
+            1.0,
+            Some(JointMask::from_weights(vec![1.0; 5]))
+        )
+        .is_err());
+    assert!(anim
+        .set_root_motion(Some(RootMotionConfig {
+            joint: 7,
+            ..Default::default()
+        }))
+        .is_err());
+    assert_eq!(anim.layer_count(), 1);
+    let l = anim.add_layer(BlendMode::Override, f32::NAN, None).unwrap();
+    anim.update(0.1);
+    assert!(anim.pose()[0].is_finite());
+    assert!(anim.set_layer_weight(l, f32::NAN).is_ok());
 }

@@ -67,7 +67,8 @@ fn per_frame_path_does_not_allocate() {
     anim.set_root_motion(Some(RootMotionConfig {
         joint: 1,
         ..Default::default()
-    }));
+    }))
+    .unwrap();
     let sync = PlayOptions {
         sync_group: Some(1),
         ..Default::default()
@@ -75,11 +76,13 @@ fn per_frame_path_does_not_allocate() {
     anim.play(0, walk.clone(), sync).unwrap();
     anim.crossfade(0, run.clone(), 1000.0, Curve::SmoothStep, sync)
         .unwrap();
-    let add = anim.add_layer(
-        BlendMode::Additive,
-        0.5,
-        Some(JointMask::subtree(&sk, "b_Neck_04").unwrap()),
-    );
+    let add = anim
+        .add_layer(
+            BlendMode::Additive,
+            0.5,
+            Some(JointMask::subtree(&sk, "b_Neck_04").unwrap()),
+        )
+        .unwrap();
     anim.play(add, survey, PlayOptions::default()).unwrap();
     let mut model = vec![Mat4::IDENTITY; sk.len()];
     let mut palette = vec![Mat4::IDENTITY; skin.len()];

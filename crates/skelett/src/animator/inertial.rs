@@ -78,6 +78,17 @@ fn scaled_axis(q: Quat) -> Vec3 {
 }
 
 impl Inertial {
+    /// Room for `joints` joints, so that capturing allocates nothing.
+    pub fn with_capacity(joints: usize) -> Self {
+        Self {
+            translation: Vec::with_capacity(joints),
+            rotation: Vec::with_capacity(joints),
+            scale: Vec::with_capacity(joints),
+            elapsed: 0.0,
+            duration: 0.0,
+        }
+    }
+
     /// Captures the offsets from `target` to `prev` (the last output), with the velocity of
     /// the output from `prev2` to `prev` over `dt`.
     pub fn capture(

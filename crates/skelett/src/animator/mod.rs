@@ -358,6 +358,8 @@ struct Layer {
     last_dt: f32,
     inertial: Inertial,
     inertial_pending: Option<f32>,
+    /// The layer had something playing at the last update (its outputs are current).
+    produced: bool,
 }
 
 /// Per-character animation state: layers of players, transitions, sync groups, events and
@@ -402,7 +404,8 @@ impl Animator {
             policy: EventPolicy::default(),
             root: None,
         };
-        a.add_layer(BlendMode::Override, 1.0, None);
+        // A layer without a mask always fits the skeleton.
+        let _ = a.add_layer(BlendMode::Override, 1.0, None);
         a
     }
 
@@ -412,10 +415,27 @@ impl Animator {
     }
 
     /// Adds a layer on top of the others and returns its index.
-    pub fn add_layer(&mut self, mode: BlendMode, weight: f32, mask: Option<JointMask>) -> usize {
+    ///
+    /// # Errors
+    /// [`Error::Length`] if the mask does not have one weight per joint.
+    pub fn add_layer(
+        &mut self,
+        mode: BlendMode,
+        weight: f32,
+        mask: Option<JointMask>,
+    ) -> Result<usize, Error> {
+        if let Some(m) = &mask {
+            if m.weights().len() != self.skeleton.len() {
+                return Err(Error::Length {
+                    what: "layer mask",
+                    expected: self.skeleton.len(),
+                    got: m.weights().len(),
+                });
+            }
+        }
         let rest = Pose::rest(&self.skeleton);
         self.layers.push(Layer {
-            weight: weight.clamp(0.0, 1.0),
+            weight: unit_weight(weight),
             mode,
             mask,
             slots: Vec::with_capacity(MAX_SLOTS),
@@ -424,10 +444,11 @@ impl Animator {
             outputs: [rest.clone(), rest.clone(), rest],
             cur: 0,
             last_dt: 0.0,
-            inertial: Inertial::default(),
+            inertial: Inertial::with_capacity(self.skeleton.len()),
             inertial_pending: None,
+            produced: false,
         });
-        self.layers.len() - 1
+        Ok(self.layers.len() - 1)
     }
 
     /// Number of layers.
@@ -444,11 +465,7 @@ impl Animator {
 
     /// Sets a layer's weight (0..=1).
     pub fn set_layer_weight(&mut self, layer: usize, weight: f32) -> Result<(), Error> {
-        self.layer(layer)?.weight = if weight.is_nan() {
-            0.0
-        } else {
-            weight.clamp(0.0, 1.0)
-        };
+        self.layer(layer)?.weight = unit_weight(weight);
         Ok(())
     }
 
@@ -474,8 +491,23 @@ impl Animator {
 
     /// Takes the root's horizontal motion and yaw out of the pose and reports them per update
     /// (from layer 0's players, by their weights); `None` leaves the pose as sampled.
-    pub fn set_root_motion(&mut self, config: Option<RootMotionConfig>) {
-        self.root = config;
+    ///
+    /// # Errors
+    /// [`Error::Length`] if the joint is not in the skeleton (nothing changes then).
+    pub fn set_root_motion(&mut self, config: Option<RootMotionConfig>) -> Result<(), Error> {
+        if let Some(c) = &config {
+            crate::error::check_len(
+                "skeleton (root motion joint)",
+                c.joint as usize + 1,
+                self.skeleton.len(),
+            )?;
+        }
+        self.root = config.map(|c| RootMotionConfig {
+            up: c.up.normalize_or(Vec3::Y),
+            forward: (c.forward - c.up * c.forward.dot(c.up)).normalize_or(Vec3::Z),
+            ..c
+        });
+        Ok(())
     }
 
     fn new_player(&self, clip: Arc<Clip>, options: &PlayOptions) -> Player {
@@ -778,18 +810,23 @@ impl Animator {
     /// [`Error::NoSuchLayer`], [`Error::NothingPlaying`].
     pub fn seek(&mut self, layer: usize, local: f32, fire_events: bool) -> Result<(), Error> {
         let weight = self.layers.get(layer).map_or(0.0, |l| l.weight);
+        let min_weight = self.policy.min_weight;
+        let mut crossings = std::mem::take(&mut self.crossings);
+        crossings.clear();
         let p = self.newest_player(layer)?;
-        let before = p.position();
-        p.seek(local);
-        if fire_events {
-            let after = p.position();
-            let mut crossings = Vec::new();
-            p.crossings(before, after, &mut crossings);
-            let clip = p.clip.clone();
-            if std::mem::replace(&mut self.events_stale, false) {
-                self.events.clear();
-            }
-            for c in crossings {
+        if !fire_events {
+            p.seek(local);
+            self.crossings = crossings;
+            return Ok(());
+        }
+        let target = p.seek_target(local);
+        p.seek_through(target, &mut crossings);
+        let clip = p.clip.clone();
+        if std::mem::replace(&mut self.events_stale, false) {
+            self.events.clear();
+        }
+        if weight >= min_weight {
+            for c in &crossings {
                 self.events.push(FiredEvent {
                     layer,
                     clip: clip.clone(),
@@ -800,6 +837,7 @@ impl Animator {
                 });
             }
         }
+        self.crossings = crossings;
         Ok(())
     }
 
@@ -895,9 +933,13 @@ impl Animator {
         let mut n_leaders = 0;
         for (li, l) in self.layers.iter().enumerate() {
             for (si, s) in l.slots.iter().enumerate() {
-                let (Some(g), Source::Clip(_)) = (s.sync, &s.source) else {
+                let (Some(g), Source::Clip(p)) = (s.sync, &s.source) else {
                     continue;
                 };
+                // Paused or zero-length players follow; they do not lead.
+                if p.paused || p.clip.duration() <= 0.0 {
+                    continue;
+                }
                 let w = l.weight * s.weight;
                 let capacity = leaders.len();
                 match leaders[..n_leaders].iter_mut().find(|x| x.0 == g) {
@@ -963,6 +1005,7 @@ impl Animator {
                         self.crossings.clear();
                         let out = fires.then_some(&mut self.crossings);
                         let (a, b) = match group {
+                            Some(_) if p.paused => p.advance(0.0, out),
                             Some(&(_, _, nb)) => {
                                 let target = nb * d;
                                 let delta = target - p.position();
@@ -1079,6 +1122,7 @@ impl Animator {
         let mut first = true;
         for l in &mut self.layers {
             if l.slots.is_empty() {
+                l.produced = false;
                 continue;
             }
             let neutral: &[Transform] = if l.mode == BlendMode::Additive {
@@ -1116,7 +1160,12 @@ impl Animator {
                 let _ = blend(&inputs[..l.slots.len()], neutral, output);
             }
             if let Some(duration) = l.inertial_pending.take() {
-                l.inertial.capture(prev, prev2, l.last_dt, output, duration);
+                if l.produced {
+                    l.inertial.capture(prev, prev2, l.last_dt, output, duration);
+                } else {
+                    // Nothing played here before: there is no old pose to decay from.
+                    l.inertial.duration = 0.0;
+                }
             } else if l.inertial.active() {
                 l.inertial.elapsed += dt;
             }
@@ -1125,9 +1174,14 @@ impl Animator {
             }
             l.cur = next;
             l.last_dt = dt;
+            l.produced = true;
             let mask = l.mask.as_ref().map(|m| m.weights());
             let output = &l.outputs[next];
-            if first && l.mode == BlendMode::Override && l.weight >= 1.0 && mask.is_none() {
+            // Slots fading in on an empty layer sum to less than 1: the layer then counts
+            // for that much less, so a cross-fade from nothing starts from what is below.
+            let total: f32 = l.slots.iter().map(|s| s.weight).sum();
+            let weight = l.weight * total.min(1.0);
+            if first && l.mode == BlendMode::Override && weight >= 1.0 && mask.is_none() {
                 // The first layer covers everything: no rest pose underneath.
                 self.pose.copy_from_slice(output);
             } else {
@@ -1135,8 +1189,8 @@ impl Animator {
                     self.pose.copy_from_slice(rest);
                 }
                 let _ = match l.mode {
-                    BlendMode::Override => blend_override(&mut self.pose, output, l.weight, mask),
-                    BlendMode::Additive => apply_additive(&mut self.pose, output, l.weight, mask),
+                    BlendMode::Override => blend_override(&mut self.pose, output, weight, mask),
+                    BlendMode::Additive => apply_additive(&mut self.pose, output, weight, mask),
                 };
             }
             first = false;
@@ -1182,6 +1236,15 @@ impl Animator {
             out.yaw /= wsum;
         }
         out
+    }
+}
+
+/// A weight clamped to 0..=1, NaN as 0.
+fn unit_weight(w: f32) -> f32 {
+    if w.is_nan() {
+        0.0
+    } else {
+        w.clamp(0.0, 1.0)
     }
 }
 

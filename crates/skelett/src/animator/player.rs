@@ -140,15 +140,46 @@ impl Player {
     /// Moves to a local time (seconds since the first frame) within the current cycle.
     /// Events at the new position fire on the next advance.
     pub fn seek(&mut self, local: f32) {
+        self.pos = self.seek_target(local);
+        self.fresh = true;
+    }
+
+    /// The unwrapped position [`Player::seek`] moves to: `local` within the current cycle
+    /// (for ping-pong, on the current leg, so that the clip time is `local` either way).
+    pub(crate) fn seek_target(&self, local: f32) -> f64 {
         let d = self.duration();
-        let local = if local.is_finite() { local as f64 } else { 0.0 };
-        let cycle = if d > 0.0 && self.wrap != Wrap::Once {
-            (self.pos / d).floor() * d
+        let local = if local.is_finite() {
+            (local as f64).clamp(0.0, d.max(0.0))
         } else {
             0.0
         };
-        self.pos = cycle + local.clamp(0.0, d.max(0.0));
-        self.fresh = true;
+        if d <= 0.0 || self.wrap == Wrap::Once {
+            return local;
+        }
+        match self.wrap {
+            Wrap::PingPong => {
+                let cycle = (self.pos / (2.0 * d)).floor() * 2.0 * d;
+                let on_return_leg = self.pos - cycle > d;
+                cycle
+                    + if on_return_leg {
+                        2.0 * d - local
+                    } else {
+                        local
+                    }
+            }
+            _ => (self.pos / d).floor() * d + local,
+        }
+    }
+
+    /// Moves to `pos` firing the events between here and there into `out` (exactly those a
+    /// playthrough would), after which events at `pos` count as fired.
+    pub(crate) fn seek_through(&mut self, pos: f64, out: &mut Vec<Crossing>) {
+        let a = self.pos;
+        self.crossings(a, pos, out);
+        self.pos = pos;
+        if a != pos {
+            self.fresh = false;
+        }
     }
 
     /// Moves to a fraction of the clip (0 = first frame, 1 = last).
