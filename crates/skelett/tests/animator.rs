@@ -806,3 +806,20 @@ fn bad_layer_masks_and_root_joints_are_errors() {
     assert!(anim.pose()[0].is_finite());
     assert!(anim.set_layer_weight(l, f32::NAN).is_ok());
 }
+
+/// An additive layer with weight -1 subtracts what weight 1 adds.
+#[test]
+fn negative_additive_layer_weight_subtracts() {
+    let s = one_joint();
+    let base = slide(&s, 1.0, 1.0, 1.0, &[]);
+    let delta = slide(&s, 1.0, 0.5, 0.5, &[]); // +0.5 along x as an additive delta
+    let mut anim = Animator::new(s);
+    anim.play(0, base, PlayOptions::default()).unwrap();
+    let add = anim.add_layer(BlendMode::Additive, 1.0, None).unwrap();
+    anim.play(add, delta, PlayOptions::default()).unwrap();
+    anim.update(0.1);
+    assert!((anim.pose()[0].translation.x - 1.5).abs() < 1e-6);
+    anim.set_layer_weight(add, -1.0).unwrap();
+    anim.update(0.1);
+    assert!((anim.pose()[0].translation.x - 0.5).abs() < 1e-6);
+}

@@ -435,7 +435,7 @@ impl Animator {
         }
         let rest = Pose::rest(&self.skeleton);
         self.layers.push(Layer {
-            weight: unit_weight(weight),
+            weight: layer_weight(mode, weight),
             mode,
             mask,
             slots: Vec::with_capacity(MAX_SLOTS),
@@ -463,9 +463,11 @@ impl Animator {
             .ok_or(Error::NoSuchLayer { layer, layers })
     }
 
-    /// Sets a layer's weight (0..=1).
+    /// Sets a layer's weight: 0..=1 for override layers; -1..=1 for additive ones, where a
+    /// negative weight subtracts the layer's delta.
     pub fn set_layer_weight(&mut self, layer: usize, weight: f32) -> Result<(), Error> {
-        self.layer(layer)?.weight = unit_weight(weight);
+        let l = self.layer(layer)?;
+        l.weight = layer_weight(l.mode, weight);
         Ok(())
     }
 
@@ -1239,12 +1241,17 @@ impl Animator {
     }
 }
 
-/// A weight clamped to 0..=1, NaN as 0.
-fn unit_weight(w: f32) -> f32 {
+/// A layer weight: 0..=1 for override layers, -1..=1 for additive ones; NaN as 0.
+fn layer_weight(mode: BlendMode, w: f32) -> f32 {
+    let lo = if mode == BlendMode::Additive {
+        -1.0
+    } else {
+        0.0
+    };
     if w.is_nan() {
         0.0
     } else {
-        w.clamp(0.0, 1.0)
+        w.clamp(lo, 1.0)
     }
 }
 
