@@ -104,8 +104,8 @@ enum Command {
     /// Convert a file to another format, or every animation file of a folder (in parallel).
     ///
     /// The output format comes from OUT's extension (for a folder: --to). Reads .glb, .gltf,
-    /// .bvh and .skl; writes .glb and .skl (skelett's own fast-loading file). A folder prints
-    /// what was converted, skipped and why.
+    /// .bvh, .x (text) and .skl; writes .glb and .skl (skelett's own fast-loading file). A
+    /// folder prints what was converted, skipped and why.
     Convert {
         /// The file or folder to convert.
         input: PathBuf,
@@ -120,6 +120,9 @@ enum Command {
         /// Multiply every length by this (0.01: centimetres to metres).
         #[arg(long)]
         scale: Option<f32>,
+        /// Read left-handed DirectX .x files as right-handed (mirror Z), as glTF expects.
+        #[arg(long)]
+        right_handed: bool,
     },
     /// Measure sampling, local-to-model and palette speed on a file's clips.
     ///
@@ -182,12 +185,17 @@ fn main() -> ExitCode {
             to,
             clip,
             scale,
+            right_handed,
         } => convert::run(
             &mut out,
             &input,
             &output,
             to.as_deref(),
-            &convert::Options { clip, scale },
+            &convert::Options {
+                clip,
+                scale,
+                right_handed,
+            },
         ),
         Command::Bench { file, json, rounds } => {
             bench::run(&mut out, file.as_deref(), json, rounds.max(3))

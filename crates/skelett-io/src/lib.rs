@@ -25,6 +25,7 @@ pub mod bvh;
 mod error;
 pub mod gltf;
 pub mod native;
+pub mod x;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -119,7 +120,7 @@ impl Asset {
 }
 
 /// The file extensions [`load`] understands.
-pub const KNOWN_EXTENSIONS: &str = ".glb, .gltf, .bvh, .skl";
+pub const KNOWN_EXTENSIONS: &str = ".glb, .gltf, .bvh, .skl, .x";
 
 /// `true` when [`load`] reads files with this extension.
 pub fn is_known_extension(path: &Path) -> bool {
@@ -128,7 +129,7 @@ pub fn is_known_extension(path: &Path) -> bool {
             .and_then(|e| e.to_str())
             .map(str::to_ascii_lowercase)
             .as_deref(),
-        Some("glb" | "gltf" | "bvh" | "skl")
+        Some("glb" | "gltf" | "bvh" | "skl" | "x")
     )
 }
 
@@ -147,6 +148,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
         "glb" | "gltf" => gltf::load(path),
         "bvh" => bvh::load(path),
         "skl" => native::load(path),
+        "x" => x::load(path),
         _ => Err(Error::UnknownFormat {
             file: path.to_path_buf(),
             known: KNOWN_EXTENSIONS,

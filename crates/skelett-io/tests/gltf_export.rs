@@ -13,7 +13,7 @@ use skelett::{sample_uncached, ClipEvent, Pose};
 
 fn assets() -> Vec<PathBuf> {
     let mut v = Vec::new();
-    for dir in ["gltf", "bvh"] {
+    for dir in ["gltf", "bvh", "x"] {
         for e in std::fs::read_dir(common::data(dir)).unwrap() {
             v.push(e.unwrap().path());
         }

@@ -11,7 +11,7 @@ use skelett_io::{native, Error};
 
 fn assets() -> Vec<PathBuf> {
     let mut v = Vec::new();
-    for dir in ["gltf", "bvh"] {
+    for dir in ["gltf", "bvh", "x"] {
         for e in std::fs::read_dir(common::data(dir)).unwrap() {
             v.push(e.unwrap().path());
         }

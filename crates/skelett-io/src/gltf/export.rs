@@ -108,9 +108,9 @@ pub fn export_glb(asset: &Asset) -> Vec<u8> {
         .map(|j| {
             let mut node = trs(&s.rest_pose()[j as usize]);
             node["name"] = json!(s.name(j));
-            // Marks the node as a skeleton joint even when no skin lists it (an animated
-            // ancestor, say), so that re-importing gives the same skeleton.
-            node["extras"] = json!({ "skelett": { "joint": true } });
+            // Marks the node as skeleton joint `j`, even when no skin lists it (an animated
+            // ancestor, say), so that re-importing gives the same skeleton in the same order.
+            node["extras"] = json!({ "skelett": { "joint": j } });
             node
         })
         .collect();
@@ -129,12 +129,13 @@ pub fn export_glb(asset: &Asset) -> Vec<u8> {
     // What sat above the skeleton: a "root" node with root_transform. Without one (identity)
     // the skeleton's roots go straight into the scene, so a re-import (which takes every node
     // of a skinless file as a joint) gets the same skeleton back.
-    let mut scene_nodes = if s.root_transform() != Mat4::IDENTITY {
-        nodes.push(json!({
-            "name": "root",
-            "children": children[n],
-            "matrix": s.root_transform().to_cols_array(),
-        }));
+    // Several roots also get the wrapper: a skin's joints need a common root in glTF.
+    let mut scene_nodes = if s.root_transform() != Mat4::IDENTITY || children[n].len() > 1 {
+        let mut root = json!({ "name": "root", "children": children[n] });
+        if s.root_transform() != Mat4::IDENTITY {
+            root["matrix"] = json!(s.root_transform().to_cols_array());
+        }
+        nodes.push(root);
         vec![n]
     } else {
         children[n].clone()

@@ -187,6 +187,20 @@ impl Importer<'_, '_> {
                 order.push(k);
             }
         };
+        // Nodes skelett marked as joints when it wrote the file come first, in its order.
+        let mut marked: Vec<(u64, usize)> = nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(k, node)| {
+                let raw = node.extras().as_ref()?;
+                let v: serde_json::Value = serde_json::from_str(raw.get()).ok()?;
+                Some((v["skelett"]["joint"].as_u64()?, k))
+            })
+            .collect();
+        marked.sort_unstable();
+        for &(_, k) in &marked {
+            push(k, &mut order, &mut chosen);
+        }
         for skin in self.doc.skins() {
             for j in skin.joints() {
                 push(j.index(), &mut order, &mut chosen);
@@ -195,17 +209,6 @@ impl Importer<'_, '_> {
         if order.is_empty() {
             // No skin: every node is a joint (a node-animated scene).
             return (0..n).collect();
-        }
-        // Nodes skelett marked as joints when it wrote the file.
-        for (k, node) in nodes.iter().enumerate() {
-            let marked = node
-                .extras()
-                .as_ref()
-                .and_then(|raw| serde_json::from_str::<serde_json::Value>(raw.get()).ok())
-                .is_some_and(|v| v["skelett"]["joint"] == serde_json::Value::Bool(true));
-            if marked {
-                push(k, &mut order, &mut chosen);
-            }
         }
         // Ancestors of joints, marked once each.
         let mut above_joint = vec![false; n];

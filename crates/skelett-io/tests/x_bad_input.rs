@@ -1,0 +1,103 @@
+//! Bad and broken .x files: clear errors or warnings that name what is wrong, never a panic.
+
+mod common;
+
+use std::path::Path;
+
+use skelett_io::{x, Error};
+
+fn load(text: &[u8]) -> Result<skelett_io::Asset, Error> {
+    x::load_bytes(text, Path::new("bad.x"), x::Options::default())
+}
+
+const GOOD: &str = "xof 0303txt 0032\nFrame Root {\n FrameTransformMatrix { 1,0,0,0, 0,1,0,0, 0,0,1,0, 0,0,0,1;; }\n Frame Arm {\n  FrameTransformMatrix { 1,0,0,0, 0,1,0,0, 0,0,1,0, 1,2,3,1;; }\n }\n}\nAnimTicksPerSecond { 4800; }\nAnimationSet Wave {\n Animation { { Arm } AnimationKey { 2; 2; 0;3;1,2,3;;, 4800;3;1,2,4;;; } }\n}\n";
+
+#[test]
+fn a_small_file_loads() {
+    let a = load(GOOD.as_bytes()).unwrap();
+    assert_eq!(a.skeleton.names(), ["Root", "Arm"]);
+    assert_eq!(
+        a.skeleton.rest_pose()[1].translation,
+        glam::Vec3::new(1.0, 2.0, 3.0),
+        "row-vector translation row"
+    );
+    let clip = &a.clips[0];
+    assert_eq!((clip.name(), clip.duration()), ("Wave", 1.0));
+    let mut pose = skelett::Pose::rest(&a.skeleton);
+    skelett::sample_uncached(clip, 0.5, &mut pose).unwrap();
+    assert!((pose[1].translation.z - 3.5).abs() < 1e-6);
+    let rh = x::load_bytes(
+        GOOD.as_bytes(),
+        Path::new("g.x"),
+        x::Options { right_handed: true },
+    )
+    .unwrap();
+    assert_eq!(
+        rh.skeleton.rest_pose()[1].translation,
+        glam::Vec3::new(1.0, 2.0, -3.0),
+        "Z mirrored"
+    );
+}
+
+#[test]
+fn binary_and_compressed_files_are_not_supported() {
+    for kind in ["bin ", "tzip", "bzip"] {
+        let text = GOOD.replacen("txt ", kind, 1);
+        match load(text.as_bytes()) {
+            Err(Error::Unsupported { what, .. }) => assert!(what.contains("text format"), "{what}"),
+            other => panic!("{kind}: {other:?}"),
+        }
+    }
+    assert!(matches!(
+        load(b"not an x file at all"),
+        Err(Error::Malformed { .. })
+    ));
+}
+
+#[test]
+fn truncated_and_inconsistent_files_fail_cleanly() {
+    for cut in 0..GOOD.len() {
+        let _ = load(&GOOD.as_bytes()[..cut]);
+    }
+    let e = load(GOOD.replace("2; 2; 0;3;", "2; 9; 0;3;").as_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("does not fit") || e.contains("more numbers"),
+        "{e}"
+    );
+    let e = load(GOOD.replace("Frame Arm {", "Frame Arm ").as_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("line"), "{e}");
+    let deep = format!("xof 0303txt 0032\n{}", "Frame a {\n".repeat(10_000));
+    assert!(load(deep.as_bytes())
+        .unwrap_err()
+        .to_string()
+        .contains("nested at most"));
+}
+
+/// `anim_test.x` is a broken export: it animates and skins bones that do not exist. It loads
+/// with warnings that name them.
+#[test]
+fn the_broken_anim_test_file_names_its_missing_bones() {
+    let a = skelett_io::load(common::data("x/anim_test.x")).unwrap();
+    let w = a.warnings.join("\n");
+    assert!(
+        w.contains("do not have") || w.contains("does not have"),
+        "{w}"
+    );
+    eprintln!("{w}");
+}
+
+#[test]
+fn real_files_load_with_meshes_and_clips() {
+    let t = skelett_io::load(common::data("x/Testwuson.X")).unwrap();
+    assert_eq!(
+        t.clips.iter().map(|c| c.name()).collect::<Vec<_>>(),
+        ["Wuson_Run", "Wuson_Walk", "Wuson_Bind"]
+    );
+    assert!(!t.meshes.is_empty());
+    let b = skelett_io::load(common::data("x/BCN_Epileptic.X")).unwrap();
+    assert_eq!(b.meshes.len(), 3, "{:?}", b.warnings);
+}
