@@ -17,3 +17,12 @@ cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
   convert "$data/gltf/Fox.glb" "$here/corpus/native_import/Fox.skl" >/dev/null
 cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
   convert "$data/gltf/CesiumMan_cubic.glb" "$here/corpus/native_import/CesiumMan_cubic.skl" >/dev/null
+# RAM + NUL + RAA pairs written by the CLI.
+mkdir -p "$here/corpus/rite_import"
+tmp=$(mktemp -d)
+for f in "$data/gltf/RiggedSimple.glb" "$data/gltf/Fox.glb"; do
+  n=$(basename "$f" .glb)
+  cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- convert "$f" "$tmp/$n.ram" >/dev/null
+  { cat "$tmp/$n.ram"; printf '\0'; cat "$tmp/$n.raa"; } > "$here/corpus/rite_import/$n"
+done
+rm -rf "$tmp"

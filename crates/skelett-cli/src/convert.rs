@@ -2,7 +2,7 @@
 //! progress bar and a summary of what was converted, skipped and why.
 //!
 //! Input formats are whatever `skelett_io::load` reads; output is chosen by the output's
-//! extension (for a folder, by `--to`). Writers so far: `.glb` and `.skl`.
+//! extension (for a folder, by `--to`). Writers: `.glb`, `.skl`, and `.ram` with its `.raa`.
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +23,7 @@ pub struct Options {
     pub right_handed: bool,
 }
 
-const WRITERS: &str = "glb, skl";
+const WRITERS: &str = "glb, skl, ram (with its .raa)";
 
 fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
     let ext = output
@@ -31,7 +31,7 @@ fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase)
         .unwrap_or_default();
-    if ext != "glb" && ext != "skl" {
+    if !matches!(ext.as_str(), "glb" | "skl" | "ram") {
         return Err(format!(
             "{}: cannot write .{ext} files (writers: {WRITERS})",
             output.display()
@@ -64,10 +64,19 @@ fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
         }
         asset = asset.scaled(s);
     }
-    let bytes = if ext == "skl" {
-        skelett_io::native::to_bytes(&asset)
-    } else {
-        skelett_io::gltf::export_glb(&asset)
+    let bytes = match ext.as_str() {
+        "skl" => skelett_io::native::to_bytes(&asset),
+        "ram" => {
+            // The model, and beside it the first clip as .raa (rotations only).
+            if let Some(raa) = skelett_io::rite::write_raa(&asset, 0, skelett_io::rite::DEFAULT_FPS)
+            {
+                let raa_path = output.with_extension("raa");
+                std::fs::write(&raa_path, raa)
+                    .map_err(|e| format!("{}: {e}", raa_path.display()))?;
+            }
+            skelett_io::rite::write_ram(&asset).into_bytes()
+        }
+        _ => skelett_io::gltf::export_glb(&asset),
     };
     std::fs::write(output, &bytes).map_err(|e| format!("{}: {e}", output.display()))?;
     Ok(format!(

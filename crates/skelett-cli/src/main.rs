@@ -104,14 +104,14 @@ enum Command {
     /// Convert a file to another format, or every animation file of a folder (in parallel).
     ///
     /// The output format comes from OUT's extension (for a folder: --to). Reads .glb, .gltf,
-    /// .bvh, .x (text) and .skl; writes .glb and .skl (skelett's own fast-loading file). A
-    /// folder prints what was converted, skipped and why.
+    /// .bvh, .x (text), .ram (+ .raa) and .skl; writes .glb, .skl (skelett's own
+    /// fast-loading file) and .ram + .raa. A folder prints what was converted, skipped and why.
     Convert {
         /// The file or folder to convert.
         input: PathBuf,
         /// The file or folder to write.
         output: PathBuf,
-        /// For folders: the format to write (glb or skl).
+        /// For folders: the format to write (glb, skl or ram).
         #[arg(long)]
         to: Option<String>,
         /// Keep only this clip (name or index).

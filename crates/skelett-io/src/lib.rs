@@ -25,6 +25,7 @@ pub mod bvh;
 mod error;
 pub mod gltf;
 pub mod native;
+pub mod rite;
 pub mod x;
 
 use std::path::Path;
@@ -120,7 +121,7 @@ impl Asset {
 }
 
 /// The file extensions [`load`] understands.
-pub const KNOWN_EXTENSIONS: &str = ".glb, .gltf, .bvh, .skl, .x";
+pub const KNOWN_EXTENSIONS: &str = ".glb, .gltf, .bvh, .skl, .x, .ram (+ .raa)";
 
 /// `true` when [`load`] reads files with this extension.
 pub fn is_known_extension(path: &Path) -> bool {
@@ -129,7 +130,7 @@ pub fn is_known_extension(path: &Path) -> bool {
             .and_then(|e| e.to_str())
             .map(str::to_ascii_lowercase)
             .as_deref(),
-        Some("glb" | "gltf" | "bvh" | "skl" | "x")
+        Some("glb" | "gltf" | "bvh" | "skl" | "x" | "ram")
     )
 }
 
@@ -149,6 +150,11 @@ pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
         "bvh" => bvh::load(path),
         "skl" => native::load(path),
         "x" => x::load(path),
+        // A .ram model with the .raa animation of the same name beside it, if there is one.
+        "ram" => {
+            let raa = path.with_extension("raa");
+            rite::load(path, raa.exists().then_some(raa.as_path()))
+        }
         _ => Err(Error::UnknownFormat {
             file: path.to_path_buf(),
             known: KNOWN_EXTENSIONS,
