@@ -25,6 +25,16 @@ fn bench(c: &mut Criterion) {
         let asset = skelett_io::bvh::load_bytes(&bytes, Path::new(file)).unwrap();
         skl(&mut g, file, &asset);
     }
+    for file in ["x/Testwuson.X", "x/BCN_Epileptic.X"] {
+        let bytes = std::fs::read(data(file)).unwrap();
+        let opts = skelett_io::x::Options::default();
+        g.throughput(Throughput::Bytes(bytes.len() as u64));
+        g.bench_function(file, |b| {
+            b.iter(|| skelett_io::x::load_bytes(black_box(&bytes), Path::new(file), opts).unwrap())
+        });
+        let asset = skelett_io::x::load_bytes(&bytes, Path::new(file), opts).unwrap();
+        skl(&mut g, file, &asset);
+    }
     for file in [
         "gltf/robot_quaternius.glb",
         "gltf/Fox.glb",
