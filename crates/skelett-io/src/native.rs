@@ -129,7 +129,7 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
         p.vec3s.iter().for_each(|v| w.f32s(&v.to_array()));
         w.u32(p.quats.len() as u32);
         p.quats.iter().for_each(|q| w.f32s(&q.to_array()));
-        p.slerp.iter().for_each(|&(a, b)| w.f32s(&[a, b]));
+        p.slerp.iter().for_each(|s| w.f32s(&[s.angle, s.inv_sin]));
         w.u32(p.events.len() as u32);
         for e in &p.events {
             w.f32(e.time);
@@ -520,7 +520,9 @@ fn read_asset(r: &mut Reader) -> Result<Asset, Error> {
         let vec3s = r.array(nv, "vector values", Vec3A::from_array)?;
         let nq = r.count(24, "rotation values")?;
         let quats = r.array(nq, "rotation values", Quat::from_array)?;
-        let slerp = r.array(nq, "slerp angles", |[a, b]: [f32; 2]| (a, b))?;
+        let slerp = r.array(nq, "slerp angles", |[angle, inv_sin]: [f32; 2]| {
+            skelett::transform::SlerpSegment { angle, inv_sin }
+        })?;
         let ne = r.count(9, "events")?;
         let mut events = Vec::with_capacity(ne);
         for _ in 0..ne {

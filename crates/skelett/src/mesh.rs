@@ -99,10 +99,13 @@ impl SkinnedMesh {
                     p.weights.len()
                 )));
             }
+            // Max and count reductions vectorise; the culprit is searched only on failure.
             let indices_ok = p
                 .indices
                 .iter()
-                .fold(true, |ok, &i| ok & ((i as usize) < n));
+                .copied()
+                .max()
+                .is_none_or(|m| (m as usize) < n);
             if let Some(i) = (!indices_ok)
                 .then(|| p.indices.iter().position(|&i| i as usize >= n))
                 .flatten()
@@ -124,11 +127,23 @@ impl SkinnedMesh {
             let weights_ok = p
                 .weights
                 .iter()
-                .fold(true, |ok, &w| ok & (0.0..=f32::MAX).contains(&w));
-            let joints_ok = p.joints.iter().fold(true, |ok, &j| ok & ((j as usize) < n));
-            let positions_ok = p.positions.iter().fold(true, |ok, v| {
-                ok & (v.x.abs() <= f32::MAX) & (v.y.abs() <= f32::MAX) & (v.z.abs() <= f32::MAX)
-            });
+                .filter(|w| !(0.0..=f32::MAX).contains(*w))
+                .count()
+                == 0;
+            let joints_ok = p
+                .joints
+                .iter()
+                .copied()
+                .max()
+                .is_none_or(|m| (m as usize) < n);
+            let positions_ok = p
+                .positions
+                .iter()
+                .filter(|v| {
+                    !(v.x.abs() <= f32::MAX && v.y.abs() <= f32::MAX && v.z.abs() <= f32::MAX)
+                })
+                .count()
+                == 0;
             if !(weights_ok && joints_ok && positions_ok) {
                 for (k, (&j, &w)) in p.joints.iter().zip(&p.weights).enumerate() {
                     if !(w.is_finite() && w >= 0.0) {

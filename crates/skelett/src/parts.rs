@@ -46,7 +46,7 @@ pub struct ClipParts {
     /// Rotation values.
     pub quats: Vec<Quat>,
     /// Per rotation value: the angle to the next key and its reciprocal sine.
-    pub slerp: Vec<(f32, f32)>,
+    pub slerp: Vec<SlerpSegment>,
     /// Events, sorted by time.
     pub events: Vec<ClipEvent>,
     /// How many channels were constant when the clip was built (for reports).
@@ -85,7 +85,7 @@ impl Clip {
             times: self.times.to_vec(),
             vec3s: self.vec3s.to_vec(),
             quats: self.quats.to_vec(),
-            slerp: self.slerp.iter().map(|s| (s.angle, s.inv_sin)).collect(),
+            slerp: self.slerp.to_vec(),
             events: self.events.to_vec(),
             constant_channels: self.counts.constant,
         }
@@ -196,9 +196,16 @@ impl Clip {
                 return Err(err("values out of range"));
             }
             if t.target == Target::Rotation && t.interpolation == Interpolation::Linear {
-                let angles = p.slerp[vs..vs + len].iter().fold(true, |ok, &(a, s)| {
-                    ok & (0.0..=1.6).contains(&a) & (s.abs() <= f32::MAX)
-                });
+                let angles = p.slerp[vs..vs + len].iter().fold(
+                    true,
+                    |ok,
+                     &SlerpSegment {
+                         angle: a,
+                         inv_sin: s,
+                     }| {
+                        ok & (0.0..=1.6).contains(&a) & (s.abs() <= f32::MAX)
+                    },
+                );
                 if !angles {
                     return Err(err("slerp angle out of range"));
                 }
@@ -252,11 +259,7 @@ impl Clip {
             times: p.times.into(),
             vec3s: p.vec3s.into(),
             quats: p.quats.into(),
-            slerp: p
-                .slerp
-                .iter()
-                .map(|&(angle, inv_sin)| SlerpSegment { angle, inv_sin })
-                .collect(),
+            slerp: p.slerp.into(),
             counts,
             events: Box::new([]),
         };

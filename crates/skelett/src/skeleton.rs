@@ -142,6 +142,9 @@ impl RawSkeleton {
             let j = &self.joints[old];
             names.push(j.name.clone());
             parents.push(j.parent.map_or(NO_PARENT, |p| new_index[p] as JointIndex));
+            if let Some(slot) = by_name.get_mut(&j.name) {
+                *slot = new as JointIndex;
+            }
             // Rest rotations are stored as unit quaternions (the hierarchy relies on it); ones
             // already unit to f32 precision are kept bit for bit (so rebuilding is exact).
             let q = j.rest.rotation;
@@ -151,7 +154,6 @@ impl RawSkeleton {
                 q
             };
             rest.push(Transform { rotation, ..j.rest });
-            by_name.insert(j.name.clone(), new as JointIndex);
         }
         Ok(Skeleton {
             names: names.into(),
