@@ -39,10 +39,7 @@ pub const END_SITE_SUFFIX: &str = "_End";
 /// [`Error::Io`] if it cannot be read; otherwise as [`load_bytes`].
 pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
-        file: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = crate::read_file(path)?;
     load_bytes(&bytes, path)
 }
 

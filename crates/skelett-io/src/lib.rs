@@ -120,6 +120,38 @@ impl Asset {
     }
 }
 
+/// Reads a whole file, naming it in the error.
+pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
+    std::fs::read(path).map_err(|source| Error::Io {
+        file: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Packs per-vertex influence lists (palette entry, weight) into `influences` slots per
+/// vertex (4, or 8 where a vertex has more than 4): the heaviest kept, weights normalised
+/// to sum to 1 (all 0 for a vertex without any). Returns (influences, joints, weights).
+pub(crate) fn pack_influences(per_vertex: &mut [Vec<(u16, f32)>]) -> (usize, Vec<u16>, Vec<f32>) {
+    let per = if per_vertex.iter().all(|w| w.len() <= 4) {
+        4
+    } else {
+        8
+    };
+    let mut joints = Vec::with_capacity(per_vertex.len() * per);
+    let mut weights = Vec::with_capacity(per_vertex.len() * per);
+    for inf in per_vertex.iter_mut() {
+        inf.sort_by(|a, b| b.1.total_cmp(&a.1));
+        inf.truncate(per);
+        let sum: f32 = inf.iter().map(|x| x.1).sum();
+        for k in 0..per {
+            let (j, w) = inf.get(k).copied().unwrap_or((0, 0.0));
+            joints.push(j);
+            weights.push(if sum > 0.0 { w / sum } else { 0.0 });
+        }
+    }
+    (per, joints, weights)
+}
+
 /// The file extensions [`load`] understands.
 pub const KNOWN_EXTENSIONS: &str = ".glb, .gltf, .bvh, .skl, .x, .ram (+ .raa)";
 

@@ -324,24 +324,11 @@ pub fn load_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
             location: "skin".into(),
             source: Box::new(e),
         })?;
-        let per = if per_vertex.iter().all(|w| w.len() <= 4) {
-            4
-        } else {
-            8
-        };
-        let mut joints = Vec::with_capacity(corners.len() * per);
-        let mut weights = Vec::with_capacity(corners.len() * per);
-        for &(v, _, _) in &corners {
-            let mut inf = per_vertex[v].clone();
-            inf.sort_by(|a, b| b.1.total_cmp(&a.1));
-            inf.truncate(per);
-            let sum: f32 = inf.iter().map(|x| x.1).sum();
-            for k in 0..per {
-                let (j, w) = inf.get(k).copied().unwrap_or((0, 0.0));
-                joints.push(j);
-                weights.push(if sum > 0.0 { w / sum } else { 0.0 });
-            }
-        }
+        let mut per_corner: Vec<Vec<(u16, f32)>> = corners
+            .iter()
+            .map(|&(v, _, _)| per_vertex[v].clone())
+            .collect();
+        let (per, joints, weights) = crate::pack_influences(&mut per_corner);
         let prim = MeshPrimitive {
             positions: corners
                 .iter()

@@ -47,10 +47,7 @@ pub struct Options {
 /// [`Error::Io`] if it cannot be read; otherwise as [`load_bytes`].
 pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
-        file: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = crate::read_file(path)?;
     load_bytes(&bytes, path, Options::default())
 }
 
@@ -590,25 +587,7 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
             ));
             continue;
         }
-        let max = influences
-            .iter()
-            .map(Vec::len)
-            .max()
-            .unwrap_or(0)
-            .clamp(1, 8);
-        let per = if max <= 4 { 4 } else { 8 };
-        let mut joints = Vec::with_capacity(nv * per);
-        let mut weights = Vec::with_capacity(nv * per);
-        for inf in &mut influences {
-            inf.sort_by(|a, b| b.1.total_cmp(&a.1));
-            inf.truncate(per);
-            let sum: f32 = inf.iter().map(|x| x.1).sum();
-            for k in 0..per {
-                let (j, w) = inf.get(k).copied().unwrap_or((0, 0.0));
-                joints.push(j);
-                weights.push(if sum > 0.0 { w / sum } else { 0.0 });
-            }
-        }
+        let (per, joints, weights) = crate::pack_influences(&mut influences);
         let skin =
             Skin::new(format!("{mname} skin"), skin_joints, ibm).map_err(|e| Error::Build {
                 file: name.to_path_buf(),

@@ -11,17 +11,6 @@ use std::process::Command;
 
 use skelett::{sample_uncached, ClipEvent, Pose};
 
-fn assets() -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    for dir in ["gltf", "bvh", "x"] {
-        for e in std::fs::read_dir(common::data(dir)).unwrap() {
-            v.push(e.unwrap().path());
-        }
-    }
-    v.sort();
-    v
-}
-
 fn validator() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.ci/validator");
     let ok = dir.join("node_modules/gltf-validator").exists()
@@ -40,7 +29,7 @@ fn every_asset_round_trips_through_glb() {
     let out_dir = std::env::temp_dir().join(format!("skelett-export-{}", std::process::id()));
     std::fs::create_dir_all(&out_dir).unwrap();
     let mut written = Vec::new();
-    for path in assets() {
+    for path in common::all_assets() {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let mut asset = skelett_io::load(&path).unwrap();
         // Events travel too.

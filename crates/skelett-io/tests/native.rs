@@ -4,25 +4,14 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use skelett::{sample_uncached, Pose};
 use skelett_io::{native, Error};
 
-fn assets() -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    for dir in ["gltf", "bvh", "x"] {
-        for e in std::fs::read_dir(common::data(dir)).unwrap() {
-            v.push(e.unwrap().path());
-        }
-    }
-    v.sort();
-    v
-}
-
 #[test]
 fn every_asset_round_trips_exactly() {
-    for path in assets() {
+    for path in common::all_assets() {
         let a = skelett_io::load(&path).unwrap();
         let bytes = native::to_bytes(&a);
         let b = native::load_bytes(&bytes, Path::new("x.skl"))

@@ -5,25 +5,14 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use skelett::{sample_uncached, Pose};
 use skelett_io::rite;
 
-fn assets() -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    for dir in ["gltf", "bvh", "x"] {
-        for e in std::fs::read_dir(common::data(dir)).unwrap() {
-            v.push(e.unwrap().path());
-        }
-    }
-    v.sort();
-    v
-}
-
 #[test]
 fn every_asset_round_trips_through_ram_and_raa() {
-    for path in assets() {
+    for path in common::all_assets() {
         let a = skelett_io::load(&path).unwrap();
         let ram = rite::write_ram(&a);
         let raa = rite::write_raa(&a, 0, 30.0);

@@ -231,14 +231,7 @@ pub fn sample_uncached(clip: &Clip, time: f32, pose: &mut [Transform]) -> Result
     check_len("pose", clip.joint_count(), pose.len())?;
     let time = not_nan(time);
     sample_with(clip, time, pose, |tr| {
-        let times = clip.track_times(tr);
-        let k = times
-            .partition_point(|&x| x <= time)
-            .saturating_sub(1)
-            .min(times.len() - 2);
-        let mut c = Cursor::default();
-        c.set(times, k);
-        (c.k, unit(time, c.t0, c.inv_dt))
+        locate_fresh(clip.track_times(tr), time)
     });
     Ok(())
 }
@@ -253,16 +246,23 @@ pub fn sample_joint(clip: &Clip, joint: crate::JointIndex, time: f32) -> Transfo
     let time = not_nan(time);
     let mut out = clip.base[joint as usize];
     for tr in clip.tracks.iter().filter(|t| t.joint == joint) {
-        let times = clip.track_times(tr);
-        let k = times
-            .partition_point(|&x| x <= time)
-            .saturating_sub(1)
-            .min(times.len() - 2);
-        let mut c = Cursor::default();
-        c.set(times, k);
-        clip.eval_track(tr, k, unit(time, c.t0, c.inv_dt), time, &mut out);
+        let (k, u) = locate_fresh(clip.track_times(tr), time);
+        clip.eval_track(tr, k as usize, u, time, &mut out);
     }
     out
+}
+
+/// The segment of `times` holding `time` and the position in it, by binary search (what a
+/// cursor arriving there computes, bit for bit).
+#[inline(always)]
+fn locate_fresh(times: &[f32], time: f32) -> (u32, f32) {
+    let k = times
+        .partition_point(|&x| x <= time)
+        .saturating_sub(1)
+        .min(times.len() - 2);
+    let mut c = Cursor::default();
+    c.set(times, k);
+    (c.k, unit(time, c.t0, c.inv_dt))
 }
 
 /// The sampling loops, one per track group; `at(track)` gives the track's key segment and

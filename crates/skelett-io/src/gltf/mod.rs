@@ -42,10 +42,7 @@ use crate::{Asset, Error};
 /// [`Error::Io`] if a file cannot be read; otherwise as [`load_bytes`].
 pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
-        file: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = crate::read_file(path)?;
     load_bytes(&bytes, path, path.parent())
 }
 

@@ -91,3 +91,15 @@ pub fn compare_world(
     }
     Ok(worst)
 }
+
+/// Every asset of the shared data set that skelett reads (glTF, BVH, .x), sorted.
+pub fn all_assets() -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for dir in ["gltf", "bvh", "x"] {
+        for e in std::fs::read_dir(data(dir)).unwrap() {
+            v.push(e.unwrap().path());
+        }
+    }
+    v.sort();
+    v
+}
