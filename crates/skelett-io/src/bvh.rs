@@ -340,30 +340,12 @@ fn build(
     stride: usize,
     motion: &[f32],
 ) -> Result<Asset, Error> {
-    let build_err = |location: &str, source| Error::Build {
-        file: name.to_path_buf(),
-        location: location.into(),
-        source: Box::new(source),
-    };
+    let build_err = |location: &str, source| Error::build(name.to_path_buf(), location, source);
     // Unique names: BVH files sometimes repeat one.
     let mut warnings = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    let names: Vec<String> = joints
-        .iter()
-        .enumerate()
-        .map(|(i, j)| {
-            let mut n = j.name.clone();
-            if !seen.insert(n.clone()) {
-                n = format!("{n}#{i}");
-                warnings.push(format!(
-                    "joint {:?} appears twice; the second is called {n:?}",
-                    j.name
-                ));
-                seen.insert(n.clone());
-            }
-            n
-        })
-        .collect();
+    let mut names: Vec<String> = joints.iter().map(|j| j.name.clone()).collect();
+    let tags: Vec<usize> = (0..names.len()).collect();
+    crate::dedupe_names(&mut names, &tags, &mut warnings);
     let raw = RawSkeleton {
         joints: joints
             .iter()

@@ -79,3 +79,18 @@ pub enum Error {
         known: &'static str,
     },
 }
+
+impl Error {
+    /// [`Error::Build`]: the runtime rejected what `file` holds at `location`.
+    pub(crate) fn build(
+        file: impl Into<PathBuf>,
+        location: impl Into<String>,
+        source: skelett::Error,
+    ) -> Self {
+        Error::Build {
+            file: file.into(),
+            location: location.into(),
+            source: Box::new(source),
+        }
+    }
+}

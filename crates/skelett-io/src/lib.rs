@@ -128,6 +128,22 @@ pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
     })
 }
 
+/// Makes joint names unique, as clips bind by name: a repeated name gets `#<tag>` (the
+/// joint's index in the source, from `tags`), with a warning.
+pub(crate) fn dedupe_names(names: &mut [String], tags: &[usize], warnings: &mut Vec<String>) {
+    let mut seen = std::collections::HashSet::with_capacity(names.len());
+    for (name, &tag) in names.iter_mut().zip(tags) {
+        if !seen.insert(name.clone()) {
+            let renamed = format!("{name}#{tag}");
+            warnings.push(format!(
+                "joint name {name:?} is used twice; the one at index {tag} is called {renamed:?}"
+            ));
+            *name = renamed;
+            seen.insert(name.clone());
+        }
+    }
+}
+
 /// Packs per-vertex influence lists (palette entry, weight) into `influences` slots per
 /// vertex (4, or 8 where a vertex has more than 4): the heaviest kept, weights normalised
 /// to sum to 1 (all 0 for a vertex without any). Returns (influences, joints, weights).

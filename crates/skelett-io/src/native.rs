@@ -359,10 +359,12 @@ impl<'a> Reader<'a> {
 }
 
 fn read_asset(r: &mut Reader) -> Result<Asset, Error> {
-    let build = |r: &Reader, location: &str, e: skelett::Error| Error::Build {
-        file: r.name.to_path_buf(),
-        location: format!("{location} (byte {})", r.base + r.pos),
-        source: Box::new(e),
+    let build = |r: &Reader, location: &str, e: skelett::Error| {
+        Error::build(
+            r.name.to_path_buf(),
+            format!("{location} (byte {})", r.base + r.pos),
+            e,
+        )
     };
     let n = r.count(4 + 2 + 40, "joints")?;
     let mut joints = Vec::with_capacity(n);

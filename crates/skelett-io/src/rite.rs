@@ -234,11 +234,7 @@ pub fn load_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
         ..Default::default()
     }
     .build()
-    .map_err(|e| Error::Build {
-        file: ram_name.to_path_buf(),
-        location: "joints".into(),
-        source: Box::new(e),
-    })?;
+    .map_err(|e| Error::build(ram_name.to_path_buf(), "joints", e))?;
     let joint_of_source = skeleton.joint_of_source();
 
     let mut meshes = Vec::new();
@@ -314,16 +310,10 @@ pub fn load_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
         }
         // Palette = every joint in skeleton order; inverse binds from the rest pose.
         let all: Vec<u16> = (0..skeleton.len() as u16).collect();
-        let ibm = skelett::inverse_bind_matrices(&skeleton, &all).map_err(|e| Error::Build {
-            file: ram_name.to_path_buf(),
-            location: "skin".into(),
-            source: Box::new(e),
-        })?;
-        let skin = Skin::new("skin", all, ibm).map_err(|e| Error::Build {
-            file: ram_name.to_path_buf(),
-            location: "skin".into(),
-            source: Box::new(e),
-        })?;
+        let ibm = skelett::inverse_bind_matrices(&skeleton, &all)
+            .map_err(|e| Error::build(ram_name.to_path_buf(), "skin", e))?;
+        let skin = Skin::new("skin", all, ibm)
+            .map_err(|e| Error::build(ram_name.to_path_buf(), "skin", e))?;
         let mut per_corner: Vec<Vec<(u16, f32)>> = corners
             .iter()
             .map(|&(v, _, _)| per_vertex[v].clone())
@@ -361,11 +351,8 @@ pub fn load_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
             skin: 0,
             primitives: vec![prim],
         };
-        mesh.validate(&skin).map_err(|e| Error::Build {
-            file: ram_name.to_path_buf(),
-            location: "mesh".into(),
-            source: Box::new(e),
-        })?;
+        mesh.validate(&skin)
+            .map_err(|e| Error::build(ram_name.to_path_buf(), "mesh", e))?;
         skins.push(skin);
         meshes.push(mesh);
     }
@@ -432,11 +419,9 @@ pub fn load_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
             ..Default::default()
         };
         raw.fit_range_to_keys();
-        let clip = raw.build(&skeleton).map_err(|e| Error::Build {
-            file: raa_name.to_path_buf(),
-            location: "tracks".into(),
-            source: Box::new(e),
-        })?;
+        let clip = raw
+            .build(&skeleton)
+            .map_err(|e| Error::build(raa_name.to_path_buf(), "tracks", e))?;
         clips.push(Arc::new(clip));
     }
     Ok(Asset {

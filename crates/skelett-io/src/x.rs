@@ -403,29 +403,18 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
     for o in top {
         walk(o, None, &mut joints, &mut meshes_src, &conv);
     }
-    // Unique names.
-    let mut seen = std::collections::HashSet::new();
-    for (i, j) in joints.iter_mut().enumerate() {
-        if !seen.insert(j.name.clone()) {
-            let renamed = format!("{}#{i}", j.name);
-            warnings.push(format!(
-                "frame {:?} appears twice; the second is called {renamed:?}",
-                j.name
-            ));
-            j.name = renamed;
-            seen.insert(j.name.clone());
-        }
+    let mut names: Vec<String> = joints.iter().map(|j| j.name.clone()).collect();
+    let tags: Vec<usize> = (0..names.len()).collect();
+    crate::dedupe_names(&mut names, &tags, &mut warnings);
+    for (j, n) in joints.iter_mut().zip(names) {
+        j.name = n;
     }
     let skeleton = RawSkeleton {
         joints,
         ..Default::default()
     }
     .build()
-    .map_err(|e| Error::Build {
-        file: name.to_path_buf(),
-        location: "frames".into(),
-        source: Box::new(e),
-    })?;
+    .map_err(|e| Error::build(name.to_path_buf(), "frames", e))?;
     let joint_of: HashMap<&str, u16> = (0..skeleton.len() as u16)
         .map(|j| (skeleton.name(j), j))
         .collect();
@@ -563,13 +552,8 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
             if let Some(owner) = owner.map(|o| joint_of_source[o]) {
                 let slot = skin_joints.len() as u16;
                 skin_joints.push(owner);
-                let bind = skelett::inverse_bind_matrices(&skeleton, &[owner]).map_err(|e| {
-                    Error::Build {
-                        file: name.to_path_buf(),
-                        location: format!("Mesh {mname}"),
-                        source: Box::new(e),
-                    }
-                })?;
+                let bind = skelett::inverse_bind_matrices(&skeleton, &[owner])
+                    .map_err(|e| Error::build(name.to_path_buf(), format!("Mesh {mname}"), e))?;
                 ibm.push(bind[0]);
                 for inf in influences.iter_mut().filter(|i| i.is_empty()) {
                     inf.push((slot, 1.0));
@@ -588,12 +572,8 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
             continue;
         }
         let (per, joints, weights) = crate::pack_influences(&mut influences);
-        let skin =
-            Skin::new(format!("{mname} skin"), skin_joints, ibm).map_err(|e| Error::Build {
-                file: name.to_path_buf(),
-                location: format!("Mesh {mname}"),
-                source: Box::new(e),
-            })?;
+        let skin = Skin::new(format!("{mname} skin"), skin_joints, ibm)
+            .map_err(|e| Error::build(name.to_path_buf(), format!("Mesh {mname}"), e))?;
         let mesh = SkinnedMesh {
             name: mname.clone(),
             skin: skins.len(),
@@ -610,11 +590,8 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
                 base_color: Vec4::ONE,
             }],
         };
-        mesh.validate(&skin).map_err(|e| Error::Build {
-            file: name.to_path_buf(),
-            location: format!("Mesh {mname}"),
-            source: Box::new(e),
-        })?;
+        mesh.validate(&skin)
+            .map_err(|e| Error::build(name.to_path_buf(), format!("Mesh {mname}"), e))?;
         skins.push(skin);
         meshes.push(mesh);
     }
@@ -706,10 +683,8 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
                     warnings.push(format!("AnimationSet {cname}: animations of frames the file does not have skipped: {}", missing.join(", ")));
                 }
                 raw.fit_range_to_keys();
-                let clip = raw.build(&skeleton).map_err(|e| Error::Build {
-                    file: name.to_path_buf(),
-                    location: format!("AnimationSet {cname}"),
-                    source: Box::new(e),
+                let clip = raw.build(&skeleton).map_err(|e| {
+                    Error::build(name.to_path_buf(), format!("AnimationSet {cname}"), e)
                 })?;
                 clips.push(Arc::new(clip));
             }

@@ -122,3 +122,17 @@ fn real_files_load() {
         boxing.warnings
     );
 }
+
+#[test]
+fn repeated_joint_names_are_made_unique_with_a_warning() {
+    let text = GOOD.replace("JOINT Spine", "JOINT Hips");
+    let a = load(&text).unwrap();
+    assert_eq!(a.skeleton.names(), ["Hips", "Hips#1", "Hips_End"]);
+    assert!(
+        a.warnings
+            .iter()
+            .any(|w| w.contains("\"Hips\" is used twice")),
+        "{:?}",
+        a.warnings
+    );
+}

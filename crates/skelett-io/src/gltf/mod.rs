@@ -107,11 +107,9 @@ impl Importer<'_, '_> {
                 .collect(),
             root_transform,
         };
-        let skeleton = raw.build().map_err(|source| Error::Build {
-            file: self.file.to_path_buf(),
-            location: "nodes".into(),
-            source: Box::new(source),
-        })?;
+        let skeleton = raw
+            .build()
+            .map_err(|source| Error::build(self.file.to_path_buf(), "nodes", source))?;
         let joint_of_source = skeleton.joint_of_source();
         let joint_of_node = |n: usize| in_skeleton.get(&n).map(|&i| joint_of_source[i]);
 
@@ -298,7 +296,7 @@ impl Importer<'_, '_> {
             }
             tops.sort_unstable();
             tops.dedup();
-            let root_set: std::collections::HashSet<usize> = roots.iter().copied().collect();
+            let root_set: HashSet<usize> = roots.iter().copied().collect();
             // Nodes from the top down to the common ancestor stay above the skeleton.
             let mut above = vec![false; n];
             if tops.len() == 1 {
@@ -329,22 +327,15 @@ impl Importer<'_, '_> {
 
     /// Unique joint names: node names, `node<i>` for unnamed nodes, `name#<i>` for repeats.
     fn joint_names(&mut self, nodes: &[gltf::Node], selected: &[usize]) -> Vec<String> {
-        let mut seen = HashSet::new();
-        let mut out = Vec::with_capacity(selected.len());
-        for &n in selected {
-            let mut name = nodes[n]
-                .name()
-                .map_or_else(|| format!("node{n}"), str::to_string);
-            if !seen.insert(name.clone()) {
-                let renamed = format!("{name}#{n}");
-                self.warnings.push(format!(
-                    "nodes[{n}]: joint name {name:?} is used twice; this one is called {renamed:?}"
-                ));
-                name = renamed;
-                seen.insert(name.clone());
-            }
-            out.push(name);
-        }
+        let mut out: Vec<String> = selected
+            .iter()
+            .map(|&n| {
+                nodes[n]
+                    .name()
+                    .map_or_else(|| format!("node{n}"), str::to_string)
+            })
+            .collect();
+        crate::dedupe_names(&mut out, selected, &mut self.warnings);
         out
     }
 
@@ -391,10 +382,8 @@ impl Importer<'_, '_> {
                 .map_or_else(|| format!("skin{}", skin.index()), str::to_string);
             let skin = Skin::new(name, joints, inverse_bind)
                 .and_then(|s| s.validate(skeleton).map(|()| s))
-                .map_err(|source| Error::Build {
-                    file: self.file.to_path_buf(),
-                    location: location.clone(),
-                    source: Box::new(source),
+                .map_err(|source| {
+                    Error::build(self.file.to_path_buf(), location.clone(), source)
                 })?;
             skins.push(skin);
         }
@@ -438,12 +427,13 @@ impl Importer<'_, '_> {
                 }
                 out.primitives.push(self.primitive(&prim, &location)?);
             }
-            out.validate(&skins[skin.index()])
-                .map_err(|source| Error::Build {
-                    file: self.file.to_path_buf(),
-                    location: format!("meshes[{}]", mesh.index()),
-                    source: Box::new(source),
-                })?;
+            out.validate(&skins[skin.index()]).map_err(|source| {
+                Error::build(
+                    self.file.to_path_buf(),
+                    format!("meshes[{}]", mesh.index()),
+                    source,
+                )
+            })?;
             meshes.push(out);
         }
         Ok(meshes)
@@ -724,10 +714,12 @@ impl Importer<'_, '_> {
                     raw.duration = duration as f32;
                 }
             }
-            let clip = raw.build(skeleton).map_err(|source| Error::Build {
-                file: self.file.to_path_buf(),
-                location: format!("{location} ({name:?})"),
-                source: Box::new(source),
+            let clip = raw.build(skeleton).map_err(|source| {
+                Error::build(
+                    self.file.to_path_buf(),
+                    format!("{location} ({name:?})"),
+                    source,
+                )
             })?;
             let events: Vec<skelett::ClipEvent> = extras
                 .as_ref()
@@ -745,10 +737,12 @@ impl Importer<'_, '_> {
             let clip = if events.is_empty() {
                 clip
             } else {
-                clip.with_events(events).map_err(|source| Error::Build {
-                    file: self.file.to_path_buf(),
-                    location: format!("{location} ({name:?}) extras"),
-                    source: Box::new(source),
+                clip.with_events(events).map_err(|source| {
+                    Error::build(
+                        self.file.to_path_buf(),
+                        format!("{location} ({name:?}) extras"),
+                        source,
+                    )
                 })?
             };
             clips.push(Arc::new(clip));
