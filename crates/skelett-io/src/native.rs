@@ -230,6 +230,34 @@ pub fn load_bytes(bytes: &[u8], name: &Path) -> Result<Asset, Error> {
     read_asset(&mut r)
 }
 
+/// Values whose file form is their native form with every scalar in little-endian order.
+trait LittleEndian {
+    /// Swaps each scalar from little-endian to the machine's order (big-endian only).
+    fn swap_from_le(&mut self);
+}
+impl LittleEndian for u16 {
+    fn swap_from_le(&mut self) {
+        *self = u16::from_le(*self);
+    }
+}
+impl LittleEndian for u32 {
+    fn swap_from_le(&mut self) {
+        *self = u32::from_le(*self);
+    }
+}
+macro_rules! float_le {
+    ($($t:ty),*) => {$(
+        impl LittleEndian for $t {
+            fn swap_from_le(&mut self) {
+                for x in bytemuck::cast_slice_mut::<$t, f32>(std::slice::from_mut(self)) {
+                    *x = f32::from_bits(u32::from_le(x.to_bits()));
+                }
+            }
+        }
+    )*};
+}
+float_le!(f32, Vec2, Vec3, Vec4, Quat);
+
 struct Writer(Vec<u8>);
 
 impl Writer {
@@ -309,35 +337,23 @@ impl<'a> Reader<'a> {
         Ok(f32::from_bits(self.u32(what)?))
     }
     fn f32s(&mut self, n: usize, what: &str) -> Result<Vec<f32>, Error> {
-        let b = self.take(n.saturating_mul(4), what)?;
-        Ok(b.chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
+        self.pod(n, what)
     }
-    /// `n` items of `N` floats each, converted by `f` as they are read.
-    fn array<T, const N: usize>(
+    /// `n` plain values stored little-endian, copied in bulk: on little-endian machines the
+    /// file's bytes are the values' bytes, so this is a `memcpy` into a zeroed vector.
+    fn pod<T: bytemuck::Pod + LittleEndian>(
         &mut self,
         n: usize,
         what: &str,
-        f: impl Fn([f32; N]) -> T,
     ) -> Result<Vec<T>, Error> {
-        let b = self.take(n.saturating_mul(4 * N), what)?;
-        Ok(b.chunks_exact(4 * N)
-            .map(|c| {
-                let mut a = [0f32; N];
-                for (i, x) in a.iter_mut().enumerate() {
-                    x.clone_from(&f32::from_le_bytes([
-                        c[4 * i],
-                        c[4 * i + 1],
-                        c[4 * i + 2],
-                        c[4 * i + 3],
-                    ]));
-                }
-                f(a)
-            })
-            .collect())
+        let b = self.take(n.saturating_mul(std::mem::size_of::<T>()), what)?;
+        let mut out = vec![T::zeroed(); n];
+        bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(b);
+        if cfg!(target_endian = "big") {
+            out.iter_mut().for_each(LittleEndian::swap_from_le);
+        }
+        Ok(out)
     }
-
     fn str(&mut self, what: &str) -> Result<String, Error> {
         let n = self.count(1, what)?;
         let at = self.pos;
@@ -414,35 +430,27 @@ fn read_asset(r: &mut Reader) -> Result<Asset, Error> {
                 return Err(r.bad("1 to 8 influences per vertex".into()));
             }
             let flags = r.u8("attribute flags")?;
-            let positions = r.array(v, "positions", Vec3::from_array)?;
+            let positions = r.pod(v, "positions")?;
             let normals = if flags & 1 != 0 {
-                Some(r.array(v, "normals", Vec3::from_array)?)
+                Some(r.pod(v, "normals")?)
             } else {
                 None
             };
             let tangents = if flags & 2 != 0 {
-                Some(r.array(v, "tangents", Vec4::from_array)?)
+                Some(r.pod(v, "tangents")?)
             } else {
                 None
             };
             let uvs = if flags & 4 != 0 {
-                Some(r.array(v, "uvs", Vec2::from_array)?)
+                Some(r.pod(v, "uvs")?)
             } else {
                 None
             };
             let m = v.saturating_mul(influences);
-            let jb = r.take(m.saturating_mul(2), "joint indices")?;
-            let joints = jb
-                .chunks_exact(2)
-                .map(|c| u16::from_le_bytes([c[0], c[1]]))
-                .collect();
+            let joints = r.pod(m, "joint indices")?;
             let weights = r.f32s(m, "weights")?;
             let ni = r.count(4, "indices")?;
-            let ib = r.take(ni * 4, "indices")?;
-            let indices = ib
-                .chunks_exact(4)
-                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect();
+            let indices = r.pod(ni, "indices")?;
             let bc = r.f32s(4, "the base colour")?;
             let base_color_texture = if flags & 8 != 0 {
                 Some(r.u32("a texture index")? as usize)
@@ -516,12 +524,21 @@ fn read_asset(r: &mut Reader) -> Result<Asset, Error> {
         let nk = r.count(4, "key times")?;
         let times = r.f32s(nk, "key times")?;
         let nv = r.count(12, "vector values")?;
-        let vec3s = r.array(nv, "vector values", Vec3A::from_array)?;
+        let vec3s = r
+            .pod::<Vec3>(nv, "vector values")?
+            .into_iter()
+            .map(Vec3A::from)
+            .collect();
         let nq = r.count(24, "rotation values")?;
-        let quats = r.array(nq, "rotation values", Quat::from_array)?;
-        let slerp = r.array(nq, "slerp angles", |[angle, inv_sin]: [f32; 2]| {
-            skelett::transform::SlerpSegment { angle, inv_sin }
-        })?;
+        let quats = r.pod(nq, "rotation values")?;
+        let slerp = r
+            .pod::<Vec2>(nq, "slerp angles")?
+            .into_iter()
+            .map(|v| skelett::transform::SlerpSegment {
+                angle: v.x,
+                inv_sin: v.y,
+            })
+            .collect();
         let ne = r.count(9, "events")?;
         let mut events = Vec::with_capacity(ne);
         for _ in 0..ne {

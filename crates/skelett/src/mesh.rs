@@ -99,13 +99,9 @@ impl SkinnedMesh {
                     p.weights.len()
                 )));
             }
-            // Max and count reductions vectorise; the culprit is searched only on failure.
-            let indices_ok = p
-                .indices
-                .iter()
-                .copied()
-                .max()
-                .is_none_or(|m| (m as usize) < n);
+            // OR-reductions vectorise even on baseline SSE2; the culprit is searched only on
+            // failure.
+            let indices_ok = all_below(&p.indices, n);
             if let Some(i) = (!indices_ok)
                 .then(|| p.indices.iter().position(|&i| i as usize >= n))
                 .flatten()
@@ -130,20 +126,8 @@ impl SkinnedMesh {
                 .filter(|w| !(0.0..=f32::MAX).contains(*w))
                 .count()
                 == 0;
-            let joints_ok = p
-                .joints
-                .iter()
-                .copied()
-                .max()
-                .is_none_or(|m| (m as usize) < n);
-            let positions_ok = p
-                .positions
-                .iter()
-                .filter(|v| {
-                    !(v.x.abs() <= f32::MAX && v.y.abs() <= f32::MAX && v.z.abs() <= f32::MAX)
-                })
-                .count()
-                == 0;
+            let joints_ok = all_below(&p.joints, n);
+            let positions_ok = all_finite(&p.positions);
             if !(weights_ok && joints_ok && positions_ok) {
                 for (k, (&j, &w)) in p.joints.iter().zip(&p.weights).enumerate() {
                     if !(w.is_finite() && w >= 0.0) {
@@ -162,5 +146,63 @@ impl SkinnedMesh {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether every value is below `n`, as one 32-bit OR-reduction (it vectorises on baseline
+/// SSE2, unlike an unsigned max): for `n <= 2^31`, `v | (n - 1 - v)` has bit 31 set exactly
+/// when `v >= n`.
+fn all_below<T: Copy + Into<u32>>(values: &[T], n: usize) -> bool {
+    match n {
+        0 => values.is_empty(),
+        n if n > 1 << 31 => values.iter().all(|&v| (v.into() as usize) < n),
+        n => {
+            let last = (n - 1) as u32;
+            let mut acc = 0u32;
+            for &v in values {
+                let v: u32 = v.into();
+                acc |= v | last.wrapping_sub(v);
+            }
+            acc >> 31 == 0
+        }
+    }
+}
+
+/// Whether every coordinate is finite, as one OR-reduction over the exponent bits: adding
+/// one to an all-ones exponent carries into the sign position, any other exponent does not.
+fn all_finite(v: &[glam::Vec3]) -> bool {
+    const EXP: u32 = 0x7f80_0000;
+    let flag = |x: f32| (x.to_bits() & EXP).wrapping_add(0x0080_0000);
+    bytemuck::cast_slice::<glam::Vec3, f32>(v)
+        .iter()
+        .fold(0u32, |acc, &x| acc | flag(x))
+        >> 31
+        == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reductions_find_every_bad_value() {
+        assert!(all_below(&[0u32, 4, 2], 5));
+        assert!(!all_below(&[0u32, 5, 2], 5));
+        assert!(!all_below(&[u32::MAX], 5));
+        assert!(!all_below(&[1u32 << 31], 1 << 31));
+        assert!(all_below(&[(1u32 << 31) - 1], 1 << 31));
+        assert!(all_below(&[u32::MAX - 1], u32::MAX as usize));
+        assert!(!all_below(&[u32::MAX], u32::MAX as usize));
+        assert!(!all_below(&[0u32], 0));
+        assert!(all_below::<u32>(&[], 0));
+        let ok = [glam::Vec3::new(f32::MAX, -f32::MAX, f32::MIN_POSITIVE); 3];
+        assert!(all_finite(&ok));
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -f32::NAN] {
+            for axis in 0..3 {
+                let mut v = ok;
+                v[1][axis] = bad;
+                assert!(!all_finite(&v), "{bad} on axis {axis}");
+            }
+        }
     }
 }
