@@ -2,8 +2,9 @@
 //! mesh primitive of each asset, clip 0, at the reference's times, for the 256 listed
 //! vertices. This checks what the joint matrices alone cannot: the imported inverse bind
 //! matrices, JOINTS/WEIGHTS (u8 and u16 indices, float and normalised weights) and positions.
-//! Skinning here is plain linear blend skinning written out in the test (the library's own
-//! CPU skinning is a later step), in f64 on top of skelett's f32 palette.
+//! Each sample is skinned twice: by the library's CPU skinning (`skelett::skin`, grouped by
+//! influence count, f32) and by plain linear blend skinning written out here in f64 on top of
+//! skelett's palette, which isolates import errors from skinning errors.
 //!
 //! Tolerance: 1e-4 of the mesh's size (the largest distance of a reference vertex from the
 //! origin). Past a clip's end three.js shows the first frame for some clips (see
@@ -12,6 +13,7 @@
 mod common;
 
 use glam::{DVec3, Mat4};
+use skelett::skin::{SkinOutput, SkinPalette, SkinningMesh, SkinningMethod};
 use skelett::{local_to_model, sample_uncached, skinning_palette, Pose};
 
 const FIRST_FRAME_PAST_END: &[&str] = &["CesiumMan.glb", "CesiumMan_cubic.glb", "RiggedFigure.glb"];
@@ -37,6 +39,14 @@ fn check(file: &str) -> f64 {
     let mut pose = Pose::rest(&asset.skeleton);
     let mut model = vec![Mat4::IDENTITY; asset.skeleton.len()];
     let mut palette = vec![Mat4::IDENTITY; skin.len()];
+    let mesh_cpu = SkinningMesh::new(prim, skin.len()).unwrap();
+    let mut slot = vec![0usize; prim.vertex_count()];
+    for (i, &v) in mesh_cpu.source_vertices().iter().enumerate() {
+        slot[v as usize] = i;
+    }
+    let mut skin_palette = SkinPalette::new(SkinningMethod::Linear);
+    let mut skinned = vec![glam::Vec3::ZERO; prim.vertex_count()];
+    let mut worst_cpu = 0.0f64;
     let root = asset.skeleton.root_transform().as_dmat4();
     let mut worst = 0.0f64;
     for s in r["samples"].as_array().unwrap() {
@@ -49,6 +59,17 @@ fn check(file: &str) -> f64 {
         sample_uncached(clip, at, &mut pose).unwrap();
         local_to_model(&asset.skeleton, &pose, 0, &mut model).unwrap();
         skinning_palette(skin, &model, &mut palette).unwrap();
+        skin_palette.update(skin, &model).unwrap();
+        skelett::skin::skin(
+            &mesh_cpu,
+            &skin_palette,
+            SkinOutput {
+                positions: &mut skinned,
+                normals: None,
+                tangents: None,
+            },
+        )
+        .unwrap();
         let world = s["world"].as_array().unwrap();
         let size = world
             .iter()
@@ -81,13 +102,20 @@ fn check(file: &str) -> f64 {
             );
             let err = (got - want).length() / size;
             worst = worst.max(err);
+            let cpu = root.transform_point3(skinned[slot[v]].as_dvec3());
+            let err_cpu = (cpu - want).length() / size;
+            worst_cpu = worst_cpu.max(err_cpu);
+            assert!(
+                err_cpu < 1e-4,
+                "{file} t={t} vertex {v}: skelett::skin gives {cpu}, want {want} (relative {err_cpu:e})"
+            );
             assert!(
                 err < 1e-4,
                 "{file} t={t} vertex {v}: got {got} want {want} (relative {err:e})"
             );
         }
     }
-    eprintln!("{file}: worst relative vertex error {worst:e}");
+    eprintln!("{file}: worst relative vertex error {worst:e} (f64 formula), {worst_cpu:e} (skelett::skin)");
     worst
 }
 

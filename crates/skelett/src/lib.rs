@@ -55,6 +55,7 @@ pub mod parts;
 pub mod pose;
 pub mod sampling;
 pub mod skeleton;
+pub mod skin;
 pub mod transform;
 
 pub use clip::{
@@ -71,4 +72,5 @@ pub use pose::{
 };
 pub use sampling::{sample, sample_joint, sample_uncached, SamplingCache};
 pub use skeleton::{JointIndex, RawJoint, RawSkeleton, Skeleton, MAX_JOINTS};
+pub use skin::{skin, SkinOutput, SkinPalette, SkinningMesh, SkinningMethod};
 pub use transform::Transform;

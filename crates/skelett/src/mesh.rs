@@ -75,74 +75,86 @@ impl SkinnedMesh {
     /// [`Error::Mesh`] naming the primitive and the problem.
     pub fn validate(&self, skin: &Skin) -> Result<(), Error> {
         for (pi, p) in self.primitives.iter().enumerate() {
-            let err = |problem: String| Error::Mesh {
+            p.check(skin.len()).map_err(|problem| Error::Mesh {
                 mesh: self.name.clone(),
                 problem: format!("primitive {pi}: {problem}"),
-            };
-            let n = p.positions.len();
-            let same = |what: &str, len: Option<usize>| match len {
-                Some(l) if l != n => Err(err(format!("{what} has {l} entries for {n} vertices"))),
-                _ => Ok(()),
-            };
-            same("normals", p.normals.as_ref().map(Vec::len))?;
-            same("tangents", p.tangents.as_ref().map(Vec::len))?;
-            same("uvs", p.uvs.as_ref().map(Vec::len))?;
-            if p.influences == 0
-                || p.joints.len() != n * p.influences
-                || p.weights.len() != n * p.influences
-            {
-                return Err(err(format!(
-                    "{} influences per vertex need {} joints and weights, found {} and {}",
-                    p.influences,
-                    n * p.influences,
-                    p.joints.len(),
-                    p.weights.len()
-                )));
-            }
-            // OR-reductions vectorise even on baseline SSE2; the culprit is searched only on
-            // failure.
-            let indices_ok = all_below(&p.indices, n);
-            if let Some(i) = (!indices_ok)
-                .then(|| p.indices.iter().position(|&i| i as usize >= n))
-                .flatten()
-            {
-                return Err(err(format!(
-                    "index {i} is {}, past the {n} vertices",
-                    p.indices[i]
-                )));
-            }
-            if p.indices.len() % 3 != 0 {
-                return Err(err(format!(
-                    "{} indices do not make whole triangles",
-                    p.indices.len()
-                )));
-            }
-            // Branch-free scans first (they vectorise); the slow search for the culprit only
-            // runs when one fails.
-            let n = skin.len();
-            let weights_ok = p
-                .weights
-                .iter()
-                .filter(|w| !(0.0..=f32::MAX).contains(*w))
-                .count()
-                == 0;
-            let joints_ok = all_below(&p.joints, n);
-            let positions_ok = all_finite(&p.positions);
-            if !(weights_ok && joints_ok && positions_ok) {
-                for (k, (&j, &w)) in p.joints.iter().zip(&p.weights).enumerate() {
-                    if !(w.is_finite() && w >= 0.0) {
-                        return Err(err(format!("vertex {} has weight {w}", k / p.influences)));
-                    }
-                    if j as usize >= n {
-                        return Err(err(format!(
-                            "vertex {} uses palette entry {j}, the skin has {n}",
-                            k / p.influences
-                        )));
-                    }
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl MeshPrimitive {
+    /// Checks the primitive against a palette of `palette_len` entries: attribute lengths
+    /// agree, indices and palette indices (of every slot, weighted or not) are in range,
+    /// values are finite, and weights are non-negative. Returns the problem found.
+    pub(crate) fn check(&self, palette_len: usize) -> Result<(), String> {
+        let p = self;
+        let err = |problem: String| problem;
+        let n = p.positions.len();
+        let same = |what: &str, len: Option<usize>| match len {
+            Some(l) if l != n => Err(err(format!("{what} has {l} entries for {n} vertices"))),
+            _ => Ok(()),
+        };
+        same("normals", p.normals.as_ref().map(Vec::len))?;
+        same("tangents", p.tangents.as_ref().map(Vec::len))?;
+        same("uvs", p.uvs.as_ref().map(Vec::len))?;
+        if p.influences == 0
+            || p.influences > crate::skin::MAX_INFLUENCES
+            || p.joints.len() != n * p.influences
+            || p.weights.len() != n * p.influences
+        {
+            return Err(err(format!(
+                "{} influences per vertex (1 to 8) need {} joints and weights, found {} and {}",
+                p.influences,
+                n * p.influences,
+                p.joints.len(),
+                p.weights.len()
+            )));
+        }
+        // OR-reductions vectorise even on baseline SSE2; the culprit is searched only on
+        // failure.
+        let indices_ok = all_below(&p.indices, n);
+        if let Some(i) = (!indices_ok)
+            .then(|| p.indices.iter().position(|&i| i as usize >= n))
+            .flatten()
+        {
+            return Err(err(format!(
+                "index {i} is {}, past the {n} vertices",
+                p.indices[i]
+            )));
+        }
+        if p.indices.len() % 3 != 0 {
+            return Err(err(format!(
+                "{} indices do not make whole triangles",
+                p.indices.len()
+            )));
+        }
+        // Branch-free scans first (they vectorise); the slow search for the culprit only
+        // runs when one fails.
+        let n = palette_len;
+        let weights_ok = p
+            .weights
+            .iter()
+            .filter(|w| !(0.0..=f32::MAX).contains(*w))
+            .count()
+            == 0;
+        let joints_ok = all_below(&p.joints, n);
+        let positions_ok = all_finite(&p.positions);
+        if !(weights_ok && joints_ok && positions_ok) {
+            for (k, (&j, &w)) in p.joints.iter().zip(&p.weights).enumerate() {
+                if !(w.is_finite() && w >= 0.0) {
+                    return Err(err(format!("vertex {} has weight {w}", k / p.influences)));
                 }
-                if let Some(i) = p.positions.iter().position(|v| !v.is_finite()) {
-                    return Err(err(format!("position {i} is not finite")));
+                if j as usize >= n {
+                    return Err(err(format!(
+                        "vertex {} uses palette entry {j}, the skin has {n}",
+                        k / p.influences
+                    )));
                 }
+            }
+            if let Some(i) = p.positions.iter().position(|v| !v.is_finite()) {
+                return Err(err(format!("position {i} is not finite")));
             }
         }
         Ok(())

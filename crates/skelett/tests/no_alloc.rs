@@ -1,6 +1,6 @@
 //! The per-frame path allocates nothing: a counting global allocator watches sampling,
-//! the hierarchy, the palette and animator updates (cross-fades, sync, events, additive
-//! layers, root motion) once they are set up.
+//! the hierarchy, the palette, animator updates (cross-fades, sync, events, additive
+//! layers, root motion) and CPU skinning (linear and dual quaternion) once they are set up.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
@@ -88,6 +88,33 @@ fn per_frame_path_does_not_allocate() {
     let mut palette = vec![Mat4::IDENTITY; skin.len()];
     let mut pose = Pose::rest(&sk);
     let mut cache = SamplingCache::for_clip(&run);
+    let prim = &fox.meshes[0].primitives[0];
+    let mesh = SkinningMesh::new(prim, skin.len()).unwrap();
+    let mut skin_palettes = [
+        SkinPalette::new(SkinningMethod::Linear),
+        SkinPalette::new(SkinningMethod::DualQuaternion),
+    ];
+    let mut positions = vec![glam::Vec3::ZERO; mesh.vertex_count()];
+    let mut normals = positions.clone();
+    let skin_all = |palettes: &mut [SkinPalette; 2],
+                    model: &[Mat4],
+                    positions: &mut [glam::Vec3],
+                    normals: &mut [glam::Vec3]| {
+        for p in palettes.iter_mut() {
+            p.update(&skin, model).unwrap();
+            skelett::skin(
+                &mesh,
+                p,
+                SkinOutput {
+                    positions: &mut *positions,
+                    normals: Some(&mut *normals),
+                    tangents: None,
+                },
+            )
+            .unwrap();
+        }
+    };
+    skin_all(&mut skin_palettes, &model, &mut positions, &mut normals);
     // Warm up: the first updates may size reusable buffers.
     for _ in 0..10 {
         anim.update(1.0 / 60.0);
@@ -99,6 +126,7 @@ fn per_frame_path_does_not_allocate() {
         local_to_model(&sk, anim.pose(), 0, &mut model).unwrap();
         skinning_palette(&skin, &model, &mut palette).unwrap();
         sample(&run, i as f32 * 0.013, &mut cache, &mut pose).unwrap();
+        skin_all(&mut skin_palettes, &model, &mut positions, &mut normals);
     }
     let after = ALLOCATIONS.load(Ordering::Relaxed);
     assert!(events > 10, "events fired: {events}");
