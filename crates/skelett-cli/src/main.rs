@@ -76,6 +76,10 @@ enum Command {
             allow_hyphen_values = true
         )]
         times: Vec<f32>,
+        /// Also skin the first mesh primitive and print N of its vertices, spread evenly
+        /// (vertex k*(count-1)/(N-1)), as in the skin reference files.
+        #[arg(long, value_name = "N")]
+        vertices: Option<usize>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -170,8 +174,16 @@ fn main() -> ExitCode {
             file,
             clip,
             times,
+            vertices,
             json,
-        } => sample::run(&mut out, file.as_deref(), clip.as_deref(), &times, json),
+        } => sample::run(
+            &mut out,
+            file.as_deref(),
+            clip.as_deref(),
+            &times,
+            vertices,
+            json,
+        ),
         Command::Play {
             file,
             script,

@@ -4,12 +4,20 @@
 //! one clip sampled) with `index`, `name`, `start`, `end` and `samples`, each with `t` and
 //! `joints`, each with `joint`, `name` and `world` as 16 column-major numbers; so the two can
 //! be compared number by number.
+//!
+//! With `--vertices N`, the first skinned mesh primitive is skinned on the CPU at each time
+//! and N of its vertices (vertex `k * (count - 1) / (N - 1)`, rounded down) are reported in
+//! the shape of `shared/data/reference/skin/*.json`: a top-level `vertices` list, and per
+//! sample `local` (skelett's model space) and `world` (scene space) positions.
 
 use std::path::Path;
 
-use glam::Mat4;
+use glam::{Mat4, Vec3};
 use serde::Serialize;
-use skelett::{local_to_model, sample, Pose, SamplingCache};
+use skelett::{
+    local_to_model, sample, Pose, SamplingCache, SkinOutput, SkinPalette, SkinningMesh,
+    SkinningMethod,
+};
 
 use crate::outln;
 
@@ -20,6 +28,9 @@ struct Output {
     source: String,
     convention: &'static str,
     clips: [ClipSamples; 1],
+    /// With `--vertices`: the source vertex indices whose skinned positions each sample has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vertices: Option<Vec<usize>>,
 }
 
 #[derive(Serialize)]
@@ -35,6 +46,84 @@ struct ClipSamples {
 struct Sample {
     t: f32,
     joints: Vec<JointWorld>,
+    /// Skinned positions in skelett's model space (the skeleton's space).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    local: Option<Vec<[f32; 3]>>,
+    /// The same after the skeleton's root transform (scene space).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    world: Option<Vec<[f32; 3]>>,
+}
+
+/// The first skinned mesh primitive, ready to skin, and the vertices to report.
+struct VertexProbe {
+    mesh: SkinningMesh,
+    skin: usize,
+    /// For each reported source vertex, its slot in skinning order.
+    slots: Vec<usize>,
+    sources: Vec<usize>,
+    palette: SkinPalette,
+    out: Vec<Vec3>,
+}
+
+impl VertexProbe {
+    fn new(asset: &skelett_io::Asset, n: usize) -> Result<Self> {
+        let m = asset
+            .meshes
+            .first()
+            .ok_or("--vertices: the file has no skinned mesh")?;
+        let prim = m
+            .primitives
+            .first()
+            .ok_or("--vertices: the first mesh has no primitive")?;
+        let skin = &asset.skins[m.skin];
+        let mesh = SkinningMesh::new(prim, skin.len())?;
+        let count = mesh.vertex_count();
+        if n == 0 || count == 0 {
+            return Err("--vertices needs at least one vertex to report".into());
+        }
+        // Vertex k * (count - 1) / (n - 1), rounded down: evenly spread, first and last included.
+        let sources: Vec<usize> = (0..n)
+            .map(|k| if n == 1 { 0 } else { k * (count - 1) / (n - 1) })
+            .collect();
+        let mut slot_of = vec![0usize; count];
+        for (slot, &v) in mesh.source_vertices().iter().enumerate() {
+            slot_of[v as usize] = slot;
+        }
+        Ok(VertexProbe {
+            slots: sources.iter().map(|&v| slot_of[v]).collect(),
+            sources,
+            skin: m.skin,
+            palette: SkinPalette::new(SkinningMethod::Linear),
+            out: vec![Vec3::ZERO; count],
+            mesh,
+        })
+    }
+
+    fn skin(
+        &mut self,
+        asset: &skelett_io::Asset,
+        model: &[Mat4],
+        root: Mat4,
+    ) -> Result<(Vec<[f32; 3]>, Vec<[f32; 3]>)> {
+        self.palette.update(&asset.skins[self.skin], model)?;
+        skelett::skin(
+            &self.mesh,
+            &self.palette,
+            SkinOutput {
+                positions: &mut self.out,
+                normals: None,
+                tangents: None,
+            },
+        )?;
+        let local: Vec<Vec3> = self.slots.iter().map(|&s| self.out[s]).collect();
+        Ok((
+            local.iter().map(|v| v.to_array()).collect(),
+            local
+                .iter()
+                .map(|&v| root.transform_point3(v).to_array())
+                .collect(),
+        ))
+    }
 }
 
 #[derive(Serialize)]
@@ -54,9 +143,11 @@ pub fn run(
     file: Option<&Path>,
     clip: Option<&str>,
     times: &[f32],
+    vertices: Option<usize>,
     json: bool,
 ) -> Result<()> {
     let (asset, source) = crate::load(file)?;
+    let mut probe = vertices.map(|n| VertexProbe::new(&asset, n)).transpose()?;
     let (index, clip) = match clip {
         None => asset
             .clips
@@ -84,8 +175,17 @@ pub fn run(
     for &t in times {
         sample(clip, t, &mut cache, &mut pose)?;
         local_to_model(skeleton, &pose, 0, &mut model)?;
+        let (local, world) = match probe.as_mut() {
+            Some(p) => {
+                let (l, w) = p.skin(&asset, &model, root)?;
+                (Some(l), Some(w))
+            }
+            None => (None, None),
+        };
         samples.push(Sample {
             t,
+            local,
+            world,
             joints: skin_joints
                 .iter()
                 .enumerate()
@@ -107,6 +207,7 @@ pub fn run(
             end: clip.end(),
             samples,
         }],
+        vertices: probe.as_ref().map(|p| p.sources.clone()),
     };
     if json {
         outln!(out, "{}", serde_json::to_string(&result)?);
@@ -136,6 +237,21 @@ pub fn run(
                     row.y,
                     row.z,
                     row.w
+                );
+            }
+        }
+        if let (Some(world), Some(vs)) = (&s.world, &result.vertices) {
+            outln!(
+                out,
+                "  skinned vertices of mesh 0, primitive 0 (scene space)"
+            );
+            for (v, p) in vs.iter().zip(world) {
+                outln!(
+                    out,
+                    "    [{v}] {:>13.7} {:>13.7} {:>13.7}",
+                    p[0],
+                    p[1],
+                    p[2]
                 );
             }
         }

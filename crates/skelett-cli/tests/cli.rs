@@ -119,6 +119,63 @@ fn sample_json_matches_the_reference() {
     }
 }
 
+/// `skelett sample --vertices 256` picks the reference's vertices and reproduces three.js's
+/// skinned positions for them.
+#[test]
+fn sample_vertices_match_the_skin_reference() {
+    let reference: Value = serde_json::from_str(
+        &std::fs::read_to_string(data("reference/skin/Fox.glb.skin.json")).unwrap(),
+    )
+    .unwrap();
+    let times: Vec<String> = reference["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["t"].as_f64().unwrap().to_string())
+        .collect();
+    let path = data("gltf/Fox.glb");
+    let (ok, out, err) = skelett(&[
+        "sample",
+        path.to_str().unwrap(),
+        "--clip",
+        "0",
+        "--times",
+        &times.join(","),
+        "--vertices",
+        "256",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v["vertices"], reference["vertices"],
+        "the same vertex choice"
+    );
+    let size = 150.0; // Fox is about 150 units tall
+    for (got, want) in v["clips"][0]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(reference["samples"].as_array().unwrap())
+    {
+        let (got, want) = (
+            got["world"].as_array().unwrap(),
+            want["world"].as_array().unwrap(),
+        );
+        assert_eq!(got.len(), 256);
+        for (g, w) in got.iter().zip(want) {
+            for axis in 0..3 {
+                let (a, b) = (g[axis].as_f64().unwrap(), w[axis].as_f64().unwrap());
+                assert!((a - b).abs() < 1e-4 * size, "{a} vs {b}");
+            }
+        }
+    }
+    // Text output lists them too.
+    let (ok, out, err) = skelett(&["sample", "--times", "0.5", "--vertices", "3"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("[0]") && out.contains("[1727]"), "{out}");
+}
+
 #[test]
 fn sample_text_and_clip_by_name() {
     let (ok, out, err) = skelett(&["sample", "--clip", "Walk", "--times", "0,0.25"]);
