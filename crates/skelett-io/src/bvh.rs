@@ -429,5 +429,6 @@ fn build(
         meshes: Vec::new(),
         clips: vec![Arc::new(clip)],
         warnings,
+        images: Vec::new(),
     })
 }

@@ -47,6 +47,19 @@ pub struct Asset {
     pub clips: Vec<Arc<Clip>>,
     /// What was skipped or changed on the way, for the user to read.
     pub warnings: Vec<String>,
+    /// Images embedded in the source, by the source's image index (what
+    /// [`skelett::MeshPrimitive::base_color_texture`] refers to); `None` where an image was
+    /// not embedded (external files are not loaded) or the format has none.
+    pub images: Vec<Option<EncodedImage>>,
+}
+
+/// An image file's bytes as the source stored them (PNG or JPEG), for renderers to decode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EncodedImage {
+    /// The MIME type the source declares (`image/png`, `image/jpeg`).
+    pub mime: String,
+    /// The encoded bytes.
+    pub bytes: Arc<[u8]>,
 }
 
 impl Asset {

@@ -585,5 +585,6 @@ fn read_asset(r: &mut Reader) -> Result<Asset, Error> {
         meshes,
         clips,
         warnings,
+        images: Vec::new(),
     })
 }

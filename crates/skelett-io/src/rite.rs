@@ -430,6 +430,7 @@ pub fn load_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
         meshes,
         clips,
         warnings: Vec::new(),
+        images: Vec::new(),
     })
 }
 

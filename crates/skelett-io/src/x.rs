@@ -697,6 +697,7 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
         meshes,
         clips,
         warnings,
+        images: Vec::new(),
     })
 }
 

@@ -124,7 +124,11 @@ impl<'a, 'b> Reader<'a, 'b> {
     }
 
     /// Locates the bytes of a view: (slice of the buffer, stride), checked.
-    fn view_bytes(&self, view: &gltf::buffer::View, location: &str) -> Result<&'a [u8], Error> {
+    pub(crate) fn view_bytes(
+        &self,
+        view: &gltf::buffer::View,
+        location: &str,
+    ) -> Result<&'a [u8], Error> {
         let buffer = &self.buffers[view.buffer().index()];
         let start = view.offset();
         let end = start

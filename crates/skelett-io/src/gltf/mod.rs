@@ -116,13 +116,42 @@ impl Importer<'_, '_> {
         let skins = self.skins(&joint_of_node, &skeleton)?;
         let meshes = self.meshes(&skins)?;
         let clips = self.clips(&joint_of_node, &skeleton)?;
+        let images = self.images()?;
         Ok(Asset {
             skeleton: Arc::new(skeleton),
             skins,
             meshes,
             clips,
             warnings: self.warnings,
+            images,
         })
+    }
+
+    /// Images stored in buffer views (GLB, or `.gltf` with buffers); images given by URI are
+    /// not loaded (a warning says so).
+    fn images(&mut self) -> Result<Vec<Option<crate::EncodedImage>>, Error> {
+        let mut out = Vec::new();
+        for image in self.doc.images() {
+            match image.source() {
+                gltf::image::Source::View { view, mime_type } => {
+                    let bytes = self
+                        .reader
+                        .view_bytes(&view, &format!("images[{}]", image.index()))?;
+                    out.push(Some(crate::EncodedImage {
+                        mime: mime_type.to_string(),
+                        bytes: bytes.into(),
+                    }));
+                }
+                gltf::image::Source::Uri { .. } => {
+                    self.warnings.push(format!(
+                        "images[{}] is referenced by URI and was not loaded",
+                        image.index()
+                    ));
+                    out.push(None);
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Each node's parent, rejecting nodes with two parents and cycles (in O(nodes)).

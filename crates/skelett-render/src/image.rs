@@ -1,0 +1,132 @@
+//! RGBA images read back from the GPU, and their PNG and animated GIF files.
+//!
+//! PNG through the `png` crate; GIF through the `gif` crate, each frame quantised to its own
+//! 256-colour palette (NeuQuant, from `gif`'s `color_quant`).
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+
+use crate::RenderError;
+
+/// An 8-bit sRGB RGBA image, rows top to bottom.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Image {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// `width * height * 4` bytes.
+    pub rgba: Vec<u8>,
+}
+
+impl Image {
+    /// The pixel at (x, y), or `None` outside the image.
+    pub fn pixel(&self, x: u32, y: u32) -> Option<[u8; 4]> {
+        if x >= self.width || y >= self.height {
+            return None;
+        }
+        let i = ((y * self.width + x) * 4) as usize;
+        self.rgba.get(i..i + 4).map(|p| [p[0], p[1], p[2], p[3]])
+    }
+
+    /// Writes a PNG file.
+    ///
+    /// # Errors
+    /// [`RenderError::Write`] naming the file.
+    pub fn write_png(&self, path: impl AsRef<Path>) -> Result<(), RenderError> {
+        let path = path.as_ref();
+        let err = |e: &dyn std::fmt::Display| RenderError::Write {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        };
+        let file = File::create(path).map_err(|e| err(&e))?;
+        let mut enc = png::Encoder::new(BufWriter::new(file), self.width, self.height);
+        enc.set_color(png::ColorType::Rgba);
+        enc.set_depth(png::BitDepth::Eight);
+        enc.set_source_srgb(png::SrgbRenderingIntent::Perceptual);
+        let mut w = enc.write_header().map_err(|e| err(&e))?;
+        w.write_image_data(&self.rgba).map_err(|e| err(&e))?;
+        w.finish().map_err(|e| err(&e))
+    }
+}
+
+/// An animated GIF being written frame by frame.
+pub struct GifWriter {
+    encoder: gif::Encoder<BufWriter<File>>,
+    path: String,
+    width: u16,
+    height: u16,
+    delay_cs: u16,
+    frames: usize,
+}
+
+impl GifWriter {
+    /// Starts `path`, looping forever, showing each frame for `frame_seconds` (GIF delays are
+    /// in hundredths of a second).
+    ///
+    /// # Errors
+    /// [`RenderError::Write`] naming the file; [`RenderError::Invalid`] for an image larger
+    /// than 65535 pixels across.
+    pub fn create(
+        path: impl AsRef<Path>,
+        width: u32,
+        height: u32,
+        frame_seconds: f32,
+    ) -> Result<GifWriter, RenderError> {
+        let path = path.as_ref().display().to_string();
+        let err = |e: &dyn std::fmt::Display| RenderError::Write {
+            path: path.clone(),
+            message: e.to_string(),
+        };
+        let (w, h) = (
+            u16::try_from(width)
+                .map_err(|_| RenderError::Invalid("GIF width over 65535".into()))?,
+            u16::try_from(height)
+                .map_err(|_| RenderError::Invalid("GIF height over 65535".into()))?,
+        );
+        let file = File::create(&path).map_err(|e| err(&e))?;
+        let mut encoder =
+            gif::Encoder::new(BufWriter::new(file), w, h, &[]).map_err(|e| err(&e))?;
+        encoder
+            .set_repeat(gif::Repeat::Infinite)
+            .map_err(|e| err(&e))?;
+        Ok(GifWriter {
+            encoder,
+            path,
+            width: w,
+            height: h,
+            delay_cs: (frame_seconds * 100.0).round().clamp(2.0, 65535.0) as u16,
+            frames: 0,
+        })
+    }
+
+    /// Appends a frame of the writer's size.
+    ///
+    /// # Errors
+    /// [`RenderError::Invalid`] for a frame of another size; [`RenderError::Write`].
+    pub fn push(&mut self, image: &Image) -> Result<(), RenderError> {
+        if image.width != self.width as u32 || image.height != self.height as u32 {
+            return Err(RenderError::Invalid(format!(
+                "GIF frame is {}x{}, the animation {}x{}",
+                image.width, image.height, self.width, self.height
+            )));
+        }
+        let mut rgba = image.rgba.clone();
+        let mut frame = gif::Frame::from_rgba_speed(self.width, self.height, &mut rgba, 10);
+        frame.delay = self.delay_cs;
+        self.encoder
+            .write_frame(&frame)
+            .map_err(|e| RenderError::Write {
+                path: self.path.clone(),
+                message: e.to_string(),
+            })?;
+        self.frames += 1;
+        Ok(())
+    }
+
+    /// Frames written so far.
+    pub fn frames(&self) -> usize {
+        self.frames
+    }
+}

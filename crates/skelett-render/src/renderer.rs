@@ -1,0 +1,854 @@
+//! The offscreen renderer: skinned meshes (lit, shaded, base colour), a wireframe, a
+//! skeleton overlay and a ground grid, drawn into a multisampled texture and read back.
+//!
+//! ```text
+//! Renderer::new(gpu, asset, options)   per mesh primitive: SkinningMesh -> GpuSkinner,
+//!                                      index and edge buffers, UVs, material
+//! render(gpu, model, camera):
+//!   SkinPalette::update per skin (CPU, from the model matrices)
+//!   compute: GpuSkinner::encode per primitive -> skinned vertex buffers
+//!   render pass (4x MSAA): mesh -> grid -> wireframe -> skeleton overlay (always on top)
+//!   resolve -> copy to a buffer -> Image
+//! ```
+
+use std::sync::Arc;
+
+use glam::{Mat4, Vec3};
+use skelett::skin::{SkinPalette, SkinningMesh, SkinningMethod};
+use skelett::{Skeleton, Skin};
+use skelett_io::Asset;
+use wgpu::util::DeviceExt;
+
+use crate::{Bounds, Gpu, GpuSkinner, Image, OrbitCamera, RenderError};
+
+const SAMPLES: u32 = 4;
+const COLOR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
+const DEPTH_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
+
+/// What to draw, and how large.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RenderOptions {
+    /// Image width in pixels.
+    pub width: u32,
+    /// Image height in pixels.
+    pub height: u32,
+    /// Draw the skinned, shaded meshes.
+    pub skin: bool,
+    /// Draw the meshes' triangle edges.
+    pub wireframe: bool,
+    /// Draw bones as lines between joints and joints as small axes, on top of everything.
+    pub skeleton: bool,
+    /// Draw a ground grid under the character.
+    pub grid: bool,
+    /// Background colour (linear RGB).
+    pub background: [f32; 3],
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        RenderOptions {
+            width: 640,
+            height: 480,
+            skin: true,
+            wireframe: false,
+            skeleton: false,
+            grid: true,
+            background: [0.045, 0.05, 0.06],
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct CameraUniform {
+    view_proj: [f32; 16],
+    root: [f32; 16],
+    eye: [f32; 4],
+    light_dir: [f32; 4],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct MaterialUniform {
+    base_color: [f32; 4],
+    flags: [f32; 4],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct LineVertex {
+    pos: [f32; 3],
+    color: [f32; 4],
+}
+
+struct DrawPrimitive {
+    skin: usize,
+    skinner: GpuSkinner,
+    indices: wgpu::Buffer,
+    index_count: u32,
+    edges: wgpu::Buffer,
+    edge_count: u32,
+    uvs: wgpu::Buffer,
+    material: wgpu::BindGroup,
+}
+
+/// Renders one asset's skinned meshes offscreen. Keep it for the whole animation: buffers
+/// and pipelines are made once.
+pub struct Renderer {
+    options: RenderOptions,
+    skeleton: Arc<Skeleton>,
+    skins: Vec<Skin>,
+    palettes: Vec<SkinPalette>,
+    primitives: Vec<DrawPrimitive>,
+    color: wgpu::TextureView,
+    resolve: wgpu::Texture,
+    resolve_view: wgpu::TextureView,
+    depth: wgpu::TextureView,
+    camera: wgpu::Buffer,
+    camera_group: wgpu::BindGroup,
+    mesh_pipeline: wgpu::RenderPipeline,
+    wire_pipeline: wgpu::RenderPipeline,
+    grid_pipeline: wgpu::RenderPipeline,
+    overlay_pipeline: wgpu::RenderPipeline,
+    lines: wgpu::Buffer,
+    line_capacity: usize,
+    line_scratch: Vec<LineVertex>,
+    grid: Vec<LineVertex>,
+    readback: wgpu::Buffer,
+    padded_row: u32,
+}
+
+impl Renderer {
+    /// Prepares every skinned mesh primitive of `asset` for drawing.
+    ///
+    /// # Errors
+    /// [`RenderError::Invalid`] for an empty image size; [`RenderError::Skelett`] if a mesh
+    /// does not fit its skin.
+    pub fn new(gpu: &Gpu, asset: &Asset, options: RenderOptions) -> Result<Renderer, RenderError> {
+        let (w, h) = (options.width, options.height);
+        let max = gpu.device.limits().max_texture_dimension_2d;
+        if w == 0 || h == 0 || w > max || h > max {
+            return Err(RenderError::Invalid(format!(
+                "image size {w}x{h}: each side must be 1 to {max} pixels"
+            )));
+        }
+        let d = &gpu.device;
+        let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("draw.wgsl"),
+            source: wgpu::ShaderSource::Wgsl(include_str!("shaders/draw.wgsl").into()),
+        });
+        let camera_layout = d.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("camera"),
+            entries: &[wgpu::BindGroupLayoutEntry {
+                binding: 0,
+                visibility: wgpu::ShaderStages::VERTEX_FRAGMENT,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Uniform,
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            }],
+        });
+        let material_layout = d.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("material"),
+            entries: &[
+                wgpu::BindGroupLayoutEntry {
+                    binding: 0,
+                    visibility: wgpu::ShaderStages::FRAGMENT,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                },
+                wgpu::BindGroupLayoutEntry {
+                    binding: 1,
+                    visibility: wgpu::ShaderStages::FRAGMENT,
+                    ty: wgpu::BindingType::Texture {
+                        sample_type: wgpu::TextureSampleType::Float { filterable: true },
+                        view_dimension: wgpu::TextureViewDimension::D2,
+                        multisampled: false,
+                    },
+                    count: None,
+                },
+                wgpu::BindGroupLayoutEntry {
+                    binding: 2,
+                    visibility: wgpu::ShaderStages::FRAGMENT,
+                    ty: wgpu::BindingType::Sampler(wgpu::SamplerBindingType::Filtering),
+                    count: None,
+                },
+            ],
+        });
+        let camera = d.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("camera"),
+            size: std::mem::size_of::<CameraUniform>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let camera_group = d.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("camera"),
+            layout: &camera_layout,
+            entries: &[wgpu::BindGroupEntry {
+                binding: 0,
+                resource: camera.as_entire_binding(),
+            }],
+        });
+        let mesh_layout = d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("mesh"),
+            bind_group_layouts: &[&camera_layout, &material_layout],
+            push_constant_ranges: &[],
+        });
+        let line_layout = d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("lines"),
+            bind_group_layouts: &[&camera_layout],
+            push_constant_ranges: &[],
+        });
+        let skinned_layout = wgpu::VertexBufferLayout {
+            array_stride: 32,
+            step_mode: wgpu::VertexStepMode::Vertex,
+            attributes: &[
+                wgpu::VertexAttribute {
+                    format: wgpu::VertexFormat::Float32x3,
+                    offset: 0,
+                    shader_location: 0,
+                },
+                wgpu::VertexAttribute {
+                    format: wgpu::VertexFormat::Float32x3,
+                    offset: 16,
+                    shader_location: 1,
+                },
+            ],
+        };
+        let uv_layout = wgpu::VertexBufferLayout {
+            array_stride: 8,
+            step_mode: wgpu::VertexStepMode::Vertex,
+            attributes: &[wgpu::VertexAttribute {
+                format: wgpu::VertexFormat::Float32x2,
+                offset: 0,
+                shader_location: 2,
+            }],
+        };
+        let line_vertex_layout = wgpu::VertexBufferLayout {
+            array_stride: std::mem::size_of::<LineVertex>() as u64,
+            step_mode: wgpu::VertexStepMode::Vertex,
+            attributes: &[
+                wgpu::VertexAttribute {
+                    format: wgpu::VertexFormat::Float32x3,
+                    offset: 0,
+                    shader_location: 0,
+                },
+                wgpu::VertexAttribute {
+                    format: wgpu::VertexFormat::Float32x4,
+                    offset: 12,
+                    shader_location: 1,
+                },
+            ],
+        };
+        let pipeline = |label: &str,
+                        layout: &wgpu::PipelineLayout,
+                        vs: &str,
+                        fs: &str,
+                        buffers: &[wgpu::VertexBufferLayout],
+                        topology: wgpu::PrimitiveTopology,
+                        depth_compare: wgpu::CompareFunction,
+                        depth_write: bool| {
+            d.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+                label: Some(label),
+                layout: Some(layout),
+                vertex: wgpu::VertexState {
+                    module: &module,
+                    entry_point: Some(vs),
+                    compilation_options: Default::default(),
+                    buffers,
+                },
+                primitive: wgpu::PrimitiveState {
+                    topology,
+                    cull_mode: None,
+                    ..Default::default()
+                },
+                depth_stencil: Some(wgpu::DepthStencilState {
+                    format: DEPTH_FORMAT,
+                    depth_write_enabled: depth_write,
+                    depth_compare,
+                    stencil: Default::default(),
+                    bias: Default::default(),
+                }),
+                multisample: wgpu::MultisampleState {
+                    count: SAMPLES,
+                    ..Default::default()
+                },
+                fragment: Some(wgpu::FragmentState {
+                    module: &module,
+                    entry_point: Some(fs),
+                    compilation_options: Default::default(),
+                    targets: &[Some(wgpu::ColorTargetState {
+                        format: COLOR_FORMAT,
+                        blend: None,
+                        write_mask: wgpu::ColorWrites::ALL,
+                    })],
+                }),
+                multiview: None,
+                cache: None,
+            })
+        };
+        use wgpu::CompareFunction::{Always, LessEqual};
+        use wgpu::PrimitiveTopology::{LineList, TriangleList};
+        let mesh_pipeline = pipeline(
+            "mesh",
+            &mesh_layout,
+            "vs_mesh",
+            "fs_mesh",
+            &[skinned_layout.clone(), uv_layout],
+            TriangleList,
+            LessEqual,
+            true,
+        );
+        let wire_pipeline = pipeline(
+            "wireframe",
+            &line_layout,
+            "vs_wire",
+            "fs_wire",
+            &[skinned_layout],
+            LineList,
+            LessEqual,
+            false,
+        );
+        let grid_pipeline = pipeline(
+            "grid",
+            &line_layout,
+            "vs_line",
+            "fs_line",
+            &[line_vertex_layout.clone()],
+            LineList,
+            LessEqual,
+            true,
+        );
+        let overlay_pipeline = pipeline(
+            "skeleton overlay",
+            &line_layout,
+            "vs_line",
+            "fs_line",
+            &[line_vertex_layout],
+            LineList,
+            Always,
+            false,
+        );
+
+        // A 1x1 white texture stands in where a primitive has no base colour texture.
+        let white = d.create_texture_with_data(
+            &gpu.queue,
+            &wgpu::TextureDescriptor {
+                label: Some("white"),
+                size: wgpu::Extent3d {
+                    width: 1,
+                    height: 1,
+                    depth_or_array_layers: 1,
+                },
+                mip_level_count: 1,
+                sample_count: 1,
+                dimension: wgpu::TextureDimension::D2,
+                format: wgpu::TextureFormat::Rgba8UnormSrgb,
+                usage: wgpu::TextureUsages::TEXTURE_BINDING,
+                view_formats: &[],
+            },
+            wgpu::util::TextureDataOrder::LayerMajor,
+            &[255, 255, 255, 255],
+        );
+        let white_view = white.create_view(&Default::default());
+        let sampler = d.create_sampler(&wgpu::SamplerDescriptor {
+            label: Some("base colour"),
+            address_mode_u: wgpu::AddressMode::Repeat,
+            address_mode_v: wgpu::AddressMode::Repeat,
+            mag_filter: wgpu::FilterMode::Linear,
+            min_filter: wgpu::FilterMode::Linear,
+            ..Default::default()
+        });
+
+        let mut primitives = Vec::new();
+        for mesh in &asset.meshes {
+            let skin = asset.skins.get(mesh.skin).ok_or_else(|| {
+                RenderError::Invalid(format!("mesh {:?} names a missing skin", mesh.name))
+            })?;
+            for p in &mesh.primitives {
+                let sm = SkinningMesh::new(p, skin.len())?;
+                let skinner = GpuSkinner::new(gpu, &sm);
+                let tri = sm.indices();
+                let mut edges = Vec::with_capacity(tri.len() * 2);
+                for t in tri.chunks_exact(3) {
+                    edges.extend_from_slice(&[t[0], t[1], t[1], t[2], t[2], t[0]]);
+                }
+                let uvs: Vec<[f32; 2]> = match &p.uvs {
+                    Some(uv) => sm.reorder(uv)?.iter().map(|v| v.to_array()).collect(),
+                    None => vec![[0.0, 0.0]; sm.vertex_count()],
+                };
+                let buf = |label: &str, bytes: &[u8], usage| {
+                    d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                        label: Some(label),
+                        contents: if bytes.is_empty() { &[0; 4] } else { bytes },
+                        usage,
+                    })
+                };
+                let texture = p
+                    .base_color_texture
+                    .and_then(|i| asset.images.get(i).cloned().flatten())
+                    .and_then(|img| upload_texture(gpu, &img));
+                let material = MaterialUniform {
+                    base_color: p.base_color.to_array(),
+                    flags: [texture.is_some() as u32 as f32, 0.0, 0.0, 0.0],
+                };
+                let texture_view = texture.as_ref().unwrap_or(&white_view);
+                let material_buf = buf(
+                    "material",
+                    bytemuck::bytes_of(&material),
+                    wgpu::BufferUsages::UNIFORM,
+                );
+                let material = d.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("material"),
+                    layout: &material_layout,
+                    entries: &[
+                        wgpu::BindGroupEntry {
+                            binding: 0,
+                            resource: material_buf.as_entire_binding(),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 1,
+                            resource: wgpu::BindingResource::TextureView(texture_view),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 2,
+                            resource: wgpu::BindingResource::Sampler(&sampler),
+                        },
+                    ],
+                });
+                primitives.push(DrawPrimitive {
+                    skin: mesh.skin,
+                    skinner,
+                    indices: buf(
+                        "indices",
+                        bytemuck::cast_slice(tri),
+                        wgpu::BufferUsages::INDEX,
+                    ),
+                    index_count: tri.len() as u32,
+                    edges: buf(
+                        "edges",
+                        bytemuck::cast_slice(&edges),
+                        wgpu::BufferUsages::INDEX,
+                    ),
+                    edge_count: edges.len() as u32,
+                    uvs: buf(
+                        "uvs",
+                        bytemuck::cast_slice(&uvs),
+                        wgpu::BufferUsages::VERTEX,
+                    ),
+                    material,
+                });
+            }
+        }
+
+        let target = |label: &str, format, samples, usage| {
+            d.create_texture(&wgpu::TextureDescriptor {
+                label: Some(label),
+                size: wgpu::Extent3d {
+                    width: w,
+                    height: h,
+                    depth_or_array_layers: 1,
+                },
+                mip_level_count: 1,
+                sample_count: samples,
+                dimension: wgpu::TextureDimension::D2,
+                format,
+                usage,
+                view_formats: &[],
+            })
+        };
+        let color = target(
+            "colour (MSAA)",
+            COLOR_FORMAT,
+            SAMPLES,
+            wgpu::TextureUsages::RENDER_ATTACHMENT,
+        )
+        .create_view(&Default::default());
+        let resolve = target(
+            "colour",
+            COLOR_FORMAT,
+            1,
+            wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+        );
+        let resolve_view = resolve.create_view(&Default::default());
+        let depth = target(
+            "depth",
+            DEPTH_FORMAT,
+            SAMPLES,
+            wgpu::TextureUsages::RENDER_ATTACHMENT,
+        )
+        .create_view(&Default::default());
+        let padded_row = (w * 4).div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT)
+            * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
+        let readback = d.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("image readback"),
+            size: (padded_row * h) as u64,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        // Grid (2 x 2 x 21 vertices) plus, per joint, a bone and three axes (8 vertices).
+        let line_capacity = 84 + asset.skeleton.len() * 8;
+        let lines = d.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("lines"),
+            size: (line_capacity * std::mem::size_of::<LineVertex>()) as u64,
+            usage: wgpu::BufferUsages::VERTEX | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Ok(Renderer {
+            options,
+            skeleton: asset.skeleton.clone(),
+            skins: asset.skins.clone(),
+            palettes: vec![SkinPalette::new(SkinningMethod::Linear); asset.skins.len()],
+            primitives,
+            color,
+            resolve,
+            resolve_view,
+            depth,
+            camera,
+            camera_group,
+            mesh_pipeline,
+            wire_pipeline,
+            grid_pipeline,
+            overlay_pipeline,
+            lines,
+            line_capacity,
+            line_scratch: Vec::with_capacity(line_capacity),
+            grid: Vec::new(),
+            readback,
+            padded_row,
+        })
+    }
+
+    /// The options it was made with.
+    pub fn options(&self) -> &RenderOptions {
+        &self.options
+    }
+
+    /// Changes what is drawn (the image size stays).
+    pub fn set_layers(&mut self, skin: bool, wireframe: bool, skeleton: bool, grid: bool) {
+        self.options.skin = skin;
+        self.options.wireframe = wireframe;
+        self.options.skeleton = skeleton;
+        self.options.grid = grid;
+    }
+
+    /// Number of mesh primitives drawn.
+    pub fn primitive_count(&self) -> usize {
+        self.primitives.len()
+    }
+
+    /// Places the ground grid: a square of `2 * half_extent` around `center` at its height.
+    pub fn set_ground(&mut self, center: Vec3, half_extent: f32) {
+        self.grid.clear();
+        let n = 20;
+        let step = 2.0 * half_extent / n as f32;
+        for i in 0..=n {
+            let o = -half_extent + step * i as f32;
+            let c = if i == n / 2 {
+                [0.32, 0.34, 0.38, 1.0]
+            } else {
+                [0.16, 0.17, 0.19, 1.0]
+            };
+            for (a, b) in [
+                (
+                    Vec3::new(o, 0.0, -half_extent),
+                    Vec3::new(o, 0.0, half_extent),
+                ),
+                (
+                    Vec3::new(-half_extent, 0.0, o),
+                    Vec3::new(half_extent, 0.0, o),
+                ),
+            ] {
+                self.grid.push(LineVertex {
+                    pos: (center + a).to_array(),
+                    color: c,
+                });
+                self.grid.push(LineVertex {
+                    pos: (center + b).to_array(),
+                    color: c,
+                });
+            }
+        }
+    }
+
+    /// The scene-space bounds of the bind-pose meshes and of the joints posed by `model`.
+    pub fn bounds(&self, asset: &Asset, model: &[Mat4]) -> Option<Bounds> {
+        let root = self.skeleton.root_transform();
+        let joints = Bounds::of(
+            model
+                .iter()
+                .take(self.skeleton.len())
+                .map(|m| root.transform_point3(m.w_axis.truncate())),
+        );
+        let meshes = Bounds::of(
+            asset
+                .meshes
+                .iter()
+                .flat_map(|m| m.primitives.iter())
+                .flat_map(|p| p.positions.iter())
+                .map(|&p| root.transform_point3(p)),
+        );
+        match (joints, meshes) {
+            (Some(a), Some(b)) => Some(a.union(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Skins every primitive on the GPU with the skeleton posed by `model` (model-space
+    /// joint matrices, as `skelett::local_to_model` writes them), draws, and reads the image
+    /// back.
+    ///
+    /// # Errors
+    /// [`RenderError::Skelett`] if `model` is shorter than the skeleton;
+    /// [`RenderError::Readback`] if the GPU fails.
+    pub fn render(
+        &mut self,
+        gpu: &Gpu,
+        model: &[Mat4],
+        camera: &OrbitCamera,
+    ) -> Result<Image, RenderError> {
+        let (w, h) = (self.options.width, self.options.height);
+        let n = self.skeleton.len();
+        if model.len() < n {
+            return Err(skelett::Error::Length {
+                what: "model",
+                expected: n,
+                got: model.len(),
+            }
+            .into());
+        }
+        for (palette, skin) in self.palettes.iter_mut().zip(&self.skins) {
+            palette.update(skin, model)?;
+        }
+        let root = self.skeleton.root_transform();
+        let aspect = w as f32 / h as f32;
+        let eye = camera.eye();
+        let light = Vec3::new(-0.4, -1.0, -0.6).normalize();
+        gpu.queue.write_buffer(
+            &self.camera,
+            0,
+            bytemuck::bytes_of(&CameraUniform {
+                view_proj: camera.view_proj(aspect).to_cols_array(),
+                root: root.to_cols_array(),
+                eye: eye.extend(1.0).to_array(),
+                light_dir: light.extend(0.0).to_array(),
+            }),
+        );
+        // Lines: the grid, then the skeleton overlay.
+        self.line_scratch.clear();
+        if self.options.grid {
+            self.line_scratch.extend_from_slice(&self.grid);
+        }
+        let grid_count = self.line_scratch.len() as u32;
+        if self.options.skeleton {
+            let size = camera.distance * 0.02;
+            let world: Vec<Mat4> = model[..n].iter().map(|m| root * *m).collect();
+            for j in 0..n {
+                let p = world[j].w_axis.truncate();
+                if let Some(parent) = self.skeleton.parent(j as skelett::JointIndex) {
+                    let q = world[parent as usize].w_axis.truncate();
+                    self.line_scratch.push(LineVertex {
+                        pos: q.to_array(),
+                        color: [1.0, 0.78, 0.1, 1.0],
+                    });
+                    self.line_scratch.push(LineVertex {
+                        pos: p.to_array(),
+                        color: [1.0, 0.78, 0.1, 1.0],
+                    });
+                }
+                for (axis, color) in [
+                    (world[j].x_axis, [1.0, 0.15, 0.1, 1.0]),
+                    (world[j].y_axis, [0.2, 1.0, 0.2, 1.0]),
+                    (world[j].z_axis, [0.2, 0.4, 1.0, 1.0]),
+                ] {
+                    let dir = axis.truncate().normalize_or_zero() * size;
+                    self.line_scratch.push(LineVertex {
+                        pos: p.to_array(),
+                        color,
+                    });
+                    self.line_scratch.push(LineVertex {
+                        pos: (p + dir).to_array(),
+                        color,
+                    });
+                }
+            }
+        }
+        self.line_scratch.truncate(self.line_capacity);
+        if !self.line_scratch.is_empty() {
+            gpu.queue
+                .write_buffer(&self.lines, 0, bytemuck::cast_slice(&self.line_scratch));
+        }
+        let overlay_count = self.line_scratch.len() as u32 - grid_count;
+
+        let mut enc = gpu
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("frame"),
+            });
+        if self.options.skin || self.options.wireframe {
+            for p in &mut self.primitives {
+                p.skinner.encode(gpu, &self.palettes[p.skin], &mut enc)?;
+            }
+        }
+        {
+            let bg = self.options.background;
+            let mut pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
+                label: Some("draw"),
+                color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                    view: &self.color,
+                    depth_slice: None,
+                    resolve_target: Some(&self.resolve_view),
+                    ops: wgpu::Operations {
+                        load: wgpu::LoadOp::Clear(wgpu::Color {
+                            r: bg[0] as f64,
+                            g: bg[1] as f64,
+                            b: bg[2] as f64,
+                            a: 1.0,
+                        }),
+                        store: wgpu::StoreOp::Discard,
+                    },
+                })],
+                depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
+                    view: &self.depth,
+                    depth_ops: Some(wgpu::Operations {
+                        load: wgpu::LoadOp::Clear(1.0),
+                        store: wgpu::StoreOp::Discard,
+                    }),
+                    stencil_ops: None,
+                }),
+                timestamp_writes: None,
+                occlusion_query_set: None,
+            });
+            pass.set_bind_group(0, &self.camera_group, &[]);
+            if self.options.skin {
+                pass.set_pipeline(&self.mesh_pipeline);
+                for p in &self.primitives {
+                    pass.set_bind_group(1, &p.material, &[]);
+                    pass.set_vertex_buffer(0, p.skinner.output().slice(..));
+                    pass.set_vertex_buffer(1, p.uvs.slice(..));
+                    pass.set_index_buffer(p.indices.slice(..), wgpu::IndexFormat::Uint32);
+                    pass.draw_indexed(0..p.index_count, 0, 0..1);
+                }
+            }
+            if grid_count > 0 {
+                pass.set_pipeline(&self.grid_pipeline);
+                pass.set_vertex_buffer(0, self.lines.slice(..));
+                pass.draw(0..grid_count, 0..1);
+            }
+            if self.options.wireframe {
+                pass.set_pipeline(&self.wire_pipeline);
+                for p in &self.primitives {
+                    pass.set_vertex_buffer(0, p.skinner.output().slice(..));
+                    pass.set_index_buffer(p.edges.slice(..), wgpu::IndexFormat::Uint32);
+                    pass.draw_indexed(0..p.edge_count, 0, 0..1);
+                }
+            }
+            if overlay_count > 0 {
+                pass.set_pipeline(&self.overlay_pipeline);
+                pass.set_vertex_buffer(0, self.lines.slice(..));
+                pass.draw(grid_count..grid_count + overlay_count, 0..1);
+            }
+        }
+        enc.copy_texture_to_buffer(
+            wgpu::TexelCopyTextureInfo {
+                texture: &self.resolve,
+                mip_level: 0,
+                origin: wgpu::Origin3d::ZERO,
+                aspect: wgpu::TextureAspect::All,
+            },
+            wgpu::TexelCopyBufferInfo {
+                buffer: &self.readback,
+                layout: wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(self.padded_row),
+                    rows_per_image: Some(h),
+                },
+            },
+            wgpu::Extent3d {
+                width: w,
+                height: h,
+                depth_or_array_layers: 1,
+            },
+        );
+        gpu.queue.submit([enc.finish()]);
+        let bytes = gpu.map_read(&self.readback)?;
+        let mut rgba = Vec::with_capacity((w * h * 4) as usize);
+        for row in bytes
+            .chunks_exact(self.padded_row as usize)
+            .take(h as usize)
+        {
+            rgba.extend_from_slice(&row[..(w * 4) as usize]);
+        }
+        Ok(Image {
+            width: w,
+            height: h,
+            rgba,
+        })
+    }
+
+    /// Where a scene-space point lands in the image (pixels from the top left), or `None`
+    /// behind the camera.
+    pub fn project(&self, camera: &OrbitCamera, point: Vec3) -> Option<(f32, f32)> {
+        let (w, h) = (self.options.width as f32, self.options.height as f32);
+        let clip = camera.view_proj(w / h) * point.extend(1.0);
+        if clip.w <= 0.0 {
+            return None;
+        }
+        let ndc = clip / clip.w;
+        Some(((ndc.x * 0.5 + 0.5) * w, (0.5 - ndc.y * 0.5) * h))
+    }
+}
+
+/// Decodes a PNG base colour image and uploads it; `None` for other formats (JPEG is not
+/// decoded yet: those primitives use their base colour factor) or undecodable data.
+fn upload_texture(gpu: &Gpu, image: &skelett_io::EncodedImage) -> Option<wgpu::TextureView> {
+    if image.mime != "image/png" {
+        return None;
+    }
+    let mut dec = png::Decoder::new(std::io::Cursor::new(&image.bytes[..]));
+    dec.set_transformations(
+        png::Transformations::normalize_to_color8() | png::Transformations::ALPHA,
+    );
+    let mut reader = dec.read_info().ok()?;
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).ok()?;
+    let (w, h) = (info.width, info.height);
+    let max = gpu.device.limits().max_texture_dimension_2d;
+    if w == 0 || h == 0 || w > max || h > max {
+        return None;
+    }
+    let rgba: Vec<u8> = match info.color_type {
+        png::ColorType::Rgba => buf[..(w * h * 4) as usize].to_vec(),
+        png::ColorType::GrayscaleAlpha => buf[..(w * h * 2) as usize]
+            .chunks_exact(2)
+            .flat_map(|g| [g[0], g[0], g[0], g[1]])
+            .collect(),
+        _ => return None,
+    };
+    let texture = gpu.device.create_texture_with_data(
+        &gpu.queue,
+        &wgpu::TextureDescriptor {
+            label: Some("base colour"),
+            size: wgpu::Extent3d {
+                width: w,
+                height: h,
+                depth_or_array_layers: 1,
+            },
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: wgpu::TextureFormat::Rgba8UnormSrgb,
+            usage: wgpu::TextureUsages::TEXTURE_BINDING,
+            view_formats: &[],
+        },
+        wgpu::util::TextureDataOrder::LayerMajor,
+        &rgba,
+    );
+    Some(texture.create_view(&Default::default()))
+}

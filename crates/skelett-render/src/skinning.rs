@@ -1,0 +1,246 @@
+//! GPU skinning: a compute shader doing `skelett::skin`'s linear blend on the GPU.
+//!
+//! [`GpuSkinner::new`] uploads a [`SkinningMesh`]'s bind-pose positions and normals and its
+//! influences (padded to 8 per vertex, the implied last weight written out) once. Each
+//! [`GpuSkinner::skin`] uploads the palette (and the inverse-transposes when the palette
+//! needs them, as the CPU path decides) and dispatches one invocation per vertex into
+//! [`GpuSkinner::output`]: position then normal per vertex, 32 bytes, usable directly as a
+//! vertex buffer. Dual quaternion skinning is CPU-only for now.
+
+use glam::{Mat3, Mat4, Vec4};
+use skelett::skin::{SkinPalette, SkinningMesh};
+use wgpu::util::DeviceExt;
+
+use crate::{Gpu, RenderError};
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    count: u32,
+    use_normal: u32,
+    _pad: [u32; 2],
+}
+
+/// One mesh primitive skinned on the GPU.
+pub struct GpuSkinner {
+    count: u32,
+    palette_len: usize,
+    palette: wgpu::Buffer,
+    normal_palette: wgpu::Buffer,
+    params: wgpu::Buffer,
+    output: wgpu::Buffer,
+    bind_group: wgpu::BindGroup,
+    pipeline: wgpu::ComputePipeline,
+    normals: Vec<Mat4>,
+}
+
+impl GpuSkinner {
+    /// Uploads `mesh` (in its skinning order).
+    pub fn new(gpu: &Gpu, mesh: &SkinningMesh) -> GpuSkinner {
+        let n = mesh.vertex_count();
+        let mut bind = Vec::with_capacity(2 * n);
+        let mut joints = Vec::with_capacity(2 * n);
+        let mut weights = Vec::with_capacity(2 * n);
+        for v in 0..n {
+            let infl: Vec<(u16, f32)> = mesh.influences(v).collect();
+            let normal = mesh.normals().map(|nr| nr[v]).unwrap_or(glam::Vec3::Y);
+            bind.push(mesh.positions()[v].extend(infl.len() as f32));
+            bind.push(normal.extend(0.0));
+            let mut j = [0u32; 8];
+            let mut w = [0f32; 8];
+            for (i, &(ji, wi)) in infl.iter().enumerate() {
+                j[i] = ji as u32;
+                w[i] = wi;
+            }
+            joints.push([j[0], j[1], j[2], j[3]]);
+            joints.push([j[4], j[5], j[6], j[7]]);
+            weights.push(Vec4::from_slice(&w[..4]));
+            weights.push(Vec4::from_slice(&w[4..]));
+        }
+        let d = &gpu.device;
+        let storage = |label: &str, contents: &[u8]| {
+            d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents,
+                usage: wgpu::BufferUsages::STORAGE,
+            })
+        };
+        // Never-empty buffers: wgpu rejects zero-sized bindings.
+        let bind_buf = storage("bind pose", bytemuck::cast_slice(&pad(bind, Vec4::ZERO)));
+        let joint_buf = storage("joints", bytemuck::cast_slice(&pad(joints, [0u32; 4])));
+        let weight_buf = storage("weights", bytemuck::cast_slice(&pad(weights, Vec4::ZERO)));
+        let palette_len = mesh.palette_len().max(1);
+        let mat_buf = |label: &str| {
+            d.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: (palette_len * 64) as u64,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        };
+        let palette = mat_buf("palette");
+        let normal_palette = mat_buf("normal palette");
+        let params = d.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("skin params"),
+            size: std::mem::size_of::<Params>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let output = d.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("skinned vertices"),
+            size: (n.max(1) * 32) as u64,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::VERTEX
+                | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("skin.wgsl"),
+            source: wgpu::ShaderSource::Wgsl(include_str!("shaders/skin.wgsl").into()),
+        });
+        let pipeline = d.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("skinning"),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        let layout = pipeline.get_bind_group_layout(0);
+        let entries: Vec<wgpu::BindGroupEntry> = [
+            &palette,
+            &normal_palette,
+            &bind_buf,
+            &joint_buf,
+            &weight_buf,
+            &output,
+            &params,
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, b)| wgpu::BindGroupEntry {
+            binding: i as u32,
+            resource: b.as_entire_binding(),
+        })
+        .collect();
+        let bind_group = d.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("skinning"),
+            layout: &layout,
+            entries: &entries,
+        });
+        GpuSkinner {
+            count: n as u32,
+            palette_len: mesh.palette_len(),
+            palette,
+            normal_palette,
+            params,
+            output,
+            bind_group,
+            pipeline,
+            normals: Vec::new(),
+        }
+    }
+
+    /// Number of vertices.
+    pub fn vertex_count(&self) -> usize {
+        self.count as usize
+    }
+
+    /// The skinned vertices: per vertex a position (`vec4`, w = 1) then a unit normal
+    /// (`vec4`, w = 0), in the mesh's skinning order.
+    pub fn output(&self) -> &wgpu::Buffer {
+        &self.output
+    }
+
+    /// Records the skinning dispatch into `encoder` after queueing the palette upload.
+    ///
+    /// # Errors
+    /// [`RenderError::Skelett`] if the palette is shorter than the mesh needs.
+    pub fn encode(
+        &mut self,
+        gpu: &Gpu,
+        palette: &SkinPalette,
+        encoder: &mut wgpu::CommandEncoder,
+    ) -> Result<(), RenderError> {
+        let m = palette.matrices();
+        if m.len() < self.palette_len {
+            return Err(skelett::Error::Length {
+                what: "palette",
+                expected: self.palette_len,
+                got: m.len(),
+            }
+            .into());
+        }
+        let m = &m[..self.palette_len];
+        if !m.is_empty() {
+            gpu.queue
+                .write_buffer(&self.palette, 0, bytemuck::cast_slice(m));
+        }
+        let use_normal = palette.uses_normal_matrices();
+        if use_normal && !m.is_empty() {
+            self.normals.clear();
+            self.normals.extend(m.iter().map(|m| {
+                let m3 = Mat3::from_mat4(*m);
+                let det = m3.determinant();
+                let it = if det.abs() > f32::MIN_POSITIVE && det.is_finite() {
+                    m3.inverse().transpose()
+                } else {
+                    m3
+                };
+                Mat4::from_mat3(it)
+            }));
+            gpu.queue
+                .write_buffer(&self.normal_palette, 0, bytemuck::cast_slice(&self.normals));
+        }
+        gpu.queue.write_buffer(
+            &self.params,
+            0,
+            bytemuck::bytes_of(&Params {
+                count: self.count,
+                use_normal: use_normal as u32,
+                _pad: [0; 2],
+            }),
+        );
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("skinning"),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &self.bind_group, &[]);
+        pass.dispatch_workgroups(self.count.div_ceil(64), 1, 1);
+        Ok(())
+    }
+
+    /// Skins on the GPU and waits for the result: positions and normals, in skinning order.
+    /// Meant for tests and tools; renderers use [`GpuSkinner::encode`] and draw from
+    /// [`GpuSkinner::output`] without a round trip.
+    ///
+    /// # Errors
+    /// As [`GpuSkinner::encode`], or [`RenderError::Readback`].
+    #[allow(clippy::type_complexity)]
+    pub fn skin_and_read(
+        &mut self,
+        gpu: &Gpu,
+        palette: &SkinPalette,
+    ) -> Result<(Vec<glam::Vec3>, Vec<glam::Vec3>), RenderError> {
+        let mut enc = gpu
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+        self.encode(gpu, palette, &mut enc)?;
+        gpu.queue.submit([enc.finish()]);
+        let bytes = gpu.read_buffer(&self.output, self.count as u64 * 32)?;
+        let v: Vec<[f32; 4]> = bytemuck::pod_collect_to_vec(&bytes);
+        let xyz = |a: &[f32; 4]| glam::Vec3::new(a[0], a[1], a[2]);
+        Ok((
+            v.iter().step_by(2).map(xyz).collect(),
+            v.iter().skip(1).step_by(2).map(xyz).collect(),
+        ))
+    }
+}
+
+fn pad<T: Copy>(mut v: Vec<T>, zero: T) -> Vec<T> {
+    if v.is_empty() {
+        v.push(zero);
+    }
+    v
+}

@@ -1,0 +1,178 @@
+//! GPU skinning against the CPU path, and offscreen renders of a real asset checked pixel
+//! by pixel. Needs a GPU adapter: on a machine without one (and without Mesa's lavapipe) the
+//! tests say so and pass, unless `SKELETT_REQUIRE_GPU=1` (as in CI) makes that a failure.
+
+use std::path::PathBuf;
+
+use glam::{Mat4, Vec3};
+use skelett::skin::{skin, SkinOutput, SkinPalette, SkinningMesh, SkinningMethod};
+use skelett::{local_to_model, sample_uncached, Pose};
+use skelett_render::{Gpu, GpuSkinner, OrbitCamera, RenderOptions, Renderer};
+
+fn data(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(rel)
+}
+
+fn gpu() -> Option<Gpu> {
+    match Gpu::new() {
+        Ok(g) => {
+            eprintln!("GPU: {}", g.describe());
+            Some(g)
+        }
+        Err(e) if std::env::var("SKELETT_REQUIRE_GPU").as_deref() == Ok("1") => {
+            panic!("SKELETT_REQUIRE_GPU=1 but {e}")
+        }
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            None
+        }
+    }
+}
+
+fn posed(asset: &skelett_io::Asset, clip: usize, at: f32) -> Vec<Mat4> {
+    let clip = &asset.clips[clip];
+    let mut pose = Pose::rest(&asset.skeleton);
+    sample_uncached(clip, clip.start() + clip.duration() * at, &mut pose).unwrap();
+    let mut model = vec![Mat4::IDENTITY; asset.skeleton.len()];
+    local_to_model(&asset.skeleton, &pose, 0, &mut model).unwrap();
+    model
+}
+
+#[test]
+fn gpu_skinning_equals_cpu_skinning() {
+    let Some(gpu) = gpu() else { return };
+    for file in [
+        "gltf/CesiumMan.glb",
+        "gltf/Fox.glb",
+        "gltf/robot_quaternius.glb",
+    ] {
+        let asset = skelett_io::load(data(file)).unwrap();
+        for (mi, mesh) in asset.meshes.iter().enumerate() {
+            let skin_def = &asset.skins[mesh.skin];
+            for p in &mesh.primitives {
+                let sm = SkinningMesh::new(p, skin_def.len()).unwrap();
+                let mut gs = GpuSkinner::new(&gpu, &sm);
+                let size = p.positions.iter().map(|v| v.length()).fold(1e-6, f32::max);
+                let mut worst = 0.0f32;
+                for at in [0.0, 0.37, 0.81] {
+                    let model = posed(&asset, 0, at);
+                    let mut palette = SkinPalette::new(SkinningMethod::Linear);
+                    palette.update(skin_def, &model).unwrap();
+                    let mut pos = vec![Vec3::ZERO; sm.vertex_count()];
+                    let mut nrm = pos.clone();
+                    skin(
+                        &sm,
+                        &palette,
+                        SkinOutput {
+                            positions: &mut pos,
+                            normals: Some(&mut nrm),
+                            tangents: None,
+                        },
+                    )
+                    .unwrap();
+                    let (gp, gn) = gs.skin_and_read(&gpu, &palette).unwrap();
+                    assert_eq!(gp.len(), pos.len());
+                    for v in 0..pos.len() {
+                        let e = (gp[v] - pos[v]).length() / size;
+                        worst = worst.max(e);
+                        assert!(
+                            e < 1e-5,
+                            "{file} mesh {mi} vertex {v}: GPU {} CPU {}",
+                            gp[v],
+                            pos[v]
+                        );
+                        if sm.normals().is_some() {
+                            assert!((gn[v] - nrm[v]).length() < 1e-4, "{file} normal {v}");
+                        }
+                    }
+                }
+                eprintln!(
+                    "{file} mesh {mi}: {} vertices, worst GPU-CPU difference {worst:e} of size",
+                    sm.vertex_count()
+                );
+            }
+        }
+    }
+}
+
+fn out_dir() -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("renders");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn renders_a_real_character_and_its_skeleton_where_the_joints_are() {
+    let Some(gpu) = gpu() else { return };
+    let asset = skelett_io::load(data("gltf/Fox.glb")).unwrap();
+    let model = posed(&asset, 1, 0.3);
+    let opts = RenderOptions {
+        width: 320,
+        height: 240,
+        ..Default::default()
+    };
+    let mut r = Renderer::new(&gpu, &asset, opts).unwrap();
+    let bounds = r.bounds(&asset, &model).unwrap();
+    let cam = OrbitCamera::framing(bounds, 320.0 / 240.0);
+    r.set_ground(
+        Vec3::new(bounds.center().x, bounds.min.y, bounds.center().z),
+        bounds.radius() * 1.5,
+    );
+    let bg =
+        |p: [u8; 4]| p[0] < 80 && p[1] < 80 && p[2] < 80 && (p[0] as i32 - p[2] as i32).abs() < 20;
+
+    // Skin only: the character covers a plausible part of the frame, and it is lit (not flat).
+    r.set_layers(true, false, false, false);
+    let img = r.render(&gpu, &model, &cam).unwrap();
+    img.write_png(out_dir().join("fox_skin.png")).unwrap();
+    let lit: Vec<[u8; 4]> = (0..img.height)
+        .flat_map(|y| (0..img.width).map(move |x| (x, y)))
+        .filter_map(|(x, y)| img.pixel(x, y))
+        .filter(|&p| !bg(p))
+        .collect();
+    let cover = lit.len() as f32 / (img.width * img.height) as f32;
+    assert!(
+        (0.05..0.7).contains(&cover),
+        "the fox covers {cover} of the image"
+    );
+    let lum: Vec<u32> = lit
+        .iter()
+        .map(|p| p[0] as u32 + p[1] as u32 + p[2] as u32)
+        .collect();
+    let (lo, hi) = (lum.iter().min().unwrap(), lum.iter().max().unwrap());
+    assert!(hi - lo > 100, "shading varies across the body: {lo}..{hi}");
+
+    // Skeleton only: overlay pixels sit where the joints project.
+    r.set_layers(false, false, true, false);
+    let img = r.render(&gpu, &model, &cam).unwrap();
+    img.write_png(out_dir().join("fox_skeleton.png")).unwrap();
+    let root = asset.skeleton.root_transform();
+    let mut hits = 0;
+    for m in &model {
+        let p = root.transform_point3(m.w_axis.truncate());
+        let (x, y) = r.project(&cam, p).unwrap();
+        let near = (-2i32..=2)
+            .flat_map(|dy| (-2i32..=2).map(move |dx| (dx, dy)))
+            .any(|(dx, dy)| {
+                img.pixel((x as i32 + dx) as u32, (y as i32 + dy) as u32)
+                    .is_some_and(|p| !bg(p))
+            });
+        hits += near as usize;
+    }
+    assert!(
+        hits * 10 >= model.len() * 9,
+        "{hits} of {} joints have overlay pixels",
+        model.len()
+    );
+    // And nothing is drawn far from the skeleton: the corners stay background.
+    for (x, y) in [(0, 0), (319, 0), (0, 239), (319, 239)] {
+        assert!(bg(img.pixel(x, y).unwrap()));
+    }
+
+    // Everything together (for looking at).
+    r.set_layers(true, true, true, true);
+    let img = r.render(&gpu, &model, &cam).unwrap();
+    img.write_png(out_dir().join("fox_all.png")).unwrap();
+}
