@@ -1,4 +1,5 @@
-//! The `skelett` command: inspect, sample and benchmark animated characters.
+//! The `skelett` command: demo, render, inspect, sample, play, convert and benchmark
+//! animated characters.
 //!
 //! Every subcommand that takes a FILE falls back to the embedded default character
 //! (`Fox.glb`, see `assets/Fox.LICENSE.md`) when none is given, so the binary needs nothing
@@ -8,6 +9,7 @@ mod bench;
 mod convert;
 mod inspect;
 mod play;
+mod render;
 mod sample;
 
 use std::path::{Path, PathBuf};
@@ -26,6 +28,9 @@ skelett loads animated characters (glTF .glb/.gltf), plays their clips and repor
 finds. Every command that takes a FILE uses the embedded default character when none is given.
 
 Examples:
+  skelett demo                          the main job: the Fox walks into a run, footsteps
+                                        printed, rendered to skelett-demo.gif
+  skelett render model.glb --clip Walk --to Run --skeleton --out walk_run.gif
   skelett inspect                       the embedded Fox: joints, clips, meshes
   skelett inspect model.glb --json      the same for your file, as JSON
   skelett sample model.glb --clip Run --times 0,0.5,1 --json
@@ -49,6 +54,59 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The main job: play a character (Survey, cross-fade to Walk, then to Run), print its
+    /// footstep events as they fire, and render it (skin and skeleton) to an animated GIF.
+    ///
+    /// Renders offscreen on the GPU (any Vulkan, Metal or DX12 adapter; without a GPU,
+    /// Mesa's software Vulkan, apt: mesa-vulkan-drivers libvulkan1).
+    Demo {
+        /// The file to play (its first three clips); the embedded Fox when omitted.
+        file: Option<PathBuf>,
+        /// The GIF to write.
+        #[arg(long, default_value = "skelett-demo.gif")]
+        out: PathBuf,
+        /// Image size, WIDTHxHEIGHT.
+        #[arg(long, default_value = "480x360", value_parser = render::parse_size)]
+        size: (u32, u32),
+        /// Frames per second of the GIF.
+        #[arg(long, default_value_t = 15.0)]
+        fps: f32,
+    },
+    /// Render a clip (optionally cross-fading to another) offscreen to a GIF or PNG.
+    Render {
+        /// The file to render; the embedded Fox when omitted.
+        file: Option<PathBuf>,
+        /// Clip name or index (default: the first clip).
+        #[arg(long)]
+        clip: Option<String>,
+        /// A clip to cross-fade to when the first one has played once.
+        #[arg(long)]
+        to: Option<String>,
+        /// Cross-fade duration, seconds.
+        #[arg(long, default_value_t = 0.5)]
+        crossfade: f32,
+        /// Seconds to render (default: the clips' length); a PNG shows the last frame.
+        #[arg(long)]
+        seconds: Option<f32>,
+        /// Image size, WIDTHxHEIGHT.
+        #[arg(long, default_value = "640x480", value_parser = render::parse_size)]
+        size: (u32, u32),
+        /// Frames per second (GIF).
+        #[arg(long, default_value_t = 20.0)]
+        fps: f32,
+        /// Draw the skeleton overlay (bones and joint axes).
+        #[arg(long)]
+        skeleton: bool,
+        /// Draw the triangle edges.
+        #[arg(long)]
+        wireframe: bool,
+        /// Do not draw the shaded skin (with --skeleton or --wireframe).
+        #[arg(long)]
+        no_skin: bool,
+        /// Output file: .gif (animated) or .png.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Show a file's joint tree, clips, meshes and import warnings.
     Inspect {
         /// The file to inspect (.glb or .gltf); the embedded Fox when omitted.
@@ -169,6 +227,53 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let mut out = String::new();
     let result = match cli.command {
+        Command::Demo {
+            file,
+            out: path,
+            size,
+            fps,
+        } => render::demo(
+            &mut out,
+            file.as_deref(),
+            &path,
+            skelett_render::RenderOptions {
+                width: size.0,
+                height: size.1,
+                skeleton: true,
+                ..Default::default()
+            },
+            fps,
+        ),
+        Command::Render {
+            file,
+            clip,
+            to,
+            crossfade,
+            seconds,
+            size,
+            fps,
+            skeleton,
+            wireframe,
+            no_skin,
+            out: path,
+        } => render::render(
+            &mut out,
+            file.as_deref(),
+            clip.as_deref(),
+            to.as_deref(),
+            crossfade,
+            seconds,
+            fps,
+            skelett_render::RenderOptions {
+                width: size.0,
+                height: size.1,
+                skin: !no_skin,
+                wireframe,
+                skeleton,
+                ..Default::default()
+            },
+            &path,
+        ),
         Command::Inspect { file, json } => inspect::run(&mut out, file.as_deref(), json),
         Command::Sample {
             file,

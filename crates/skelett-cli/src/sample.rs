@@ -54,6 +54,9 @@ struct Sample {
     world: Option<Vec<[f32; 3]>>,
 }
 
+/// A list of positions as JSON arrays.
+type Points = Vec<[f32; 3]>;
+
 /// The first skinned mesh primitive, ready to skin, and the vertices to report.
 struct VertexProbe {
     mesh: SkinningMesh,
@@ -104,7 +107,7 @@ impl VertexProbe {
         asset: &skelett_io::Asset,
         model: &[Mat4],
         root: Mat4,
-    ) -> Result<(Vec<[f32; 3]>, Vec<[f32; 3]>)> {
+    ) -> Result<(Points, Points)> {
         self.palette.update(&asset.skins[self.skin], model)?;
         skelett::skin(
             &self.mesh,

@@ -452,3 +452,122 @@ fn the_readme_play_script_runs() {
     assert_eq!(v["steps"].as_array().unwrap().len(), 270);
     std::fs::remove_file(&path).ok();
 }
+
+/// Whether a GPU adapter is available to the renderer; `SKELETT_REQUIRE_GPU=1` (CI) makes
+/// its absence a failure instead of a skip.
+fn have_gpu() -> bool {
+    match skelett_render::Gpu::new() {
+        Ok(_) => true,
+        Err(e) if std::env::var("SKELETT_REQUIRE_GPU").as_deref() == Ok("1") => {
+            panic!("SKELETT_REQUIRE_GPU=1 but {e}")
+        }
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            false
+        }
+    }
+}
+
+/// The README's main command: a GIF and the footstep events, on a clean machine.
+#[test]
+fn demo_writes_a_gif_and_prints_footsteps() {
+    if !have_gpu() {
+        return;
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("demo");
+    std::fs::create_dir_all(&dir).unwrap();
+    let gif = dir.join("demo.gif");
+    let _ = std::fs::remove_file(&gif);
+    let (ok, out, err) = skelett(&[
+        "demo",
+        "--out",
+        gif.to_str().unwrap(),
+        "--size",
+        "200x150",
+        "--fps",
+        "8",
+    ]);
+    assert!(ok, "{err}");
+    let bytes = std::fs::read(&gif).unwrap();
+    assert_eq!(&bytes[..6], b"GIF89a");
+    assert!(bytes.len() > 20_000, "{} bytes", bytes.len());
+    // Footsteps fire for both feet, in Walk and in Run, each as it happens.
+    let steps: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("event footstep"))
+        .collect();
+    for (foot, clip) in [
+        ("left", "Walk"),
+        ("right", "Walk"),
+        ("left", "Run"),
+        ("right", "Run"),
+    ] {
+        assert!(
+            steps
+                .iter()
+                .any(|l| l.contains(foot) && l.contains(&format!("in {clip} "))),
+            "{foot} in {clip}: {out}"
+        );
+    }
+    // Printed in time order.
+    let times: Vec<f32> = steps
+        .iter()
+        .map(|l| l.split_whitespace().nth(2).unwrap().parse().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    assert!(out.contains("per frame: animation"), "{out}");
+}
+
+#[test]
+fn render_writes_png_and_gif_and_rejects_bad_arguments() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("render");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ok, _, err) = skelett(&["render", "--clip", "Jump", "--out", "x.png"]);
+    assert!(
+        !ok && err.contains("no clip \"Jump\"") && err.contains("Survey"),
+        "{err}"
+    );
+    let (ok, _, err) = skelett(&["render", "--size", "10", "--out", "x.png"]);
+    assert!(!ok && err.contains("WIDTHxHEIGHT"), "{err}");
+    if !have_gpu() {
+        return;
+    }
+    let (ok, _, err) = skelett(&["render", "--out", dir.join("x.bmp").to_str().unwrap()]);
+    assert!(!ok && err.contains(".gif or .png"), "{err}");
+    let png = dir.join("walk.png");
+    let path = data("gltf/CesiumMan.glb");
+    let (ok, out, err) = skelett(&[
+        "render",
+        path.to_str().unwrap(),
+        "--skeleton",
+        "--wireframe",
+        "--size",
+        "160x120",
+        "--seconds",
+        "0.5",
+        "--out",
+        png.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("1 frame"), "{out}");
+    assert_eq!(&std::fs::read(&png).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
+    let gif = dir.join("walk_run.gif");
+    let (ok, out, err) = skelett(&[
+        "render",
+        "--clip",
+        "Walk",
+        "--to",
+        "Run",
+        "--crossfade",
+        "0.3",
+        "--size",
+        "120x90",
+        "--fps",
+        "10",
+        "--out",
+        gif.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("frames"), "{out}");
+    assert_eq!(&std::fs::read(&gif).unwrap()[..6], b"GIF89a");
+}

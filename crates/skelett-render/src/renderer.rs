@@ -1,6 +1,8 @@
 //! The offscreen renderer: skinned meshes (lit, shaded, base colour), a wireframe, a
 //! skeleton overlay and a ground grid, drawn into a multisampled texture and read back.
 //!
+//! Meshes without normals get area-weighted smooth normals at load, so they can be lit.
+//!
 //! ```text
 //! Renderer::new(gpu, asset, options)   per mesh primitive: SkinningMesh -> GpuSkinner,
 //!                                      index and edge buffers, UVs, material
@@ -320,7 +322,7 @@ impl Renderer {
             &line_layout,
             "vs_line",
             "fs_line",
-            &[line_vertex_layout.clone()],
+            std::slice::from_ref(&line_vertex_layout),
             LineList,
             LessEqual,
             true,
@@ -372,6 +374,16 @@ impl Renderer {
                 RenderError::Invalid(format!("mesh {:?} names a missing skin", mesh.name))
             })?;
             for p in &mesh.primitives {
+                let with_normals;
+                let p = if p.normals.is_none() {
+                    with_normals = skelett::MeshPrimitive {
+                        normals: Some(smooth_normals(&p.positions, &p.indices)),
+                        ..p.clone()
+                    };
+                    &with_normals
+                } else {
+                    p
+                };
                 let sm = SkinningMesh::new(p, skin.len())?;
                 let skinner = GpuSkinner::new(gpu, &sm);
                 let tri = sm.indices();
@@ -851,4 +863,24 @@ fn upload_texture(gpu: &Gpu, image: &skelett_io::EncodedImage) -> Option<wgpu::T
         &rgba,
     );
     Some(texture.create_view(&Default::default()))
+}
+
+/// Area-weighted vertex normals from the triangles, for meshes that come without normals
+/// (Fox, for one), so they can be lit.
+fn smooth_normals(positions: &[Vec3], indices: &[u32]) -> Vec<Vec3> {
+    let mut n = vec![Vec3::ZERO; positions.len()];
+    for t in indices.chunks_exact(3) {
+        let [a, b, c] = [t[0] as usize, t[1] as usize, t[2] as usize];
+        if let (Some(&pa), Some(&pb), Some(&pc)) =
+            (positions.get(a), positions.get(b), positions.get(c))
+        {
+            let face = (pb - pa).cross(pc - pa);
+            n[a] += face;
+            n[b] += face;
+            n[c] += face;
+        }
+    }
+    n.iter()
+        .map(|v| v.try_normalize().unwrap_or(Vec3::Y))
+        .collect()
 }

@@ -1,0 +1,479 @@
+//! `skelett render` and `skelett demo`: the animator driving the GPU renderer, offscreen,
+//! into an animated GIF or a PNG.
+//!
+//! ```text
+//! Animator (commands at times) --update(dt)--> pose --local_to_model--> model matrices
+//!   --> CPU skinning of every primitive (timed, as a cross-check of the GPU path)
+//!   --> Renderer::render (GPU skinning, draw, read back) --> GifWriter / PNG
+//! ```
+//!
+//! The demo adds footstep events to the locomotion clips on their contact frames, found
+//! from the feet's heights ([`footsteps`]), and prints every event as it fires.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use glam::{Mat4, Vec3};
+use skelett::animator::{Animator, Curve, EventPolicy, PlayOptions};
+use skelett::skin::{SkinOutput, SkinPalette, SkinningMesh, SkinningMethod};
+use skelett::{local_to_model, sample_uncached, Clip, ClipEvent, JointIndex, Pose, Skeleton};
+use skelett_io::Asset;
+use skelett_render::{Bounds, GifWriter, Gpu, OrbitCamera, RenderOptions, Renderer};
+
+use crate::outln;
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// What one animated shot does.
+pub struct Shot {
+    /// Timed commands: at `t` seconds, play (no fade) or cross-fade to a clip.
+    pub commands: Vec<(f32, usize, f32)>,
+    /// Seconds rendered.
+    pub seconds: f32,
+    /// Frames per second.
+    pub fps: f32,
+    /// Image size and layers.
+    pub options: RenderOptions,
+    /// Print each event as it fires.
+    pub print_events: bool,
+}
+
+/// Milliseconds per frame spent in each stage, and what was produced.
+#[derive(Default)]
+struct Timing {
+    frames: usize,
+    animation: Duration,
+    skinning: Duration,
+    rendering: Duration,
+    encoding: Duration,
+    events: usize,
+}
+
+/// Parses `WxH`.
+pub fn parse_size(s: &str) -> std::result::Result<(u32, u32), String> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("size {s:?}: expected WIDTHxHEIGHT, e.g. 640x480"))?;
+    let parse = |v: &str| {
+        v.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|&n| (16..=8192).contains(&n))
+            .ok_or_else(|| format!("size {s:?}: each side must be 16 to 8192 pixels"))
+    };
+    Ok((parse(w)?, parse(h)?))
+}
+
+/// Runs a shot and writes `out` (`.gif`: every frame; `.png`: the last frame).
+fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Result<Timing> {
+    let ext = out
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    let gif = match ext.as_deref() {
+        Some("gif") => true,
+        Some("png") => false,
+        _ => return Err(format!("{}: the output must end in .gif or .png", out.display()).into()),
+    };
+    if !(shot.fps > 0.0 && shot.fps <= 120.0) {
+        return Err("--fps must be above 0 and at most 120".into());
+    }
+    if !(shot.seconds >= 0.0 && shot.seconds <= 600.0) {
+        return Err("--seconds must be 0 to 600".into());
+    }
+    let gpu = Gpu::new()?;
+    let sk = asset.skeleton.clone();
+    let mut renderer = Renderer::new(&gpu, asset, shot.options)?;
+    let dt = 1.0 / shot.fps;
+    let frames = ((shot.seconds * shot.fps).round() as usize).max(1);
+
+    // Frame the whole shot: a dry run of the animator collects the joints' extent.
+    let mut model = vec![Mat4::IDENTITY; sk.len()];
+    let mut bounds: Option<Bounds> = None;
+    {
+        let mut anim = animator(asset, shot)?;
+        let mut next = 0;
+        for f in 0..frames {
+            next = apply(&mut anim, asset, shot, next, f as f32 * dt)?;
+            anim.update(if f == 0 { 0.0 } else { dt });
+            local_to_model(&sk, anim.pose(), 0, &mut model)?;
+            if let Some(b) = renderer.bounds(asset, &model) {
+                bounds = Some(bounds.map_or(b, |a| a.union(b)));
+            }
+        }
+    }
+    let bounds = bounds.ok_or("nothing to frame: the skeleton has no finite joints")?;
+    let aspect = shot.options.width as f32 / shot.options.height as f32;
+    let camera = OrbitCamera::framing(bounds, aspect);
+    renderer.set_ground(
+        Vec3::new(bounds.center().x, bounds.min.y, bounds.center().z),
+        bounds.radius() * 1.5,
+    );
+
+    // CPU skinning of every primitive, timed (the GPU path draws; the two agree to 1e-5).
+    let mut cpu: Vec<(usize, SkinningMesh, Vec<Vec3>, Vec<Vec3>)> = Vec::new();
+    for m in &asset.meshes {
+        let skin = &asset.skins[m.skin];
+        for p in &m.primitives {
+            let sm = SkinningMesh::new(p, skin.len())?;
+            let n = sm.vertex_count();
+            cpu.push((m.skin, sm, vec![Vec3::ZERO; n], vec![Vec3::ZERO; n]));
+        }
+    }
+    let mut palettes = vec![SkinPalette::new(SkinningMethod::Linear); asset.skins.len()];
+
+    let mut writer = if gif {
+        Some(GifWriter::create(
+            out,
+            shot.options.width,
+            shot.options.height,
+            dt,
+        )?)
+    } else {
+        None
+    };
+    let mut anim = animator(asset, shot)?;
+    let mut timing = Timing::default();
+    let mut next = 0;
+    let mut last = None;
+    for f in 0..frames {
+        let t = f as f32 * dt;
+        let start = Instant::now();
+        next = apply(&mut anim, asset, shot, next, t)?;
+        let result = anim.update(if f == 0 { 0.0 } else { dt });
+        for e in result.events {
+            timing.events += 1;
+            if shot.print_events {
+                outln!(
+                    out_text,
+                    "  t = {t:6.3} s  event {:<10} {:<7} in {} at {:.3} s (weight {:.2})",
+                    e.name(),
+                    e.payload().unwrap_or(""),
+                    e.clip.name(),
+                    e.time(),
+                    e.weight
+                );
+            }
+        }
+        local_to_model(&sk, anim.pose(), 0, &mut model)?;
+        timing.animation += start.elapsed();
+
+        let start = Instant::now();
+        for (skin, sm, pos, nrm) in &mut cpu {
+            palettes[*skin].update(&asset.skins[*skin], &model)?;
+            skelett::skin(
+                sm,
+                &palettes[*skin],
+                SkinOutput {
+                    positions: pos,
+                    normals: sm.normals().is_some().then_some(&mut nrm[..]),
+                    tangents: None,
+                },
+            )?;
+        }
+        timing.skinning += start.elapsed();
+
+        if gif || f + 1 == frames {
+            let start = Instant::now();
+            let image = renderer.render(&gpu, &model, &camera)?;
+            timing.rendering += start.elapsed();
+            let start = Instant::now();
+            if let Some(w) = writer.as_mut() {
+                w.push(&image)?;
+            }
+            timing.encoding += start.elapsed();
+            last = Some(image);
+        }
+        timing.frames += 1;
+    }
+    if !gif {
+        if let Some(image) = last {
+            image.write_png(out)?;
+        }
+    }
+    outln!(
+        out_text,
+        "wrote {} ({} frame{}, {}x{}, {:.1} s at {} fps) on {}",
+        out.display(),
+        if gif { frames } else { 1 },
+        if gif && frames != 1 { "s" } else { "" },
+        shot.options.width,
+        shot.options.height,
+        shot.seconds,
+        shot.fps,
+        gpu.describe()
+    );
+    Ok(timing)
+}
+
+fn animator(asset: &Asset, shot: &Shot) -> Result<Animator> {
+    let mut anim = Animator::new(asset.skeleton.clone());
+    anim.set_event_policy(EventPolicy {
+        min_weight: 0.5,
+        sync_leader_only: false,
+    });
+    if shot.commands.is_empty() {
+        return Err("nothing to play".into());
+    }
+    Ok(anim)
+}
+
+/// Runs the commands due at time `t`, from index `next`; returns the next index.
+fn apply(
+    anim: &mut Animator,
+    asset: &Asset,
+    shot: &Shot,
+    mut next: usize,
+    t: f32,
+) -> Result<usize> {
+    while let Some(&(at, clip, fade)) = shot.commands.get(next) {
+        if at > t + 1e-6 {
+            break;
+        }
+        let clip = asset.clips[clip].clone();
+        let opts = PlayOptions {
+            sync_group: Some(1),
+            ..Default::default()
+        };
+        if next == 0 || fade <= 0.0 {
+            anim.play(0, clip, opts)?;
+        } else {
+            anim.crossfade(0, clip, fade, Curve::SmoothStep, opts)?;
+        }
+        next += 1;
+    }
+    Ok(next)
+}
+
+fn print_timing(out: &mut String, t: &Timing) {
+    let per = |d: Duration| d.as_secs_f64() * 1e3 / t.frames.max(1) as f64;
+    outln!(
+        out,
+        "per frame: animation {:.3} ms, CPU skinning {:.3} ms, GPU skinning + render + readback {:.2} ms, GIF encoding {:.2} ms ({} frames, {} events)",
+        per(t.animation),
+        per(t.skinning),
+        per(t.rendering),
+        per(t.encoding),
+        t.frames,
+        t.events
+    );
+}
+
+/// Feet: joints named like a foot, toe or ankle with no such joint below them; otherwise
+/// the two lowest leaf joints of the rest pose.
+fn feet(sk: &Skeleton) -> Vec<JointIndex> {
+    let footish = |j: JointIndex| {
+        let n = sk.name(j).to_ascii_lowercase();
+        n.contains("foot") || n.contains("toe") || n.contains("ankle")
+    };
+    let n = sk.len() as JointIndex;
+    let has_foot_below = |j: JointIndex| (0..n).any(|c| c != j && footish(c) && is_below(sk, c, j));
+    let named: Vec<JointIndex> = (0..n)
+        .filter(|&j| footish(j) && !has_foot_below(j))
+        .collect();
+    if !named.is_empty() {
+        return named;
+    }
+    let mut model = vec![Mat4::IDENTITY; sk.len()];
+    if local_to_model(sk, sk.rest_pose(), 0, &mut model).is_err() {
+        return Vec::new();
+    }
+    let mut leaves: Vec<JointIndex> = (0..n)
+        .filter(|&j| !(0..n).any(|c| sk.parent(c) == Some(j)))
+        .collect();
+    let root = sk.root_transform();
+    leaves.sort_by(|&a, &b| {
+        let h = |j: JointIndex| root.transform_point3(model[j as usize].w_axis.truncate()).y;
+        h(a).total_cmp(&h(b))
+    });
+    leaves.truncate(2);
+    leaves
+}
+
+fn is_below(sk: &Skeleton, mut j: JointIndex, ancestor: JointIndex) -> bool {
+    while let Some(p) = sk.parent(j) {
+        if p == ancestor {
+            return true;
+        }
+        j = p;
+    }
+    false
+}
+
+/// Footstep events on a looping locomotion clip: for each foot, the times its height (scene
+/// space, sampled at 120 points of the cycle) comes down into the lowest fifth of its range,
+/// at most one per half cycle. Payload: "left", "right" or the joint's name.
+pub fn footsteps(sk: &Skeleton, clip: &Clip) -> Vec<ClipEvent> {
+    let feet = feet(sk);
+    let steps = 120usize;
+    let root = sk.root_transform();
+    let mut pose = Pose::rest(sk);
+    let mut model = vec![Mat4::IDENTITY; sk.len()];
+    let mut heights = vec![Vec::with_capacity(steps); feet.len()];
+    for i in 0..steps {
+        let t = clip.start() + clip.duration() * i as f32 / steps as f32;
+        if sample_uncached(clip, t, &mut pose).is_err()
+            || local_to_model(sk, &pose, 0, &mut model).is_err()
+        {
+            return Vec::new();
+        }
+        for (k, &f) in feet.iter().enumerate() {
+            heights[k].push(root.transform_point3(model[f as usize].w_axis.truncate()).y);
+        }
+    }
+    let mut events = Vec::new();
+    for (k, &f) in feet.iter().enumerate() {
+        let h = &heights[k];
+        let (lo, hi) = h
+            .iter()
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &v| {
+                (a.min(v), b.max(v))
+            });
+        if hi - lo <= 1e-6 || !(hi - lo).is_finite() {
+            continue;
+        }
+        let name = sk.name(f).to_ascii_lowercase();
+        let payload = if name.contains("left") || name.starts_with("l_") {
+            "left".to_string()
+        } else if name.contains("right") || name.starts_with("r_") {
+            "right".to_string()
+        } else {
+            sk.name(f).to_string()
+        };
+        // Touchdown: the frame the foot comes down into the lowest fifth of its range.
+        let band = lo + 0.2 * (hi - lo);
+        let mut last: Option<usize> = None;
+        for i in 0..steps {
+            let prev = h[(i + steps - 1) % steps];
+            if h[i] <= band && prev > band && last.is_none_or(|l| i - l > steps / 2) {
+                last = Some(i);
+                events.push(ClipEvent {
+                    time: clip.start() + clip.duration() * i as f32 / steps as f32,
+                    name: "footstep".into(),
+                    payload: Some(payload.clone()),
+                });
+            }
+        }
+    }
+    events.sort_by(|a, b| a.time.total_cmp(&b.time));
+    events
+}
+
+/// `skelett render`.
+#[allow(clippy::too_many_arguments)]
+pub fn render(
+    out_text: &mut String,
+    file: Option<&Path>,
+    clip: Option<&str>,
+    to: Option<&str>,
+    crossfade: f32,
+    seconds: Option<f32>,
+    fps: f32,
+    options: RenderOptions,
+    out: &Path,
+) -> Result<()> {
+    let (asset, source) = crate::load(file)?;
+    let find = |name: &str| {
+        asset.clip_index(name).ok_or_else(|| {
+            let names: Vec<&str> = asset.clips.iter().map(|c| c.name()).collect();
+            format!("no clip {name:?}; the file has: {}", names.join(", "))
+        })
+    };
+    if asset.clips.is_empty() {
+        return Err("the file has no clips".into());
+    }
+    let first = clip.map(find).transpose()?.unwrap_or(0);
+    let mut commands = vec![(0.0, first, 0.0)];
+    let first_len = asset.clips[first].duration();
+    let mut seconds_default = first_len;
+    if let Some(to) = to {
+        let second = find(to)?;
+        let at = first_len.max(0.5);
+        commands.push((at, second, crossfade.max(0.0)));
+        seconds_default = at + crossfade.max(0.0) + asset.clips[second].duration();
+    }
+    let shot = Shot {
+        commands,
+        seconds: seconds.unwrap_or(seconds_default.clamp(0.5, 20.0)),
+        fps,
+        options,
+        print_events: false,
+    };
+    outln!(out_text, "{source}");
+    let timing = run_shot(out_text, &asset, &shot, out)?;
+    print_timing(out_text, &timing);
+    Ok(())
+}
+
+/// `skelett demo`: Survey, cross-fade to Walk, then to Run (synchronised), footsteps on the
+/// contact frames, into a GIF.
+pub fn demo(
+    out_text: &mut String,
+    file: Option<&Path>,
+    out: &Path,
+    options: RenderOptions,
+    fps: f32,
+) -> Result<()> {
+    let (mut asset, source) = crate::load(file)?;
+    if asset.clips.is_empty() {
+        return Err(format!("{source} has no clips to play").into());
+    }
+    // Fox's clips by name; any other asset: its first three clips (fewer if it has fewer).
+    let pick = |name: &str, fallback: usize| {
+        asset
+            .clips
+            .iter()
+            .position(|c| c.name() == name)
+            .unwrap_or(fallback.min(asset.clips.len() - 1))
+    };
+    let (idle, walk, run) = (pick("Survey", 0), pick("Walk", 1), pick("Run", 2));
+    for &i in &[walk, run] {
+        let events = footsteps(&asset.skeleton, &asset.clips[i]);
+        asset.clips[i] = Arc::new((*asset.clips[i]).clone().with_events(events)?);
+    }
+    let (d_idle, d_walk) = (asset.clips[idle].duration(), asset.clips[walk].duration());
+    let walk_at = d_idle.clamp(1.0, 3.0);
+    let walk_fade = 0.5;
+    let run_at = walk_at + walk_fade + (3.0 * d_walk).clamp(1.5, 3.0);
+    let run_fade = 0.6;
+    let seconds = run_at + run_fade + 2.5;
+    outln!(out_text, "skelett demo: {source}");
+    outln!(
+        out_text,
+        "  {:.2} s {:?}, cross-fade {walk_fade} s to {:?} at {walk_at:.2} s, then {run_fade} s to {:?} at {run_at:.2} s (synchronised)",
+        walk_at,
+        asset.clips[idle].name(),
+        asset.clips[walk].name(),
+        asset.clips[run].name()
+    );
+    for &i in &[walk, run] {
+        let c = &asset.clips[i];
+        let times: Vec<String> = c
+            .events()
+            .iter()
+            .filter(|e| e.name == "footstep")
+            .map(|e| format!("{:.3} {}", e.time, e.payload.as_deref().unwrap_or("")))
+            .collect();
+        outln!(
+            out_text,
+            "  footsteps in {:?} (contact frames): {}",
+            c.name(),
+            times.join(", ")
+        );
+    }
+    let shot = Shot {
+        commands: vec![
+            (0.0, idle, 0.0),
+            (walk_at, walk, walk_fade),
+            (run_at, run, run_fade),
+        ],
+        seconds,
+        fps,
+        options,
+        print_events: true,
+    };
+    let timing = run_shot(out_text, &asset, &shot, out)?;
+    print_timing(out_text, &timing);
+    Ok(())
+}
