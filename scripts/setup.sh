@@ -7,8 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 have_vulkan_driver() {
-  ls /usr/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json >/dev/null 2>&1 &&
-    { ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1'; }
+  compgen -G '/usr/share/vulkan/icd.d/*.json' >/dev/null || compgen -G '/etc/vulkan/icd.d/*.json' >/dev/null || return 1
+  ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1'
 }
 
 if ! have_vulkan_driver; then
