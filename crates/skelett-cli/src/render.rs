@@ -27,8 +27,9 @@ type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 /// What one animated shot does.
 pub struct Shot {
-    /// Timed commands: at `t` seconds, play (no fade) or cross-fade to a clip.
-    pub commands: Vec<(f32, usize, f32)>,
+    /// Timed commands: at `t` seconds, play (no fade) or cross-fade to a clip, in sync
+    /// group 1 or on its own.
+    pub commands: Vec<Command>,
     /// Seconds rendered.
     pub seconds: f32,
     /// Frames per second.
@@ -39,10 +40,24 @@ pub struct Shot {
     pub print_events: bool,
 }
 
+/// One timed command of a shot.
+#[derive(Clone, Copy, Debug)]
+pub struct Command {
+    /// When, in seconds from the start.
+    pub at: f32,
+    /// Which clip.
+    pub clip: usize,
+    /// Cross-fade duration (0: cut).
+    pub fade: f32,
+    /// Whether it joins sync group 1 (locomotion clips keep their feet in phase).
+    pub sync: bool,
+}
+
 /// Milliseconds per frame spent in each stage, and what was produced.
 #[derive(Default)]
 struct Timing {
     frames: usize,
+    rendered: usize,
     animation: Duration,
     skinning: Duration,
     rendering: Duration,
@@ -111,7 +126,8 @@ fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Re
         bounds.radius() * 1.5,
     );
 
-    // CPU skinning of every primitive, timed (the GPU path draws; the two agree to 1e-5).
+    // CPU skinning of every primitive, timed for comparison with the GPU path, which is what
+    // draws (the GPU tests check that the two agree).
     let mut cpu: Vec<(usize, SkinningMesh, Vec<Vec3>, Vec<Vec3>)> = Vec::new();
     for m in &asset.meshes {
         let skin = &asset.skins[m.skin];
@@ -142,12 +158,14 @@ fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Re
         let start = Instant::now();
         next = apply(&mut anim, asset, shot, next, t)?;
         let result = anim.update(if f == 0 { 0.0 } else { dt });
+        let update_time = start.elapsed();
+        let fired = result.events.len();
         for e in result.events {
             timing.events += 1;
             if shot.print_events {
                 outln!(
                     out_text,
-                    "  t = {t:6.3} s  event {:<10} {:<7} in {} at {:.3} s (weight {:.2})",
+                    "  t = {t:6.3} s  event {:<10} {:<10} in {} at {:.3} s (weight {:.2})",
                     e.name(),
                     e.payload().unwrap_or(""),
                     e.clip.name(),
@@ -156,8 +174,15 @@ fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Re
                 );
             }
         }
+        if shot.print_events && fired > 0 {
+            // As they fire, not when the command ends.
+            print!("{out_text}");
+            out_text.clear();
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+        }
+        let start = Instant::now();
         local_to_model(&sk, anim.pose(), 0, &mut model)?;
-        timing.animation += start.elapsed();
+        timing.animation += update_time + start.elapsed();
 
         let start = Instant::now();
         for (skin, sm, pos, nrm) in &mut cpu {
@@ -178,6 +203,7 @@ fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Re
             let start = Instant::now();
             let image = renderer.render(&gpu, &model, &camera)?;
             timing.rendering += start.elapsed();
+            timing.rendered += 1;
             let start = Instant::now();
             if let Some(w) = writer.as_mut() {
                 w.push(&image)?;
@@ -227,19 +253,19 @@ fn apply(
     mut next: usize,
     t: f32,
 ) -> Result<usize> {
-    while let Some(&(at, clip, fade)) = shot.commands.get(next) {
-        if at > t + 1e-6 {
+    while let Some(c) = shot.commands.get(next) {
+        if c.at > t + 1e-6 {
             break;
         }
-        let clip = asset.clips[clip].clone();
+        let clip = asset.clips[c.clip].clone();
         let opts = PlayOptions {
-            sync_group: Some(1),
+            sync_group: c.sync.then_some(1),
             ..Default::default()
         };
-        if next == 0 || fade <= 0.0 {
+        if next == 0 || c.fade <= 0.0 {
             anim.play(0, clip, opts)?;
         } else {
-            anim.crossfade(0, clip, fade, Curve::SmoothStep, opts)?;
+            anim.crossfade(0, clip, c.fade, Curve::SmoothStep, opts)?;
         }
         next += 1;
     }
@@ -247,32 +273,38 @@ fn apply(
 }
 
 fn print_timing(out: &mut String, t: &Timing) {
-    let per = |d: Duration| d.as_secs_f64() * 1e3 / t.frames.max(1) as f64;
+    let per = |d: Duration, n: usize| d.as_secs_f64() * 1e3 / n.max(1) as f64;
     outln!(
         out,
         "per frame: animation {:.3} ms, CPU skinning {:.3} ms, GPU skinning + render + readback {:.2} ms, GIF encoding {:.2} ms ({} frames, {} events)",
-        per(t.animation),
-        per(t.skinning),
-        per(t.rendering),
-        per(t.encoding),
+        per(t.animation, t.frames),
+        per(t.skinning, t.frames),
+        per(t.rendering, t.rendered),
+        per(t.encoding, t.rendered),
         t.frames,
         t.events
     );
 }
 
-/// Feet: joints named like a foot, toe or ankle with no such joint below them; otherwise
-/// the two lowest leaf joints of the rest pose.
+/// Contact candidates: the last joint of each chain named like a foot, toe or ankle, or
+/// like a hand, paw or wrist (quadrupeds' front feet; [`footsteps`] keeps only those that
+/// reach the ground). Without any, the two lowest leaf joints of the rest pose.
 fn feet(sk: &Skeleton) -> Vec<JointIndex> {
-    let footish = |j: JointIndex| {
+    let kind = |j: JointIndex| {
         let n = sk.name(j).to_ascii_lowercase();
-        n.contains("foot") || n.contains("toe") || n.contains("ankle")
+        if n.contains("foot") || n.contains("toe") || n.contains("ankle") {
+            1
+        } else if n.contains("hand") || n.contains("paw") || n.contains("wrist") {
+            2
+        } else {
+            0
+        }
     };
     let n = sk.len() as JointIndex;
-    let has_foot_below = |j: JointIndex| (0..n).any(|c| c != j && footish(c) && is_below(sk, c, j));
-    let named: Vec<JointIndex> = (0..n)
-        .filter(|&j| footish(j) && !has_foot_below(j))
-        .collect();
-    if !named.is_empty() {
+    let same_below =
+        |j: JointIndex| (0..n).any(|c| c != j && kind(c) == kind(j) && is_below(sk, c, j));
+    let named: Vec<JointIndex> = (0..n).filter(|&j| kind(j) != 0 && !same_below(j)).collect();
+    if named.iter().any(|&j| kind(j) == 1) {
         return named;
     }
     let mut model = vec![Mat4::IDENTITY; sk.len()];
@@ -291,6 +323,24 @@ fn feet(sk: &Skeleton) -> Vec<JointIndex> {
     leaves
 }
 
+/// "left foot", "right hand", ... from a joint's name, or the name itself.
+fn contact_name(name: &str) -> String {
+    let n = name.to_ascii_lowercase();
+    let side = if n.contains("left") || n.starts_with("l_") {
+        "left"
+    } else if n.contains("right") || n.starts_with("r_") {
+        "right"
+    } else {
+        return name.to_string();
+    };
+    let part = if n.contains("hand") || n.contains("paw") || n.contains("wrist") {
+        "hand"
+    } else {
+        "foot"
+    };
+    format!("{side} {part}")
+}
+
 fn is_below(sk: &Skeleton, mut j: JointIndex, ancestor: JointIndex) -> bool {
     while let Some(p) = sk.parent(j) {
         if p == ancestor {
@@ -303,7 +353,8 @@ fn is_below(sk: &Skeleton, mut j: JointIndex, ancestor: JointIndex) -> bool {
 
 /// Footstep events on a looping locomotion clip: for each foot, the times its height (scene
 /// space, sampled at 120 points of the cycle) comes down into the lowest fifth of its range,
-/// at most one per half cycle. Payload: "left", "right" or the joint's name.
+/// at most one per half cycle. Payload: "left foot", "right hand" (a quadruped's front foot)
+/// or the joint's name.
 pub fn footsteps(sk: &Skeleton, clip: &Clip) -> Vec<ClipEvent> {
     let feet = feet(sk);
     let steps = 120usize;
@@ -322,25 +373,29 @@ pub fn footsteps(sk: &Skeleton, clip: &Clip) -> Vec<ClipEvent> {
             heights[k].push(root.transform_point3(model[f as usize].w_axis.truncate()).y);
         }
     }
+    let range = |h: &[f32]| {
+        h.iter()
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &v| {
+                (a.min(v), b.max(v))
+            })
+    };
+    // The floor is the lowest any candidate gets; a candidate that stays above the lowest
+    // 35% of the candidates' overall height range (a walking human's hand, about 70%) is not
+    // a foot. The Fox's front paws (joints at the wrist) come down to about 30%.
+    let (floor, top) = heights
+        .iter()
+        .map(|h| range(h))
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), (lo, hi)| {
+            (a.min(lo), b.max(hi))
+        });
     let mut events = Vec::new();
     for (k, &f) in feet.iter().enumerate() {
         let h = &heights[k];
-        let (lo, hi) = h
-            .iter()
-            .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &v| {
-                (a.min(v), b.max(v))
-            });
-        if hi - lo <= 1e-6 || !(hi - lo).is_finite() {
+        let (lo, hi) = range(h);
+        if hi - lo <= 1e-6 || !(hi - lo).is_finite() || lo > floor + 0.35 * (top - floor) {
             continue;
         }
-        let name = sk.name(f).to_ascii_lowercase();
-        let payload = if name.contains("left") || name.starts_with("l_") {
-            "left".to_string()
-        } else if name.contains("right") || name.starts_with("r_") {
-            "right".to_string()
-        } else {
-            sk.name(f).to_string()
-        };
+        let payload = contact_name(sk.name(f));
         // Touchdown: the frame the foot comes down into the lowest fifth of its range.
         let band = lo + 0.2 * (hi - lo);
         let mut last: Option<usize> = None;
@@ -384,13 +439,23 @@ pub fn render(
         return Err("the file has no clips".into());
     }
     let first = clip.map(find).transpose()?.unwrap_or(0);
-    let mut commands = vec![(0.0, first, 0.0)];
+    let mut commands = vec![Command {
+        at: 0.0,
+        clip: first,
+        fade: 0.0,
+        sync: to.is_some(),
+    }];
     let first_len = asset.clips[first].duration();
     let mut seconds_default = first_len;
     if let Some(to) = to {
         let second = find(to)?;
         let at = first_len.max(0.5);
-        commands.push((at, second, crossfade.max(0.0)));
+        commands.push(Command {
+            at,
+            clip: second,
+            fade: crossfade.max(0.0),
+            sync: true,
+        });
         seconds_default = at + crossfade.max(0.0) + asset.clips[second].duration();
     }
     let shot = Shot {
@@ -428,7 +493,9 @@ pub fn demo(
             .unwrap_or(fallback.min(asset.clips.len() - 1))
     };
     let (idle, walk, run) = (pick("Survey", 0), pick("Walk", 1), pick("Run", 2));
-    for &i in &[walk, run] {
+    let mut locomotion = vec![walk, run];
+    locomotion.dedup();
+    for &i in &locomotion {
         let events = footsteps(&asset.skeleton, &asset.clips[i]);
         asset.clips[i] = Arc::new((*asset.clips[i]).clone().with_events(events)?);
     }
@@ -447,7 +514,7 @@ pub fn demo(
         asset.clips[walk].name(),
         asset.clips[run].name()
     );
-    for &i in &[walk, run] {
+    for &i in &locomotion {
         let c = &asset.clips[i];
         let times: Vec<String> = c
             .events()
@@ -463,10 +530,26 @@ pub fn demo(
         );
     }
     let shot = Shot {
+        // Survey plays on its own; Walk and Run share a sync group, so Run joins Walk's phase.
         commands: vec![
-            (0.0, idle, 0.0),
-            (walk_at, walk, walk_fade),
-            (run_at, run, run_fade),
+            Command {
+                at: 0.0,
+                clip: idle,
+                fade: 0.0,
+                sync: false,
+            },
+            Command {
+                at: walk_at,
+                clip: walk,
+                fade: walk_fade,
+                sync: true,
+            },
+            Command {
+                at: run_at,
+                clip: run,
+                fade: run_fade,
+                sync: true,
+            },
         ],
         seconds,
         fps,

@@ -28,9 +28,41 @@ struct Output {
     source: String,
     convention: &'static str,
     clips: [ClipSamples; 1],
-    /// With `--vertices`: the source vertex indices whose skinned positions each sample has.
+    /// With `--vertices`, the skin reference files' own fields: the clip and mesh sampled,
+    /// the source vertex indices, and per sample `t`, `local` and `world`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    clip: Option<ClipId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mesh: Option<MeshId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     vertices: Option<Vec<usize>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    samples: Option<Vec<VertexSample>>,
+}
+
+#[derive(Serialize)]
+struct ClipId {
+    index: usize,
+    name: String,
+}
+
+#[derive(Serialize)]
+struct MeshId {
+    mesh: usize,
+    primitive: usize,
+    name: String,
+    #[serde(rename = "vertexCount")]
+    vertex_count: usize,
+}
+
+#[derive(Serialize)]
+struct VertexSample {
+    t: f32,
+    /// Skinned positions in skelett's model space (the skeleton's space; the reference's
+    /// `local` is the mesh node's space, which skelett does not keep).
+    local: Points,
+    /// The same after the skeleton's root transform: scene space, as the reference's `world`.
+    world: Points,
 }
 
 #[derive(Serialize)]
@@ -46,12 +78,6 @@ struct ClipSamples {
 struct Sample {
     t: f32,
     joints: Vec<JointWorld>,
-    /// Skinned positions in skelett's model space (the skeleton's space).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    local: Option<Vec<[f32; 3]>>,
-    /// The same after the skeleton's root transform (scene space).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    world: Option<Vec<[f32; 3]>>,
 }
 
 /// A list of positions as JSON arrays.
@@ -81,8 +107,11 @@ impl VertexProbe {
         let skin = &asset.skins[m.skin];
         let mesh = SkinningMesh::new(prim, skin.len())?;
         let count = mesh.vertex_count();
-        if n == 0 || count == 0 {
-            return Err("--vertices needs at least one vertex to report".into());
+        if n == 0 || count == 0 || n > count {
+            return Err(format!(
+                "--vertices {n}: the first mesh primitive has {count} vertices; ask for 1 to {count}"
+            )
+            .into());
         }
         // Vertex k * (count - 1) / (n - 1), rounded down: evenly spread, first and last included.
         let sources: Vec<usize> = (0..n)
@@ -175,20 +204,16 @@ pub fn run(
     let mut pose = Pose::rest(skeleton);
     let mut model = vec![Mat4::IDENTITY; skeleton.len()];
     let mut samples = Vec::with_capacity(times.len());
+    let mut vertex_samples = Vec::new();
     for &t in times {
         sample(clip, t, &mut cache, &mut pose)?;
         local_to_model(skeleton, &pose, 0, &mut model)?;
-        let (local, world) = match probe.as_mut() {
-            Some(p) => {
-                let (l, w) = p.skin(&asset, &model, root)?;
-                (Some(l), Some(w))
-            }
-            None => (None, None),
-        };
+        if let Some(p) = probe.as_mut() {
+            let (local, world) = p.skin(&asset, &model, root)?;
+            vertex_samples.push(VertexSample { t, local, world });
+        }
         samples.push(Sample {
             t,
-            local,
-            world,
             joints: skin_joints
                 .iter()
                 .enumerate()
@@ -210,7 +235,18 @@ pub fn run(
             end: clip.end(),
             samples,
         }],
+        clip: probe.as_ref().map(|_| ClipId {
+            index,
+            name: clip.name().to_string(),
+        }),
+        mesh: probe.as_ref().map(|p| MeshId {
+            mesh: 0,
+            primitive: 0,
+            name: asset.meshes[0].name.clone(),
+            vertex_count: p.mesh.vertex_count(),
+        }),
         vertices: probe.as_ref().map(|p| p.sources.clone()),
+        samples: probe.as_ref().map(|_| vertex_samples),
     };
     if json {
         outln!(out, "{}", serde_json::to_string(&result)?);
@@ -243,7 +279,8 @@ pub fn run(
                 );
             }
         }
-        if let (Some(world), Some(vs)) = (&s.world, &result.vertices) {
+        let skinned = result.samples.iter().flatten().find(|v| v.t == s.t);
+        if let (Some(VertexSample { world, .. }), Some(vs)) = (skinned, &result.vertices) {
             outln!(
                 out,
                 "  skinned vertices of mesh 0, primitive 0 (scene space)"

@@ -152,7 +152,9 @@ fn sample_vertices_match_the_skin_reference() {
         "the same vertex choice"
     );
     let size = 150.0; // Fox is about 150 units tall
-    for (got, want) in v["clips"][0]["samples"]
+    assert_eq!(v["mesh"]["vertexCount"], reference["mesh"]["vertexCount"]);
+    assert_eq!(v["clip"]["name"], reference["clip"]["name"]);
+    for (got, want) in v["samples"]
         .as_array()
         .unwrap()
         .iter()
@@ -174,6 +176,8 @@ fn sample_vertices_match_the_skin_reference() {
     let (ok, out, err) = skelett(&["sample", "--times", "0.5", "--vertices", "3"]);
     assert!(ok, "{err}");
     assert!(out.contains("[0]") && out.contains("[1727]"), "{out}");
+    let (ok, _, err) = skelett(&["sample", "--times", "0", "--vertices", "5000"]);
+    assert!(!ok && err.contains("1728 vertices"), "{err}");
 }
 
 #[test]

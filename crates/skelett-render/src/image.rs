@@ -57,13 +57,17 @@ pub struct GifWriter {
     path: String,
     width: u16,
     height: u16,
-    delay_cs: u16,
+    /// Seconds per frame, and the time written so far in hundredths of a second: each
+    /// frame's delay is rounded so the running total tracks the true time.
+    frame_seconds: f64,
+    written_cs: u64,
     frames: usize,
 }
 
 impl GifWriter {
-    /// Starts `path`, looping forever, showing each frame for `frame_seconds` (GIF delays are
-    /// in hundredths of a second).
+    /// Starts `path`, looping forever, showing each frame for `frame_seconds`. GIF delays are
+    /// whole hundredths of a second: each frame's delay is rounded so the animation's total
+    /// time stays true (15 fps alternates 7 and 6); at most 50 fps.
     ///
     /// # Errors
     /// [`RenderError::Write`] naming the file; [`RenderError::Invalid`] for an image larger
@@ -96,7 +100,8 @@ impl GifWriter {
             path,
             width: w,
             height: h,
-            delay_cs: (frame_seconds * 100.0).round().clamp(2.0, 65535.0) as u16,
+            frame_seconds: frame_seconds.max(0.0) as f64,
+            written_cs: 0,
             frames: 0,
         })
     }
@@ -112,9 +117,22 @@ impl GifWriter {
                 image.width, image.height, self.width, self.height
             )));
         }
+        let expected = self.width as usize * self.height as usize * 4;
+        if image.rgba.len() != expected {
+            return Err(RenderError::Invalid(format!(
+                "GIF frame has {} bytes, {}x{} RGBA needs {expected}",
+                image.rgba.len(),
+                self.width,
+                self.height
+            )));
+        }
         let mut rgba = image.rgba.clone();
         let mut frame = gif::Frame::from_rgba_speed(self.width, self.height, &mut rgba, 10);
-        frame.delay = self.delay_cs;
+        // Viewers treat delays under 2 cs as 10 cs, so 2 cs is the shortest honest delay.
+        let due = ((self.frames + 1) as f64 * self.frame_seconds * 100.0).round() as u64;
+        let delay = due.saturating_sub(self.written_cs).clamp(2, 65535);
+        self.written_cs += delay;
+        frame.delay = delay as u16;
         self.encoder
             .write_frame(&frame)
             .map_err(|e| RenderError::Write {
@@ -128,5 +146,32 @@ impl GifWriter {
     /// Frames written so far.
     pub fn frames(&self) -> usize {
         self.frames
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gif_delays_add_up_to_the_true_duration() {
+        let path = std::env::temp_dir().join(format!("skelett-gif-{}.gif", std::process::id()));
+        let mut g = GifWriter::create(&path, 4, 2, 1.0 / 15.0).unwrap();
+        let img = Image {
+            width: 4,
+            height: 2,
+            rgba: vec![128; 32],
+        };
+        for _ in 0..30 {
+            g.push(&img).unwrap();
+        }
+        assert_eq!(g.written_cs, 200, "30 frames at 15 fps are 2 s");
+        let bad = Image {
+            rgba: vec![0; 31],
+            ..img
+        };
+        assert!(g.push(&bad).is_err());
+        drop(g);
+        let _ = std::fs::remove_file(path);
     }
 }

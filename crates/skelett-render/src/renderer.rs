@@ -65,6 +65,7 @@ impl Default for RenderOptions {
 struct CameraUniform {
     view_proj: [f32; 16],
     root: [f32; 16],
+    root_normal: [f32; 16],
     eye: [f32; 4],
     light_dir: [f32; 4],
 }
@@ -385,7 +386,7 @@ impl Renderer {
                     p
                 };
                 let sm = SkinningMesh::new(p, skin.len())?;
-                let skinner = GpuSkinner::new(gpu, &sm);
+                let skinner = GpuSkinner::new(gpu, &sm)?;
                 let tri = sm.indices();
                 let mut edges = Vec::with_capacity(tri.len() * 2);
                 for t in tri.chunks_exact(3) {
@@ -498,9 +499,17 @@ impl Renderer {
         .create_view(&Default::default());
         let padded_row = (w * 4).div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT)
             * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
+        let readback_size = padded_row as u64 * h as u64;
+        if readback_size > d.limits().max_buffer_size {
+            return Err(RenderError::Invalid(format!(
+                "image size {w}x{h} needs a {readback_size}-byte readback buffer; this GPU \
+                 allows {}",
+                d.limits().max_buffer_size
+            )));
+        }
         let readback = d.create_buffer(&wgpu::BufferDescriptor {
             label: Some("image readback"),
-            size: (padded_row * h) as u64,
+            size: readback_size,
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
@@ -648,6 +657,7 @@ impl Renderer {
             bytemuck::bytes_of(&CameraUniform {
                 view_proj: camera.view_proj(aspect).to_cols_array(),
                 root: root.to_cols_array(),
+                root_normal: normal_matrix(&root).to_cols_array(),
                 eye: eye.extend(1.0).to_array(),
                 light_dir: light.extend(0.0).to_array(),
             }),
@@ -883,4 +893,15 @@ fn smooth_normals(positions: &[Vec3], indices: &[u32]) -> Vec<Vec3> {
     n.iter()
         .map(|v| v.try_normalize().unwrap_or(Vec3::Y))
         .collect()
+}
+
+/// The inverse-transpose of `m`'s upper 3x3 (normals' transform), or `m` itself if singular.
+fn normal_matrix(m: &Mat4) -> Mat4 {
+    let m3 = glam::Mat3::from_mat4(*m);
+    let det = m3.determinant();
+    if det.abs() > f32::MIN_POSITIVE && det.is_finite() {
+        Mat4::from_mat3(m3.inverse().transpose())
+    } else {
+        Mat4::from_mat3(m3)
+    }
 }

@@ -5,7 +5,12 @@
 //! [`GpuSkinner::skin`] uploads the palette (and the inverse-transposes when the palette
 //! needs them, as the CPU path decides) and dispatches one invocation per vertex into
 //! [`GpuSkinner::output`]: position then normal per vertex, 32 bytes, usable directly as a
-//! vertex buffer. Dual quaternion skinning is CPU-only for now.
+//! vertex buffer. Linear and dual quaternion skinning follow the palette's
+//! [`skelett::skin::SkinningMethod`], with the CPU's per-vertex fallback. Tangents are
+//! skinned on the CPU only.
+//!
+//! A skinner holds one palette: to draw one mesh for several characters in one submission,
+//! make a skinner per character (the bind-pose buffers are small next to the outputs).
 
 use glam::{Mat3, Mat4, Vec4};
 use skelett::skin::{SkinPalette, SkinningMesh};
@@ -18,7 +23,8 @@ use crate::{Gpu, RenderError};
 struct Params {
     count: u32,
     use_normal: u32,
-    _pad: [u32; 2],
+    method: u32,
+    _pad: u32,
 }
 
 /// One mesh primitive skinned on the GPU.
@@ -28,16 +34,37 @@ pub struct GpuSkinner {
     palette: wgpu::Buffer,
     normal_palette: wgpu::Buffer,
     params: wgpu::Buffer,
+    dual: wgpu::Buffer,
     output: wgpu::Buffer,
     bind_group: wgpu::BindGroup,
     pipeline: wgpu::ComputePipeline,
     normals: Vec<Mat4>,
+    duals: Vec<Vec4>,
 }
 
 impl GpuSkinner {
     /// Uploads `mesh` (in its skinning order).
-    pub fn new(gpu: &Gpu, mesh: &SkinningMesh) -> GpuSkinner {
+    ///
+    /// # Errors
+    /// [`RenderError::Invalid`] if the mesh or its palette is larger than the device's
+    /// storage buffers or dispatch size allow (on WebGPU's default limits, about 4 million
+    /// vertices per primitive and 2 million palette entries).
+    pub fn new(gpu: &Gpu, mesh: &SkinningMesh) -> Result<GpuSkinner, RenderError> {
         let n = mesh.vertex_count();
+        let limits = gpu.device.limits();
+        let binding = limits.max_storage_buffer_binding_size as u64;
+        let groups = limits.max_compute_workgroups_per_dimension as u64 * 64;
+        if (n as u64) * 32 > binding
+            || (n as u64) > groups
+            || (mesh.palette_len() as u64) * 64 > binding
+        {
+            return Err(RenderError::Invalid(format!(
+                "a primitive of {n} vertices and {} palette entries does not fit this GPU's \
+                 storage buffers ({binding} bytes) or dispatch size ({groups} invocations); \
+                 split the mesh",
+                mesh.palette_len()
+            )));
+        }
         let mut bind = Vec::with_capacity(2 * n);
         let mut joints = Vec::with_capacity(2 * n);
         let mut weights = Vec::with_capacity(2 * n);
@@ -80,6 +107,12 @@ impl GpuSkinner {
         };
         let palette = mat_buf("palette");
         let normal_palette = mat_buf("normal palette");
+        let dual = d.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("dual quaternions"),
+            size: (palette_len * 48) as u64,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
         let params = d.create_buffer(&wgpu::BufferDescriptor {
             label: Some("skin params"),
             size: std::mem::size_of::<Params>() as u64,
@@ -115,6 +148,7 @@ impl GpuSkinner {
             &weight_buf,
             &output,
             &params,
+            &dual,
         ]
         .iter()
         .enumerate()
@@ -128,17 +162,19 @@ impl GpuSkinner {
             layout: &layout,
             entries: &entries,
         });
-        GpuSkinner {
+        Ok(GpuSkinner {
             count: n as u32,
             palette_len: mesh.palette_len(),
             palette,
             normal_palette,
             params,
+            dual,
             output,
             bind_group,
             pipeline,
             normals: Vec::new(),
-        }
+            duals: Vec::new(),
+        })
     }
 
     /// Number of vertices.
@@ -192,13 +228,25 @@ impl GpuSkinner {
             gpu.queue
                 .write_buffer(&self.normal_palette, 0, bytemuck::cast_slice(&self.normals));
         }
+        let dq = palette.dual_quaternions();
+        if let Some((dual, rigid)) = dq.filter(|_| !m.is_empty()) {
+            self.duals.clear();
+            for (q, &r) in dual.iter().zip(rigid).take(self.palette_len) {
+                self.duals.push(Vec4::from(q.real));
+                self.duals.push(Vec4::from(q.dual));
+                self.duals.push(Vec4::new(r as u32 as f32, 0.0, 0.0, 0.0));
+            }
+            gpu.queue
+                .write_buffer(&self.dual, 0, bytemuck::cast_slice(&self.duals));
+        }
         gpu.queue.write_buffer(
             &self.params,
             0,
             bytemuck::bytes_of(&Params {
                 count: self.count,
                 use_normal: use_normal as u32,
-                _pad: [0; 2],
+                method: dq.is_some() as u32,
+                _pad: 0,
             }),
         );
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {

@@ -53,7 +53,7 @@ fn gpu_skinning_equals_cpu_skinning() {
             let skin_def = &asset.skins[mesh.skin];
             for p in &mesh.primitives {
                 let sm = SkinningMesh::new(p, skin_def.len()).unwrap();
-                let mut gs = GpuSkinner::new(&gpu, &sm);
+                let mut gs = GpuSkinner::new(&gpu, &sm).unwrap();
                 let size = p.positions.iter().map(|v| v.length()).fold(1e-6, f32::max);
                 let mut worst = 0.0f32;
                 for at in [0.0, 0.37, 0.81] {
@@ -94,6 +94,78 @@ fn gpu_skinning_equals_cpu_skinning() {
                 );
             }
         }
+    }
+}
+
+/// CPU and GPU skinning of `sm` with `palette`: worst position difference (relative to
+/// `size`) and worst normal difference.
+fn compare(gpu: &Gpu, sm: &SkinningMesh, palette: &SkinPalette, size: f32) -> (f32, f32) {
+    let mut gs = GpuSkinner::new(gpu, sm).unwrap();
+    let mut pos = vec![Vec3::ZERO; sm.vertex_count()];
+    let mut nrm = pos.clone();
+    skin(
+        sm,
+        palette,
+        SkinOutput {
+            positions: &mut pos,
+            normals: Some(&mut nrm),
+            tangents: None,
+        },
+    )
+    .unwrap();
+    let (gp, gn) = gs.skin_and_read(gpu, palette).unwrap();
+    let wp = gp
+        .iter()
+        .zip(&pos)
+        .map(|(a, b)| (*a - *b).length() / size)
+        .fold(0.0, f32::max);
+    let wn = if sm.normals().is_some() {
+        gn.iter()
+            .zip(&nrm)
+            .map(|(a, b)| (*a - *b).length())
+            .fold(0.0, f32::max)
+    } else {
+        0.0
+    };
+    (wp, wn)
+}
+
+/// The paths the real assets do not reach: dual quaternions (with the per-vertex fallback)
+/// and inverse-transposed normals under non-uniform scale.
+#[test]
+fn gpu_dual_quaternions_and_normal_matrices_equal_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let asset = skelett_io::load(data("gltf/CesiumMan.glb")).unwrap();
+    let p = &asset.meshes[0].primitives[0];
+    let skin_def = &asset.skins[asset.meshes[0].skin];
+    let sm = SkinningMesh::new(p, skin_def.len()).unwrap();
+    let size = p.positions.iter().map(|v| v.length()).fold(1e-6, f32::max);
+    let model = posed(&asset, 0, 0.5);
+    // Dual quaternions on the real pose (rigid joints).
+    let mut dq = SkinPalette::new(SkinningMethod::DualQuaternion);
+    dq.update(skin_def, &model).unwrap();
+    let (wp, wn) = compare(&gpu, &sm, &dq, size);
+    eprintln!("CesiumMan DQS: GPU-CPU {wp:e} of size, normals {wn:e}");
+    assert!(wp < 1e-5 && wn < 1e-4, "DQS: {wp} {wn}");
+    // Every third joint scaled non-uniformly: normal matrices, and DQS falling back.
+    let scaled: Vec<glam::Mat4> = model
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            if i % 3 == 0 {
+                *m * glam::Mat4::from_scale(Vec3::new(1.0, 1.6, 0.7))
+            } else {
+                *m
+            }
+        })
+        .collect();
+    for method in [SkinningMethod::Linear, SkinningMethod::DualQuaternion] {
+        let mut pal = SkinPalette::new(method);
+        pal.update(skin_def, &scaled).unwrap();
+        assert!(pal.uses_normal_matrices());
+        let (wp, wn) = compare(&gpu, &sm, &pal, size);
+        eprintln!("CesiumMan scaled {method:?}: GPU-CPU {wp:e} of size, normals {wn:e}");
+        assert!(wp < 1e-5 && wn < 1e-4, "{method:?}: {wp} {wn}");
     }
 }
 

@@ -236,7 +236,8 @@ impl SkinningMesh {
             }
             _ => (&[], &[]),
         };
-        let last = 1.0 - weights.iter().sum::<f32>();
+        // The implied last weight, subtracted one at a time as the skinning loops do.
+        let last = weights.iter().fold(1.0f32, |l, &w| l - w);
         joints
             .iter()
             .enumerate()
@@ -317,6 +318,14 @@ impl SkinPalette {
         &self.matrices
     }
 
+    /// Each palette entry as a dual quaternion, and whether it is rigid (dual quaternion
+    /// skinning applies only to vertices whose joints are all rigid), when the method was
+    /// [`SkinningMethod::DualQuaternion`] at the last update; `None` otherwise. For GPU
+    /// uploads.
+    pub fn dual_quaternions(&self) -> Option<(&[DualQuat], &[bool])> {
+        self.dual_ready.then_some((&self.dual[..], &self.rigid[..]))
+    }
+
     /// Whether normals use separately blended inverse-transposes this frame (some palette
     /// entry scales non-uniformly, shears, or scales differently from the others).
     pub fn uses_normal_matrices(&self) -> bool {
@@ -326,11 +335,17 @@ impl SkinPalette {
     /// Computes the palette of `skin` from the skeleton's model-space matrices.
     ///
     /// # Errors
-    /// As [`skinning_palette`]; nothing is changed then.
+    /// As [`skinning_palette`]; the palette is left empty then, so [`skin`] refuses it until
+    /// the next successful update.
     pub fn update(&mut self, skin: &Skin, model: &[Mat4]) -> Result<(), Error> {
         // Resize only when the skin changes size, so steady-state updates never allocate.
         self.matrices.resize(skin.len(), Mat4::IDENTITY);
-        skinning_palette(skin, model, &mut self.matrices)?;
+        if let Err(e) = skinning_palette(skin, model, &mut self.matrices) {
+            // Leave no stale derived data behind: an empty palette makes `skin` refuse.
+            self.matrices.clear();
+            self.derive();
+            return Err(e);
+        }
         self.derive();
         Ok(())
     }
@@ -417,7 +432,7 @@ fn is_rigid(m: &Mat4, tol: f32) -> bool {
 }
 
 /// Caller-provided output buffers, one entry per vertex in skinning order. Pass `None` for
-/// attributes you do not need (or the mesh does not have).
+/// attributes you do not need; attributes the mesh has no source for come out as zeros.
 #[derive(Debug)]
 pub struct SkinOutput<'a> {
     /// Skinned positions.
@@ -553,6 +568,18 @@ fn check(mesh: &SkinningMesh, palette: &SkinPalette, out: &SkinOutput<'_>) -> Re
 /// longer than needed only at the top level; `check` has run.
 fn skin_range(mesh: &SkinningMesh, palette: &SkinPalette, start: usize, out: SkinOutput<'_>) {
     let end = start + out.positions.len().min(mesh.vertex_count() - start);
+    // Outputs the mesh has no source for are zero, in every group.
+    let mut out = out;
+    if mesh.normals.is_none() {
+        if let Some(o) = out.normals.take() {
+            o[..end - start].fill(Vec3::ZERO);
+        }
+    }
+    if mesh.tangents.is_none() {
+        if let Some(o) = out.tangents.take() {
+            o[..end - start].fill(Vec4::ZERO);
+        }
+    }
     let mut rest = out;
     let mut at = start;
     for g in &mesh.groups {
@@ -684,7 +711,8 @@ fn blend_normals<const K: usize>(mats: &[Mat3A], j: &[u16], w: &[f32], n: Vec3) 
 #[inline(always)]
 fn unit(v: Vec3A, fallback: Vec3) -> Vec3 {
     let l = v.length_squared();
-    if l > 0.0 && l.is_finite() {
+    // Normal numbers only: the SSE estimate treats subnormals as zero.
+    if (f32::MIN_POSITIVE..=f32::MAX).contains(&l) {
         Vec3::from(v * inv_sqrt(l))
     } else {
         fallback
@@ -839,6 +867,16 @@ fn group<const K: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tiny_and_huge_directions_fall_back_instead_of_blowing_up() {
+        let f = Vec3::X;
+        for l in [1e-45f32, 1e-40, 0.0, f32::INFINITY, f32::NAN] {
+            assert_eq!(unit(Vec3A::new(l, 0.0, 0.0), f), f, "length {l}");
+        }
+        let v = unit(Vec3A::new(0.0, 2e-19, 0.0), f);
+        assert!((v - Vec3::Y).length() < 1e-5, "{v}");
+    }
 
     #[test]
     fn inv_sqrt_is_accurate() {

@@ -4,6 +4,8 @@ struct Camera {
     view_proj: mat4x4<f32>,
     // The skeleton's root transform (model space to scene space).
     root: mat4x4<f32>,
+    // Its inverse-transpose, for normals.
+    root_normal: mat4x4<f32>,
     eye: vec4<f32>,
     light_dir: vec4<f32>,
 };
@@ -31,7 +33,7 @@ fn vs_mesh(@location(0) pos: vec3<f32>, @location(1) normal: vec3<f32>, @locatio
     var o: MeshOut;
     let world = camera.root * vec4<f32>(pos, 1.0);
     o.clip = camera.view_proj * world;
-    o.normal = (camera.root * vec4<f32>(normal, 0.0)).xyz;
+    o.normal = (camera.root_normal * vec4<f32>(normal, 0.0)).xyz;
     o.uv = uv;
     o.world = world.xyz;
     return o;
