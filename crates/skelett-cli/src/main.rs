@@ -72,6 +72,19 @@ enum Command {
         #[arg(long, default_value_t = 15.0)]
         fps: f32,
     },
+    /// Open the interactive viewer: clips, play/pause/stop, speed, scrubber, cross-fades,
+    /// a second layer with weight and mask, skin/wireframe/skeleton toggles, orbit camera,
+    /// event log, frame times. Needs the `viewer` feature.
+    View {
+        /// The file to view; the embedded Fox when omitted.
+        file: Option<PathBuf>,
+        /// Close after this many frames (scripted runs, CI).
+        #[arg(long, value_name = "FRAMES")]
+        exit_after: Option<u32>,
+        /// With --exit-after: save a PNG screenshot of the window before closing.
+        #[arg(long, value_name = "PNG", requires = "exit_after")]
+        screenshot: Option<PathBuf>,
+    },
     /// Render a clip (optionally cross-fading to another) offscreen to a GIF or PNG.
     Render {
         /// The file to render; the embedded Fox when omitted.
@@ -214,6 +227,39 @@ pub fn load(file: Option<&Path>) -> Result<(Asset, String), skelett_io::Error> {
     }
 }
 
+/// `skelett view`.
+#[cfg(feature = "viewer")]
+fn view(
+    file: Option<&Path>,
+    exit_after: Option<u32>,
+    screenshot: Option<PathBuf>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let (asset, source) = load(file)?;
+    skelett_viewer::run(
+        asset,
+        skelett_viewer::ViewerOptions {
+            title: source,
+            exit_after,
+            screenshot,
+        },
+    )?;
+    Ok(())
+}
+
+/// `skelett view` in a build without the viewer.
+#[cfg(not(feature = "viewer"))]
+fn view(
+    _file: Option<&Path>,
+    _exit_after: Option<u32>,
+    _screenshot: Option<PathBuf>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    Err(
+        "this skelett was built without the viewer; build it with the `viewer` feature: \
+         cargo run --release -p skelett-cli --features viewer -- view [FILE]"
+            .into(),
+    )
+}
+
 /// `writeln!` into the command's output buffer (a `String`, which cannot fail).
 #[macro_export]
 macro_rules! outln {
@@ -244,6 +290,11 @@ fn main() -> ExitCode {
             },
             fps,
         ),
+        Command::View {
+            file,
+            exit_after,
+            screenshot,
+        } => view(file.as_deref(), exit_after, screenshot),
         Command::Render {
             file,
             clip,

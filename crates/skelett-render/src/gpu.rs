@@ -54,6 +54,16 @@ impl Gpu {
         })
     }
 
+    /// Wraps a device made elsewhere (a window toolkit's, such as eframe's), so skinners
+    /// and renderers draw with it.
+    pub fn from_device(device: wgpu::Device, queue: wgpu::Queue, info: wgpu::AdapterInfo) -> Gpu {
+        Gpu {
+            device,
+            queue,
+            info,
+        }
+    }
+
     /// A one-line description of the adapter.
     pub fn describe(&self) -> String {
         format!(
@@ -89,7 +99,7 @@ impl Gpu {
             let _ = tx.send(r);
         });
         self.device
-            .poll(wgpu::PollType::Wait)
+            .poll(wgpu::PollType::wait_indefinitely())
             .map_err(|e| RenderError::Readback(e.to_string()))?;
         rx.recv()
             .map_err(|e| RenderError::Readback(e.to_string()))?

@@ -103,10 +103,7 @@ pub struct Renderer {
     skins: Vec<Skin>,
     palettes: Vec<SkinPalette>,
     primitives: Vec<DrawPrimitive>,
-    color: wgpu::TextureView,
-    resolve: wgpu::Texture,
-    resolve_view: wgpu::TextureView,
-    depth: wgpu::TextureView,
+    targets: Targets,
     camera: wgpu::Buffer,
     camera_group: wgpu::BindGroup,
     mesh_pipeline: wgpu::RenderPipeline,
@@ -117,8 +114,95 @@ pub struct Renderer {
     line_capacity: usize,
     line_scratch: Vec<LineVertex>,
     grid: Vec<LineVertex>,
+}
+
+/// The multisampled colour and depth targets, the resolved image and its readback buffer.
+struct Targets {
+    width: u32,
+    height: u32,
+    color: wgpu::TextureView,
+    resolve: wgpu::Texture,
+    resolve_view: wgpu::TextureView,
+    depth: wgpu::TextureView,
     readback: wgpu::Buffer,
     padded_row: u32,
+}
+
+impl Targets {
+    fn new(gpu: &Gpu, w: u32, h: u32) -> Result<Targets, RenderError> {
+        let d = &gpu.device;
+        let max = d.limits().max_texture_dimension_2d;
+        if w == 0 || h == 0 || w > max || h > max {
+            return Err(RenderError::Invalid(format!(
+                "image size {w}x{h}: each side must be 1 to {max} pixels"
+            )));
+        }
+        let padded_row = (w * 4).div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT)
+            * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
+        let readback_size = padded_row as u64 * h as u64;
+        if readback_size > d.limits().max_buffer_size {
+            return Err(RenderError::Invalid(format!(
+                "image size {w}x{h} needs a {readback_size}-byte readback buffer; this GPU \
+                 allows {}",
+                d.limits().max_buffer_size
+            )));
+        }
+        let target = |label: &str, format, samples, usage| {
+            d.create_texture(&wgpu::TextureDescriptor {
+                label: Some(label),
+                size: wgpu::Extent3d {
+                    width: w,
+                    height: h,
+                    depth_or_array_layers: 1,
+                },
+                mip_level_count: 1,
+                sample_count: samples,
+                dimension: wgpu::TextureDimension::D2,
+                format,
+                usage,
+                view_formats: &[],
+            })
+        };
+        let color = target(
+            "colour (MSAA)",
+            COLOR_FORMAT,
+            SAMPLES,
+            wgpu::TextureUsages::RENDER_ATTACHMENT,
+        )
+        .create_view(&Default::default());
+        let resolve = target(
+            "colour",
+            COLOR_FORMAT,
+            1,
+            wgpu::TextureUsages::RENDER_ATTACHMENT
+                | wgpu::TextureUsages::COPY_SRC
+                | wgpu::TextureUsages::TEXTURE_BINDING,
+        );
+        let resolve_view = resolve.create_view(&Default::default());
+        let depth = target(
+            "depth",
+            DEPTH_FORMAT,
+            SAMPLES,
+            wgpu::TextureUsages::RENDER_ATTACHMENT,
+        )
+        .create_view(&Default::default());
+        let readback = d.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("image readback"),
+            size: readback_size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Ok(Targets {
+            width: w,
+            height: h,
+            color,
+            resolve,
+            resolve_view,
+            depth,
+            readback,
+            padded_row,
+        })
+    }
 }
 
 impl Renderer {
@@ -129,12 +213,6 @@ impl Renderer {
     /// does not fit its skin.
     pub fn new(gpu: &Gpu, asset: &Asset, options: RenderOptions) -> Result<Renderer, RenderError> {
         let (w, h) = (options.width, options.height);
-        let max = gpu.device.limits().max_texture_dimension_2d;
-        if w == 0 || h == 0 || w > max || h > max {
-            return Err(RenderError::Invalid(format!(
-                "image size {w}x{h}: each side must be 1 to {max} pixels"
-            )));
-        }
         let d = &gpu.device;
         let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("draw.wgsl"),
@@ -460,59 +538,7 @@ impl Renderer {
             }
         }
 
-        let target = |label: &str, format, samples, usage| {
-            d.create_texture(&wgpu::TextureDescriptor {
-                label: Some(label),
-                size: wgpu::Extent3d {
-                    width: w,
-                    height: h,
-                    depth_or_array_layers: 1,
-                },
-                mip_level_count: 1,
-                sample_count: samples,
-                dimension: wgpu::TextureDimension::D2,
-                format,
-                usage,
-                view_formats: &[],
-            })
-        };
-        let color = target(
-            "colour (MSAA)",
-            COLOR_FORMAT,
-            SAMPLES,
-            wgpu::TextureUsages::RENDER_ATTACHMENT,
-        )
-        .create_view(&Default::default());
-        let resolve = target(
-            "colour",
-            COLOR_FORMAT,
-            1,
-            wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
-        );
-        let resolve_view = resolve.create_view(&Default::default());
-        let depth = target(
-            "depth",
-            DEPTH_FORMAT,
-            SAMPLES,
-            wgpu::TextureUsages::RENDER_ATTACHMENT,
-        )
-        .create_view(&Default::default());
-        let padded_row = (w * 4).div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT)
-            * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
-        let readback_size = padded_row as u64 * h as u64;
-        if readback_size > d.limits().max_buffer_size {
-            return Err(RenderError::Invalid(format!(
-                "image size {w}x{h} needs a {readback_size}-byte readback buffer; this GPU \
-                 allows {}",
-                d.limits().max_buffer_size
-            )));
-        }
-        let readback = d.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("image readback"),
-            size: readback_size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let targets = Targets::new(gpu, w, h)?;
         // Grid (2 x 2 x 21 vertices) plus, per joint, a bone and three axes (8 vertices).
         let line_capacity = 84 + asset.skeleton.len() * 8;
         let lines = d.create_buffer(&wgpu::BufferDescriptor {
@@ -527,10 +553,7 @@ impl Renderer {
             skins: asset.skins.clone(),
             palettes: vec![SkinPalette::new(SkinningMethod::Linear); asset.skins.len()],
             primitives,
-            color,
-            resolve,
-            resolve_view,
-            depth,
+            targets,
             camera,
             camera_group,
             mesh_pipeline,
@@ -541,8 +564,6 @@ impl Renderer {
             line_capacity,
             line_scratch: Vec::with_capacity(line_capacity),
             grid: Vec::new(),
-            readback,
-            padded_row,
         })
     }
 
@@ -634,7 +655,62 @@ impl Renderer {
         model: &[Mat4],
         camera: &OrbitCamera,
     ) -> Result<Image, RenderError> {
-        let (w, h) = (self.options.width, self.options.height);
+        self.frame(gpu, model, camera, true)?;
+        let t = &self.targets;
+        let (w, h) = (t.width, t.height);
+        let bytes = gpu.map_read(&t.readback)?;
+        let mut rgba = Vec::with_capacity((w * h * 4) as usize);
+        for row in bytes.chunks_exact(t.padded_row as usize).take(h as usize) {
+            rgba.extend_from_slice(&row[..(w * 4) as usize]);
+        }
+        Ok(Image {
+            width: w,
+            height: h,
+            rgba,
+        })
+    }
+
+    /// As [`Renderer::render`] without reading the image back: the frame is drawn into
+    /// [`Renderer::target`] (for a window to show, e.g. as an egui texture).
+    ///
+    /// # Errors
+    /// As [`Renderer::render`].
+    pub fn draw(
+        &mut self,
+        gpu: &Gpu,
+        model: &[Mat4],
+        camera: &OrbitCamera,
+    ) -> Result<(), RenderError> {
+        self.frame(gpu, model, camera, false)
+    }
+
+    /// The resolved colour image (RGBA8 sRGB, `TEXTURE_BINDING` usage) the last frame was
+    /// drawn into. It is replaced by [`Renderer::resize`].
+    pub fn target(&self) -> &wgpu::TextureView {
+        &self.targets.resolve_view
+    }
+
+    /// Changes the image size (new targets; meshes and pipelines stay).
+    ///
+    /// # Errors
+    /// [`RenderError::Invalid`] for a size the GPU cannot hold.
+    pub fn resize(&mut self, gpu: &Gpu, width: u32, height: u32) -> Result<(), RenderError> {
+        if (width, height) != (self.targets.width, self.targets.height) {
+            self.targets = Targets::new(gpu, width, height)?;
+            self.options.width = width;
+            self.options.height = height;
+        }
+        Ok(())
+    }
+
+    fn frame(
+        &mut self,
+        gpu: &Gpu,
+        model: &[Mat4],
+        camera: &OrbitCamera,
+        readback: bool,
+    ) -> Result<(), RenderError> {
+        let (w, h) = (self.targets.width, self.targets.height);
         let n = self.skeleton.len();
         if model.len() < n {
             return Err(skelett::Error::Length {
@@ -723,9 +799,9 @@ impl Renderer {
             let mut pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some("draw"),
                 color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                    view: &self.color,
+                    view: &self.targets.color,
                     depth_slice: None,
-                    resolve_target: Some(&self.resolve_view),
+                    resolve_target: Some(&self.targets.resolve_view),
                     ops: wgpu::Operations {
                         load: wgpu::LoadOp::Clear(wgpu::Color {
                             r: bg[0] as f64,
@@ -737,7 +813,7 @@ impl Renderer {
                     },
                 })],
                 depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                    view: &self.depth,
+                    view: &self.targets.depth,
                     depth_ops: Some(wgpu::Operations {
                         load: wgpu::LoadOp::Clear(1.0),
                         store: wgpu::StoreOp::Discard,
@@ -777,41 +853,31 @@ impl Renderer {
                 pass.draw(grid_count..grid_count + overlay_count, 0..1);
             }
         }
-        enc.copy_texture_to_buffer(
-            wgpu::TexelCopyTextureInfo {
-                texture: &self.resolve,
-                mip_level: 0,
-                origin: wgpu::Origin3d::ZERO,
-                aspect: wgpu::TextureAspect::All,
-            },
-            wgpu::TexelCopyBufferInfo {
-                buffer: &self.readback,
-                layout: wgpu::TexelCopyBufferLayout {
-                    offset: 0,
-                    bytes_per_row: Some(self.padded_row),
-                    rows_per_image: Some(h),
+        if readback {
+            enc.copy_texture_to_buffer(
+                wgpu::TexelCopyTextureInfo {
+                    texture: &self.targets.resolve,
+                    mip_level: 0,
+                    origin: wgpu::Origin3d::ZERO,
+                    aspect: wgpu::TextureAspect::All,
                 },
-            },
-            wgpu::Extent3d {
-                width: w,
-                height: h,
-                depth_or_array_layers: 1,
-            },
-        );
-        gpu.queue.submit([enc.finish()]);
-        let bytes = gpu.map_read(&self.readback)?;
-        let mut rgba = Vec::with_capacity((w * h * 4) as usize);
-        for row in bytes
-            .chunks_exact(self.padded_row as usize)
-            .take(h as usize)
-        {
-            rgba.extend_from_slice(&row[..(w * 4) as usize]);
+                wgpu::TexelCopyBufferInfo {
+                    buffer: &self.targets.readback,
+                    layout: wgpu::TexelCopyBufferLayout {
+                        offset: 0,
+                        bytes_per_row: Some(self.targets.padded_row),
+                        rows_per_image: Some(h),
+                    },
+                },
+                wgpu::Extent3d {
+                    width: w,
+                    height: h,
+                    depth_or_array_layers: 1,
+                },
+            );
         }
-        Ok(Image {
-            width: w,
-            height: h,
-            rgba,
-        })
+        gpu.queue.submit([enc.finish()]);
+        Ok(())
     }
 
     /// Where a scene-space point lands in the image (pixels from the top left), or `None`

@@ -48,6 +48,7 @@
 
 pub mod animator;
 pub mod clip;
+pub mod contacts;
 pub mod error;
 pub mod hierarchy;
 pub mod mesh;

@@ -1,0 +1,603 @@
+//! # skelett-viewer: the interactive viewer behind `skelett view`
+//!
+//! An eframe/egui window on the same wgpu device as [`skelett_render`]: each frame the
+//! [`Animator`] advances, the pose goes through `local_to_model`, and the renderer skins and
+//! draws the character into its own texture, which egui shows in the central panel (no
+//! readback). The side panel drives the animator:
+//!
+//! - the clip list (click to play, or to cross-fade with the chosen duration);
+//! - play / pause / stop (stop shows the rest pose), speed, a timeline scrubber;
+//! - a second layer (override or additive) with its clip, weight and a joint-subtree mask;
+//! - skin / wireframe / skeleton / grid toggles, and an orbit camera (drag to turn, scroll
+//!   to zoom, double-click to frame the character again);
+//! - the log of fired events (the file's own, plus footsteps found by
+//!   `skelett::contacts`) and the frame-time readout.
+//!
+//! It lives in its own crate so the core, the importers and the CLI build without a window
+//! toolkit. `--exit-after N` and `--screenshot FILE` let CI run it under Xvfb.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use eframe::egui;
+use glam::{Mat4, Vec3};
+use skelett::animator::{Animator, BlendMode, Curve, EventPolicy, PlayOptions};
+use skelett::{local_to_model, Clip, JointMask};
+use skelett_io::Asset;
+use skelett_render::{Bounds, Gpu, OrbitCamera, RenderOptions, Renderer};
+
+/// How the viewer starts and ends.
+#[derive(Clone, Debug, Default)]
+pub struct ViewerOptions {
+    /// Window title (usually the file's name).
+    pub title: String,
+    /// Close after this many frames (for scripted runs and CI).
+    pub exit_after: Option<u32>,
+    /// Save a screenshot of the whole window as PNG before closing (needs `exit_after`; the
+    /// last frame is captured).
+    pub screenshot: Option<PathBuf>,
+}
+
+/// Opens the viewer on `asset` and returns when the window closes.
+///
+/// # Errors
+/// A message if the window or GPU cannot be created, or the screenshot cannot be written.
+pub fn run(mut asset: Asset, options: ViewerOptions) -> Result<(), String> {
+    if asset.clips.is_empty() {
+        return Err("the file has no clips to view".into());
+    }
+    // Footsteps on every clip, so the event log has something to show for locomotion.
+    for clip in &mut asset.clips {
+        let steps = skelett::contacts::footstep_events(&asset.skeleton, clip);
+        if !steps.is_empty() {
+            *clip = Arc::new(
+                (**clip)
+                    .clone()
+                    .with_events(steps)
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+    }
+    let native = eframe::NativeOptions {
+        renderer: eframe::Renderer::Wgpu,
+        viewport: egui::ViewportBuilder::default()
+            .with_title(format!("skelett: {}", options.title))
+            .with_inner_size([1180.0, 720.0]),
+        ..Default::default()
+    };
+    let failure: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
+    let fail = failure.clone();
+    eframe::run_native(
+        "skelett viewer",
+        native,
+        Box::new(move |cc| {
+            Viewer::new(cc, asset, options, fail)
+                .map(|v| Box::new(v) as Box<dyn eframe::App>)
+                .map_err(|e| e.into())
+        }),
+    )
+    .map_err(|e| e.to_string())?;
+    let message = failure.lock().ok().and_then(|mut f| f.take());
+    match message {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+const OVERRIDE_LAYER: usize = 1;
+const ADDITIVE_LAYER: usize = 2;
+
+struct Viewer {
+    asset: Asset,
+    additive_clips: Vec<Option<Arc<Clip>>>,
+    animator: Animator,
+    gpu: Gpu,
+    renderer: Renderer,
+    texture: egui::TextureId,
+    egui_renderer: Arc<egui::mutex::RwLock<egui_wgpu::Renderer>>,
+    camera: OrbitCamera,
+    home: OrbitCamera,
+    model: Vec<Mat4>,
+    // Base layer.
+    current: usize,
+    paused: bool,
+    stopped: bool,
+    speed: f32,
+    fade: f32,
+    // Second layer.
+    layer_on: bool,
+    layer_additive: bool,
+    layer_clip: usize,
+    layer_weight: f32,
+    layer_mask: Option<usize>,
+    // Display.
+    skin: bool,
+    wireframe: bool,
+    skeleton: bool,
+    grid: bool,
+    events: VecDeque<String>,
+    time: f64,
+    frame_ms: f32,
+    anim_ms: f32,
+    render_ms: f32,
+    // Scripted runs.
+    options: ViewerOptions,
+    frames: u32,
+    screenshot_asked: bool,
+    failure: Arc<std::sync::Mutex<Option<String>>>,
+}
+
+impl Viewer {
+    fn new(
+        cc: &eframe::CreationContext<'_>,
+        asset: Asset,
+        options: ViewerOptions,
+        failure: Arc<std::sync::Mutex<Option<String>>>,
+    ) -> Result<Viewer, String> {
+        let rs = cc
+            .wgpu_render_state
+            .as_ref()
+            .ok_or("eframe started without wgpu")?;
+        let gpu = Gpu::from_device(rs.device.clone(), rs.queue.clone(), rs.adapter.get_info());
+        let mut renderer = Renderer::new(
+            &gpu,
+            &asset,
+            RenderOptions {
+                width: 800,
+                height: 600,
+                skeleton: true,
+                ..Default::default()
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        let texture = rs.renderer.write().register_native_texture(
+            &rs.device,
+            renderer.target(),
+            wgpu_filter(),
+        );
+        let sk = asset.skeleton.clone();
+        let mut animator = Animator::new(sk.clone());
+        animator.set_event_policy(EventPolicy {
+            min_weight: 0.0,
+            sync_leader_only: false,
+        });
+        let err = |e: skelett::Error| e.to_string();
+        animator
+            .add_layer(BlendMode::Override, 0.0, None)
+            .map_err(err)?;
+        animator
+            .add_layer(BlendMode::Additive, 0.0, None)
+            .map_err(err)?;
+        animator
+            .play(0, asset.clips[0].clone(), PlayOptions::default())
+            .map_err(err)?;
+        // Frame the character over its first clip.
+        let mut model = vec![Mat4::IDENTITY; sk.len()];
+        let mut bounds: Option<Bounds> = None;
+        {
+            let mut probe = Animator::new(sk.clone());
+            let clip = asset.clips[0].clone();
+            probe
+                .play(0, clip.clone(), PlayOptions::default())
+                .map_err(err)?;
+            let step = (clip.duration() / 16.0).max(1e-3);
+            for _ in 0..17 {
+                probe.update(step);
+                local_to_model(&sk, probe.pose(), 0, &mut model).map_err(err)?;
+                if let Some(b) = renderer.bounds(&asset, &model) {
+                    bounds = Some(bounds.map_or(b, |a| a.union(b)));
+                }
+            }
+        }
+        let bounds = bounds.ok_or("nothing to frame")?;
+        let home = OrbitCamera::framing(bounds, 4.0 / 3.0);
+        renderer.set_ground(
+            Vec3::new(bounds.center().x, bounds.min.y, bounds.center().z),
+            bounds.radius() * 1.5,
+        );
+        let additive_clips = vec![None; asset.clips.len()];
+        let layer_clip = asset.clips.len().min(2) - 1;
+        Ok(Viewer {
+            additive_clips,
+            animator,
+            gpu,
+            renderer,
+            texture,
+            egui_renderer: rs.renderer.clone(),
+            camera: home,
+            home,
+            model,
+            current: 0,
+            paused: false,
+            stopped: false,
+            speed: 1.0,
+            fade: 0.3,
+            layer_on: false,
+            layer_additive: false,
+            layer_clip,
+            layer_weight: 1.0,
+            layer_mask: None,
+            skin: true,
+            wireframe: false,
+            skeleton: true,
+            grid: true,
+            events: VecDeque::new(),
+            time: 0.0,
+            frame_ms: 0.0,
+            anim_ms: 0.0,
+            render_ms: 0.0,
+            options,
+            frames: 0,
+            screenshot_asked: false,
+            failure,
+            asset,
+        })
+    }
+
+    fn log(&mut self, line: String) {
+        self.events.push_front(line);
+        self.events.truncate(200);
+    }
+
+    fn fail(&mut self, message: String) {
+        if let Ok(mut f) = self.failure.lock() {
+            f.get_or_insert(message.clone());
+        }
+        self.log(format!("error: {message}"));
+    }
+
+    fn play(&mut self, clip: usize, crossfade: bool) {
+        let c = self.asset.clips[clip].clone();
+        let opts = PlayOptions {
+            speed: self.speed,
+            sync_group: Some(1),
+            ..Default::default()
+        };
+        let result = if crossfade && !self.stopped {
+            self.animator
+                .crossfade(0, c, self.fade, Curve::SmoothStep, opts)
+        } else {
+            self.animator.play(0, c, opts)
+        };
+        if let Err(e) = result {
+            self.fail(e.to_string());
+        }
+        self.current = clip;
+        self.stopped = false;
+        self.paused = false;
+        let _ = self.animator.set_paused(0, false);
+    }
+
+    /// Applies the second-layer settings to the animator's two spare layers.
+    fn apply_layer(&mut self) {
+        let (on, off) = if self.layer_additive {
+            (ADDITIVE_LAYER, OVERRIDE_LAYER)
+        } else {
+            (OVERRIDE_LAYER, ADDITIVE_LAYER)
+        };
+        let _ = self.animator.stop(off);
+        let _ = self.animator.set_layer_weight(off, 0.0);
+        if !self.layer_on {
+            let _ = self.animator.stop(on);
+            let _ = self.animator.set_layer_weight(on, 0.0);
+            return;
+        }
+        let clip = if self.layer_additive {
+            let cache = &mut self.additive_clips[self.layer_clip];
+            cache
+                .get_or_insert_with(|| {
+                    Arc::new(self.asset.clips[self.layer_clip].to_additive_from_first_frame())
+                })
+                .clone()
+        } else {
+            self.asset.clips[self.layer_clip].clone()
+        };
+        let mask = self.layer_mask.and_then(|j| {
+            JointMask::subtree(&self.asset.skeleton, self.asset.skeleton.name(j as u16))
+        });
+        let result = self
+            .animator
+            .play(on, clip, PlayOptions::default())
+            .and_then(|()| self.animator.set_layer_weight(on, self.layer_weight))
+            .and_then(|()| self.animator.set_layer_mask(on, mask));
+        if let Err(e) = result {
+            self.fail(e.to_string());
+        }
+    }
+
+    fn side_panel(&mut self, ui: &mut egui::Ui) {
+        ui.heading("Clips");
+        ui.label("click: cross-fade; double-click: cut");
+        egui::ScrollArea::vertical()
+            .id_salt("clips")
+            .max_height(180.0)
+            .show(ui, |ui| {
+                for i in 0..self.asset.clips.len() {
+                    let c = &self.asset.clips[i];
+                    let label = format!("{}  ({:.2} s)", c.name(), c.duration());
+                    let r = ui.selectable_label(i == self.current && !self.stopped, label);
+                    if r.double_clicked() {
+                        self.play(i, false);
+                    } else if r.clicked() {
+                        self.play(i, true);
+                    }
+                }
+            });
+        ui.add(egui::Slider::new(&mut self.fade, 0.0..=2.0).text("cross-fade s"));
+        ui.separator();
+        ui.horizontal(|ui| {
+            let label = if self.paused { "Play" } else { "Pause" };
+            if ui.button(label).clicked() {
+                if self.stopped {
+                    self.play(self.current, false);
+                } else {
+                    self.paused = !self.paused;
+                    let _ = self.animator.set_paused(0, self.paused);
+                }
+            }
+            if ui.button("Stop").clicked() {
+                let _ = self.animator.stop(0);
+                self.stopped = true;
+                self.paused = true;
+            }
+        });
+        if ui
+            .add(egui::Slider::new(&mut self.speed, -2.0..=3.0).text("speed"))
+            .changed()
+        {
+            let _ = self.animator.set_speed(0, self.speed);
+        }
+        // Timeline of the heaviest base-layer clip.
+        let heaviest = self
+            .animator
+            .players(0)
+            .into_iter()
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(p, _)| (p.clip().clone(), p.local_time()));
+        if let Some((clip, mut t)) = heaviest.filter(|_| !self.stopped) {
+            let r = ui.add(
+                egui::Slider::new(&mut t, clip.start()..=clip.end())
+                    .text(format!("{} s", clip.name())),
+            );
+            if r.changed() {
+                let _ = self.animator.seek(0, t, false);
+            }
+        } else {
+            ui.label("stopped: rest pose");
+        }
+        ui.separator();
+        ui.heading("Second layer");
+        let mut changed = ui.checkbox(&mut self.layer_on, "enabled").changed();
+        ui.horizontal(|ui| {
+            changed |= ui
+                .radio_value(&mut self.layer_additive, false, "override")
+                .changed();
+            changed |= ui
+                .radio_value(&mut self.layer_additive, true, "additive")
+                .changed();
+        });
+        let names: Vec<String> = self
+            .asset
+            .clips
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect();
+        egui::ComboBox::from_label("clip")
+            .selected_text(names[self.layer_clip].clone())
+            .show_ui(ui, |ui| {
+                for (i, n) in names.iter().enumerate() {
+                    changed |= ui.selectable_value(&mut self.layer_clip, i, n).changed();
+                }
+            });
+        let joint_names = self.asset.skeleton.names().to_vec();
+        egui::ComboBox::from_label("mask")
+            .selected_text(match self.layer_mask {
+                None => "whole body".to_string(),
+                Some(j) => format!("below {}", joint_names[j]),
+            })
+            .show_ui(ui, |ui| {
+                changed |= ui
+                    .selectable_value(&mut self.layer_mask, None, "whole body")
+                    .changed();
+                for (j, n) in joint_names.iter().enumerate() {
+                    changed |= ui
+                        .selectable_value(&mut self.layer_mask, Some(j), format!("below {n}"))
+                        .changed();
+                }
+            });
+        if ui
+            .add(egui::Slider::new(&mut self.layer_weight, 0.0..=1.0).text("weight"))
+            .changed()
+            && self.layer_on
+        {
+            let layer = if self.layer_additive {
+                ADDITIVE_LAYER
+            } else {
+                OVERRIDE_LAYER
+            };
+            let _ = self.animator.set_layer_weight(layer, self.layer_weight);
+        }
+        if changed {
+            self.apply_layer();
+        }
+        ui.separator();
+        ui.horizontal_wrapped(|ui| {
+            ui.checkbox(&mut self.skin, "skin");
+            ui.checkbox(&mut self.wireframe, "wireframe");
+            ui.checkbox(&mut self.skeleton, "skeleton");
+            ui.checkbox(&mut self.grid, "grid");
+        });
+        ui.label(format!(
+            "frame {:.1} ms · animation {:.3} ms · GPU skin + draw {:.2} ms",
+            self.frame_ms, self.anim_ms, self.render_ms
+        ));
+        ui.label(self.gpu.describe());
+        ui.separator();
+        ui.heading("Events");
+        egui::ScrollArea::vertical()
+            .id_salt("events")
+            .show(ui, |ui| {
+                for e in &self.events {
+                    ui.monospace(e);
+                }
+            });
+    }
+}
+
+fn wgpu_filter() -> egui_wgpu::wgpu::FilterMode {
+    egui_wgpu::wgpu::FilterMode::Linear
+}
+
+impl eframe::App for Viewer {
+    fn update(&mut self, ctx: &egui::Context, _frame: &mut eframe::Frame) {
+        let frame_start = Instant::now();
+        let dt = ctx.input(|i| i.stable_dt).clamp(0.0, 0.1);
+
+        // Scripted runs: screenshot and close.
+        self.frames += 1;
+        if let Some(n) = self.options.exit_after {
+            let shot = ctx.input(|i| {
+                i.raw.events.iter().find_map(|e| match e {
+                    egui::Event::Screenshot { image, .. } => Some(image.clone()),
+                    _ => None,
+                })
+            });
+            if let (Some(image), Some(path)) = (shot, self.options.screenshot.clone()) {
+                if let Err(e) = save_png(&image, &path) {
+                    self.fail(e);
+                }
+                ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+            } else if self.frames >= n {
+                match &self.options.screenshot {
+                    Some(_) if !self.screenshot_asked => {
+                        ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(
+                            egui::UserData::default(),
+                        ));
+                        self.screenshot_asked = true;
+                    }
+                    Some(_) if self.frames > n + 300 => {
+                        self.fail("the window system never delivered the screenshot".into());
+                        ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+                    }
+                    Some(_) => {}
+                    None => ctx.send_viewport_cmd(egui::ViewportCommand::Close),
+                }
+            }
+        }
+
+        // Animation.
+        let start = Instant::now();
+        if !self.stopped {
+            let result = self.animator.update(dt);
+            let lines: Vec<String> = result
+                .events
+                .iter()
+                .map(|e| {
+                    format!(
+                        "{:8.3} s  {} {} ({} at {:.3} s, layer {})",
+                        self.time,
+                        e.name(),
+                        e.payload().unwrap_or(""),
+                        e.clip.name(),
+                        e.time(),
+                        e.layer
+                    )
+                })
+                .collect();
+            for l in lines {
+                self.log(l);
+            }
+            self.time += dt as f64;
+        }
+        let sk = self.asset.skeleton.clone();
+        let pose = if self.stopped {
+            sk.rest_pose()
+        } else {
+            self.animator.pose()
+        };
+        if let Err(e) = local_to_model(&sk, pose, 0, &mut self.model) {
+            self.fail(e.to_string());
+        }
+        self.anim_ms = start.elapsed().as_secs_f32() * 1e3;
+
+        egui::SidePanel::left("controls")
+            .resizable(true)
+            .default_width(320.0)
+            .show(ctx, |ui| self.side_panel(ui));
+
+        egui::CentralPanel::default()
+            .frame(egui::Frame::NONE)
+            .show(ctx, |ui| {
+                let size = ui.available_size();
+                let ppp = ctx.pixels_per_point();
+                let (w, h) = (
+                    ((size.x * ppp) as u32).clamp(16, 4096),
+                    ((size.y * ppp) as u32).clamp(16, 4096),
+                );
+                if (w, h)
+                    != (
+                        self.renderer.options().width,
+                        self.renderer.options().height,
+                    )
+                {
+                    match self.renderer.resize(&self.gpu, w, h) {
+                        Ok(()) => self
+                            .egui_renderer
+                            .write()
+                            .update_egui_texture_from_wgpu_texture(
+                                &self.gpu.device,
+                                self.renderer.target(),
+                                wgpu_filter(),
+                                self.texture,
+                            ),
+                        Err(e) => self.fail(e.to_string()),
+                    }
+                }
+                // Orbit camera: drag to turn, scroll to zoom, double-click to frame again.
+                let (rect, response) = ui.allocate_exact_size(size, egui::Sense::click_and_drag());
+                if response.dragged() {
+                    let d = response.drag_delta();
+                    self.camera.yaw -= d.x * 0.01;
+                    self.camera.pitch = (self.camera.pitch + d.y * 0.01).clamp(-1.5, 1.5);
+                }
+                if response.double_clicked() {
+                    self.camera = self.home;
+                }
+                if response.hovered() {
+                    let scroll = ctx.input(|i| i.smooth_scroll_delta.y);
+                    if scroll != 0.0 {
+                        self.camera.distance *= (1.0 - scroll * 0.002).clamp(0.5, 1.5);
+                    }
+                }
+                let start = Instant::now();
+                self.renderer
+                    .set_layers(self.skin, self.wireframe, self.skeleton, self.grid);
+                if let Err(e) = self.renderer.draw(&self.gpu, &self.model, &self.camera) {
+                    self.fail(e.to_string());
+                }
+                self.render_ms = start.elapsed().as_secs_f32() * 1e3;
+                ui.painter().image(
+                    self.texture,
+                    rect,
+                    egui::Rect::from_min_max(egui::pos2(0.0, 0.0), egui::pos2(1.0, 1.0)),
+                    egui::Color32::WHITE,
+                );
+            });
+        self.frame_ms = self.frame_ms * 0.9 + frame_start.elapsed().as_secs_f32() * 1e3 * 0.1;
+        ctx.request_repaint();
+    }
+}
+
+fn save_png(image: &egui::ColorImage, path: &std::path::Path) -> Result<(), String> {
+    let [w, h] = image.size;
+    let rgba: Vec<u8> = image.pixels.iter().flat_map(|c| c.to_array()).collect();
+    skelett_render::Image {
+        width: w as u32,
+        height: h as u32,
+        rgba,
+    }
+    .write_png(path)
+    .map_err(|e| e.to_string())
+}
