@@ -6,7 +6,8 @@
 //! primitive tiled to about 1M vertices (12 MB of positions and normals in, the same out:
 //! far beyond the caches), and CesiumMan with every vertex forced to four influences (the
 //! layout of ozz-animation's 4.4 ns/vertex figure). Each runs on one thread (`skin`), and the
-//! tiled mesh also on both cores (`skin_par`). ozz-animation 0.16 on this machine: 3.0
+//! tiled mesh also on both cores (`skin_par`); `lbs_raw_normals` rows skip renormalising
+//! the normals, as ozz-animation's job does. ozz-animation 0.16 on this machine: 3.0
 //! ns/vertex mixed, 4.4 all four influences; memory bandwidth bounds a large mesh at about
 //! 3 ns/vertex for the whole machine.
 //!
@@ -146,6 +147,25 @@ fn bench(c: &mut Criterion) {
                     .unwrap()
                 })
             });
+            if method == SkinningMethod::Linear && n < 100_000 {
+                // Without renormalising directions: what ozz-animation's job does.
+                palette.set_normalize_directions(false);
+                g.bench_function(format!("{}/lbs_raw_normals/1thread", case.label), |b| {
+                    b.iter(|| {
+                        skin(
+                            black_box(&case.mesh),
+                            &palette,
+                            SkinOutput {
+                                positions: &mut pos,
+                                normals: Some(&mut nrm),
+                                tangents: None,
+                            },
+                        )
+                        .unwrap()
+                    })
+                });
+                palette.set_normalize_directions(true);
+            }
             #[cfg(feature = "rayon")]
             if n > 100_000 {
                 g.bench_function(format!("{}/{tag}/rayon", case.label), |b| {
