@@ -64,6 +64,17 @@ impl Gpu {
         }
     }
 
+    /// Blocks until the GPU has finished everything submitted so far.
+    ///
+    /// # Errors
+    /// [`RenderError::Readback`] if the device is lost.
+    pub fn wait(&self) -> Result<(), RenderError> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| RenderError::Readback(e.to_string()))
+    }
+
     /// A one-line description of the adapter.
     pub fn describe(&self) -> String {
         format!(

@@ -1,0 +1,76 @@
+//! GPU skinning throughput (criterion): one compute dispatch over every vertex of a mesh,
+//! submitted and waited for (no readback), positions and normals. Throughput is vertices
+//! (ns/vertex = 1000 / Melem/s). On a machine without a GPU this measures Mesa's lavapipe,
+//! which runs the shader on the CPU; it is recorded, not a target.
+//!
+//! `cargo bench -p skelett-render --bench gpu_skinning`.
+
+use std::hint::black_box;
+use std::path::PathBuf;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use glam::Mat4;
+use skelett::skin::{SkinPalette, SkinningMesh, SkinningMethod};
+use skelett::{local_to_model, sample_uncached, MeshPrimitive, Pose};
+use skelett_render::{Gpu, GpuSkinner};
+
+fn data(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(rel)
+}
+
+fn bench(c: &mut Criterion) {
+    let gpu = match Gpu::new() {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("no GPU adapter, nothing to measure: {e}");
+            return;
+        }
+    };
+    eprintln!("GPU: {}", gpu.describe());
+    let asset = skelett_io::load(data("gltf/CesiumMan.glb")).unwrap();
+    let clip = &asset.clips[0];
+    let mut pose = Pose::rest(&asset.skeleton);
+    sample_uncached(clip, clip.start() + clip.duration() * 0.4, &mut pose).unwrap();
+    let mut model = vec![Mat4::IDENTITY; asset.skeleton.len()];
+    local_to_model(&asset.skeleton, &pose, 0, &mut model).unwrap();
+    let skin = &asset.skins[asset.meshes[0].skin];
+    let p = &asset.meshes[0].primitives[0];
+    // CesiumMan as it is, and tiled to about 1M vertices.
+    let mut big: MeshPrimitive = p.clone();
+    while big.vertex_count() < 1 << 20 {
+        big.positions.extend_from_slice(&p.positions);
+        if let (Some(a), Some(b)) = (big.normals.as_mut(), p.normals.as_ref()) {
+            a.extend_from_slice(b);
+        }
+        big.joints.extend_from_slice(&p.joints);
+        big.weights.extend_from_slice(&p.weights);
+    }
+    big.tangents = None;
+    big.uvs = None;
+    big.indices.clear();
+    let mut g = c.benchmark_group("gpu_skin");
+    g.sample_size(10);
+    for (label, prim) in [("cesium_man", p), ("cesium_man_1m", &big)] {
+        let mesh = SkinningMesh::new(prim, skin.len()).unwrap();
+        let mut skinner = GpuSkinner::new(&gpu, &mesh).unwrap();
+        for method in [SkinningMethod::Linear, SkinningMethod::DualQuaternion] {
+            let mut palette = SkinPalette::new(method);
+            palette.update(skin, &model).unwrap();
+            g.throughput(Throughput::Elements(mesh.vertex_count() as u64));
+            g.bench_function(format!("{label}/{method:?}"), |b| {
+                b.iter(|| {
+                    let mut enc = gpu.device.create_command_encoder(&Default::default());
+                    skinner.encode(&gpu, black_box(&palette), &mut enc).unwrap();
+                    gpu.queue.submit([enc.finish()]);
+                    gpu.wait().unwrap();
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
