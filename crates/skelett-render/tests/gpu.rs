@@ -248,3 +248,42 @@ fn renders_a_real_character_and_its_skeleton_where_the_joints_are() {
     let img = r.render(&gpu, &model, &cam).unwrap();
     img.write_png(out_dir().join("fox_all.png")).unwrap();
 }
+
+/// CesiumMan's base colour texture is a JPEG of blue and green stripes on white: without
+/// the texture the body would be one grey-white.
+#[test]
+fn renders_jpeg_base_colour_textures() {
+    let Some(gpu) = gpu() else { return };
+    let asset = skelett_io::load(data("gltf/CesiumMan.glb")).unwrap();
+    assert_eq!(asset.images[0].as_ref().unwrap().mime, "image/jpeg");
+    let model = posed(&asset, 0, 0.5);
+    let mut r = Renderer::new(
+        &gpu,
+        &asset,
+        RenderOptions {
+            width: 256,
+            height: 256,
+            grid: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let cam = OrbitCamera::framing(r.bounds(&asset, &model).unwrap(), 1.0);
+    let img = r.render(&gpu, &model, &cam).unwrap();
+    img.write_png(out_dir().join("cesium_textured.png"))
+        .unwrap();
+    let px: Vec<[u8; 4]> = img
+        .rgba
+        .chunks_exact(4)
+        .map(|p| [p[0], p[1], p[2], p[3]])
+        .collect();
+    let blue = px.iter().filter(|p| p[2] as i32 > p[0] as i32 + 60).count();
+    let green = px
+        .iter()
+        .filter(|p| p[1] as i32 > p[0] as i32 + 30 && p[1] > p[2])
+        .count();
+    assert!(
+        blue > 100 && green > 100,
+        "blue {blue}, green {green} pixels"
+    );
+}
