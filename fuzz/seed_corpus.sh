@@ -5,6 +5,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 data="$here/../../shared/data"
 mkdir -p "$here/corpus/gltf_import" "$here/corpus/bvh_import" "$here/corpus/native_import" "$here/corpus/x_import"
 cp "$data"/x/*.x "$data"/x/*.X "$here/corpus/x_import/" 2>/dev/null || true
+mkdir -p "$here/corpus/fbx_import"
+cp "$data"/fbx/*.fbx "$here/corpus/fbx_import/"
 cp "$data"/gltf/*.glb "$data"/gltf/*.gltf "$here/corpus/gltf_import/"
 # Whole captures are megabytes; seed with their hierarchies and a few frames as well.
 for f in "$data"/bvh/*.bvh; do

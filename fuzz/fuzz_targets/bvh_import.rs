@@ -15,7 +15,13 @@ fuzz_target!(|data: &[u8]| {
     let mut model = vec![glam::Mat4::IDENTITY; asset.skeleton.len()];
     for clip in &asset.clips {
         let mut cache = SamplingCache::for_clip(clip);
-        for t in [-1.0, 0.0, clip.duration() * 0.5, clip.end(), clip.end() + 1.0] {
+        for t in [
+            -1.0,
+            0.0,
+            clip.duration() * 0.5,
+            clip.end(),
+            clip.end() + 1.0,
+        ] {
             sample(clip, t, &mut cache, &mut pose).unwrap();
             local_to_model(&asset.skeleton, &pose, 0, &mut model).unwrap();
         }

@@ -18,7 +18,8 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(asset) = skelett_io::native::load_bytes(&b, Path::new("fuzz.skl")) {
         let mut pose = skelett::Pose::rest(&asset.skeleton);
         for clip in &asset.clips {
-            skelett::sample_uncached(clip, clip.start() + clip.duration() * 0.5, &mut pose).unwrap();
+            skelett::sample_uncached(clip, clip.start() + clip.duration() * 0.5, &mut pose)
+                .unwrap();
         }
     }
 });

@@ -10,7 +10,9 @@ fuzz_target!(|data: &[u8]| {
         Some(i) => (&data[..i], Some(&data[i + 1..])),
         None => (data, None),
     };
-    let (Ok(ram), raa) = (std::str::from_utf8(ram), raa.map(std::str::from_utf8)) else { return };
+    let (Ok(ram), raa) = (std::str::from_utf8(ram), raa.map(std::str::from_utf8)) else {
+        return;
+    };
     let raa = match raa {
         Some(Ok(t)) => Some((t, Path::new("f.raa"))),
         Some(Err(_)) => return,

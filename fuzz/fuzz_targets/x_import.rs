@@ -13,7 +13,8 @@ fuzz_target!(|data: &[u8]| {
         };
         let mut pose = skelett::Pose::rest(&asset.skeleton);
         for clip in &asset.clips {
-            skelett::sample_uncached(clip, clip.start() + clip.duration() * 0.5, &mut pose).unwrap();
+            skelett::sample_uncached(clip, clip.start() + clip.duration() * 0.5, &mut pose)
+                .unwrap();
         }
     }
 });

@@ -24,7 +24,7 @@ const DEFAULT_NAME: &str = "Fox.glb (embedded)";
 
 const ABOUT: &str = "skelett: load, inspect, sample and benchmark skeletal animation.";
 const LONG_ABOUT: &str = "\
-skelett loads animated characters (glTF .glb/.gltf), plays their clips and reports what it
+skelett loads animated characters (glTF, FBX, BVH, DirectX .x, RAM/RAA, .skl), plays their clips and reports what it
 finds. Every command that takes a FILE uses the embedded default character when none is given.
 
 Examples:

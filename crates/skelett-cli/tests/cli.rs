@@ -575,3 +575,41 @@ fn render_writes_png_and_gif_and_rejects_bad_arguments() {
     assert!(out.contains("frames"), "{out}");
     assert_eq!(&std::fs::read(&gif).unwrap()[..6], b"GIF89a");
 }
+
+/// FBX works like every other format: inspect, sample, convert to glb and read it back.
+#[test]
+fn fbx_inspect_sample_and_convert() {
+    let fbx = data("fbx/ozz_pab_locomotions.fbx");
+    let (ok, out, err) = skelett(&["inspect", fbx.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    for clip in ["jog", "run", "walk"] {
+        assert!(out.contains(clip), "{out}");
+    }
+    let (ok, out, err) = skelett(&[
+        "sample",
+        fbx.to_str().unwrap(),
+        "--clip",
+        "walk",
+        "--times",
+        "0.5",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        v["clips"][0]["samples"][0]["joints"]
+            .as_array()
+            .unwrap()
+            .len()
+            > 60
+    );
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fbx");
+    std::fs::create_dir_all(&dir).unwrap();
+    let glb = dir.join("locomotions.glb");
+    let (ok, _, err) = skelett(&["convert", fbx.to_str().unwrap(), glb.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let a = skelett_io::load(&fbx).unwrap();
+    let b = skelett_io::load(&glb).unwrap();
+    assert_eq!(a.clips.len(), b.clips.len());
+    assert_eq!(a.skeleton.len(), b.skeleton.len());
+}

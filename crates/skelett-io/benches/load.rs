@@ -50,6 +50,28 @@ fn bench(c: &mut Criterion) {
         let asset = skelett_io::gltf::load_bytes(&bytes, Path::new(file), None).unwrap();
         skl(&mut g, file, &asset);
     }
+    // FBX (ufbx parse, then skelett's build with baking) beside the glb of the same content.
+    for file in [
+        "fbx/ozz_pab_locomotions.fbx",
+        "fbx/blender_293_barbarian_7400_binary.fbx",
+    ] {
+        let bytes = std::fs::read(data(file)).unwrap();
+        let opts = skelett_io::fbx::Options::default();
+        g.throughput(Throughput::Bytes(bytes.len() as u64));
+        g.bench_function(file, |b| {
+            b.iter(|| {
+                skelett_io::fbx::load_bytes(black_box(&bytes), Path::new(file), opts).unwrap()
+            })
+        });
+        let asset = skelett_io::fbx::load_bytes(&bytes, Path::new(file), opts).unwrap();
+        let glb = skelett_io::gltf::export_glb(&asset);
+        g.bench_function(format!("{file}.glb"), |b| {
+            b.iter(|| {
+                skelett_io::gltf::load_bytes(black_box(&glb), Path::new("x.glb"), None).unwrap()
+            })
+        });
+        skl(&mut g, file, &asset);
+    }
     g.finish();
 }
 

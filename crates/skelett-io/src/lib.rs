@@ -23,6 +23,7 @@
 
 pub mod bvh;
 mod error;
+pub mod fbx;
 pub mod gltf;
 pub mod native;
 pub mod rite;
@@ -182,7 +183,7 @@ pub(crate) fn pack_influences(per_vertex: &mut [Vec<(u16, f32)>]) -> (usize, Vec
 }
 
 /// The file extensions [`load`] understands.
-pub const KNOWN_EXTENSIONS: &str = ".glb, .gltf, .bvh, .skl, .x, .ram (+ .raa)";
+pub const KNOWN_EXTENSIONS: &str = ".glb, .gltf, .bvh, .fbx, .skl, .x, .ram (+ .raa)";
 
 /// `true` when [`load`] reads files with this extension.
 pub fn is_known_extension(path: &Path) -> bool {
@@ -191,7 +192,7 @@ pub fn is_known_extension(path: &Path) -> bool {
             .and_then(|e| e.to_str())
             .map(str::to_ascii_lowercase)
             .as_deref(),
-        Some("glb" | "gltf" | "bvh" | "skl" | "x" | "ram")
+        Some("glb" | "gltf" | "bvh" | "fbx" | "skl" | "x" | "ram")
     )
 }
 
@@ -211,6 +212,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
         "bvh" => bvh::load(path),
         "skl" => native::load(path),
         "x" => x::load(path),
+        "fbx" => fbx::load(path, fbx::Options::default()),
         // A .ram model with the .raa animation of the same name beside it, if there is one.
         "ram" => {
             let raa = path.with_extension("raa");

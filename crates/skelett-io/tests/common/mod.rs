@@ -92,10 +92,10 @@ pub fn compare_world(
     Ok(worst)
 }
 
-/// Every asset of the shared data set that skelett reads (glTF, BVH, .x), sorted.
+/// Every asset of the shared data set that skelett reads (glTF, BVH, FBX, .x), sorted.
 pub fn all_assets() -> Vec<PathBuf> {
     let mut v = Vec::new();
-    for dir in ["gltf", "bvh", "x"] {
+    for dir in ["gltf", "bvh", "fbx", "x"] {
         for e in std::fs::read_dir(data(dir)).unwrap() {
             v.push(e.unwrap().path());
         }

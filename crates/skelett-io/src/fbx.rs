@@ -1,0 +1,470 @@
+//! FBX import through ufbx (binary and ASCII, versions 6100 to 7700).
+//!
+//! ```text
+//! bytes ──ufbx::load_memory──▶ ufbx scene (transforms evaluated by ufbx: pre/post rotations,
+//!                              pivots, rotation orders; non-standard scale inheritance and
+//!                              geometry transforms turned into helper nodes)
+//!   nodes: every bone (and skin cluster bone) and its ancestors up to the scene root
+//!          ──▶ RawSkeleton (rest = each node's local TRS)
+//!   skin deformers ──▶ Skin (cluster bones, geometry-to-bone as inverse bind) + MeshPrimitive
+//!          (one vertex per triangulated face corner; at most 8 heaviest weights, normalised;
+//!          vertices without weights bound to the mesh's own node, where FBX leaves them)
+//!   animation stacks ──ufbx::bake_anim──▶ RawClip per stack (LINEAR TRS keys; curves ufbx
+//!          cannot represent with linear keys are resampled at the file's frame rate)
+//! ```
+//!
+//! ufbx is a C library; it is the most complete FBX reader there is, and no Rust crate reads
+//! FBX as faithfully, so skelett binds it rather than parse FBX by hand. Units and axes are
+//! the file's own unless [`Options`] asks for metres or Y-up right-handed. Clip times are the
+//! file's absolute times (a stack starting at frame 1 starts at 1/fps s).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use glam::{Mat4, Quat, Vec2, Vec3, Vec4};
+use skelett::{
+    Interpolation, MeshPrimitive, RawChannel, RawClip, RawJoint, RawSkeleton, RawValues, Skin,
+    SkinnedMesh, Target,
+};
+
+use crate::{Asset, Error};
+
+/// How to read an FBX file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Convert lengths to metres (default: the file's own unit).
+    pub to_meters: bool,
+    /// Convert to Y-up, right-handed axes (default: the file's own axes).
+    pub y_up: bool,
+}
+
+/// Loads an FBX file.
+///
+/// # Errors
+/// [`Error::Io`] if it cannot be read; otherwise as [`load_bytes`].
+pub fn load(path: impl AsRef<Path>, options: Options) -> Result<Asset, Error> {
+    let path = path.as_ref();
+    let bytes = crate::read_file(path)?;
+    load_bytes(&bytes, path, options)
+}
+
+fn v3(v: ufbx::Vec3) -> Vec3 {
+    Vec3::new(v.x as f32, v.y as f32, v.z as f32)
+}
+
+fn quat(q: ufbx::Quat) -> Quat {
+    Quat::from_xyzw(q.x as f32, q.y as f32, q.z as f32, q.w as f32)
+}
+
+fn mat(m: &ufbx::Matrix) -> Mat4 {
+    Mat4::from_cols(
+        Vec4::new(m.m00 as f32, m.m10 as f32, m.m20 as f32, 0.0),
+        Vec4::new(m.m01 as f32, m.m11 as f32, m.m21 as f32, 0.0),
+        Vec4::new(m.m02 as f32, m.m12 as f32, m.m22 as f32, 0.0),
+        Vec4::new(m.m03 as f32, m.m13 as f32, m.m23 as f32, 1.0),
+    )
+}
+
+/// Reads FBX bytes; `name` is used in errors.
+///
+/// # Errors
+/// [`Error::Invalid`] with ufbx's error kind and description for a file it cannot read (not
+/// an FBX, truncated, corrupted; ufbx reports no byte offsets) or a file without any bone;
+/// [`Error::Build`] if the skeleton, a skin, a mesh or a clip is rejected.
+pub fn load_bytes(bytes: &[u8], name: &Path, options: Options) -> Result<Asset, Error> {
+    // Counts and sizes in an FBX (array lengths, deflated sizes) are only bounded by the
+    // file's claims; cap what ufbx may allocate in proportion to the input, so a hostile
+    // file gets an error instead of exhausting memory. Real files use a few times their
+    // size; 64x with a 256 MiB floor leaves room for heavily compressed arrays.
+    let limit = bytes.len().saturating_mul(64).clamp(256 << 20, 4 << 30);
+    let alloc = || ufbx::AllocatorOpts {
+        memory_limit: limit,
+        ..Default::default()
+    };
+    let mut opts = ufbx::LoadOpts {
+        temp_allocator: alloc(),
+        result_allocator: alloc(),
+        inherit_mode_handling: ufbx::InheritModeHandling::HelperNodes,
+        geometry_transform_handling: ufbx::GeometryTransformHandling::HelperNodes,
+        load_external_files: false,
+        ..Default::default()
+    };
+    if options.to_meters {
+        opts.target_unit_meters = 1.0;
+    }
+    if options.y_up {
+        opts.target_axes = ufbx::CoordinateAxes::right_handed_y_up();
+    }
+    if options.to_meters || options.y_up {
+        opts.space_conversion = ufbx::SpaceConversion::AdjustTransforms;
+    }
+    let scene = ufbx::load_memory(bytes, opts).map_err(|e| {
+        let info = e.info();
+        Error::Invalid {
+            file: name.to_path_buf(),
+            location: format!("FBX ({:?})", e.type_),
+            problem: if info.is_empty() {
+                format!("not a readable FBX file: {}", e.description)
+            } else {
+                format!("not a readable FBX file: {} ({info})", e.description)
+            },
+        }
+    })?;
+    let invalid = |location: &str, problem: String| Error::Invalid {
+        file: name.to_path_buf(),
+        location: location.into(),
+        problem,
+    };
+    let mut warnings = Vec::new();
+
+    // Joints: bones, skin cluster bones, and their ancestors below the scene root.
+    let n = scene.nodes.len();
+    let root_id = scene.root_node.element.typed_id as usize;
+    let mut is_joint = vec![false; n];
+    let mark = |start: &ufbx::Node, is_joint: &mut Vec<bool>| {
+        let mut node = Some(start);
+        while let Some(nd) = node {
+            let id = nd.element.typed_id as usize;
+            if id == root_id || id >= n || is_joint[id] {
+                break;
+            }
+            is_joint[id] = true;
+            node = nd.parent.as_deref();
+        }
+    };
+    for node in scene.nodes.iter() {
+        if node.bone.is_some() {
+            mark(node, &mut is_joint);
+        }
+    }
+    for cluster in scene.skin_clusters.iter() {
+        if let Some(b) = cluster.bone_node.as_deref() {
+            mark(b, &mut is_joint);
+        }
+    }
+    // A skinned mesh's own node: vertices no bone weights follow it, as in FBX.
+    for mesh in scene.meshes.iter() {
+        if !mesh.skin_deformers.is_empty() {
+            if let Some(node) = mesh.element.instances.iter().next() {
+                mark(node, &mut is_joint);
+            }
+        }
+    }
+    if !is_joint.iter().any(|&j| j) {
+        return Err(invalid(
+            "nodes",
+            "no skeleton: the file has no bones (LimbNode) and no skin clusters".into(),
+        ));
+    }
+    let ids: Vec<usize> = (0..n).filter(|&i| is_joint[i]).collect();
+    let mut index_of = vec![usize::MAX; n];
+    for (k, &i) in ids.iter().enumerate() {
+        index_of[i] = k;
+    }
+    let mut names = Vec::with_capacity(ids.len());
+    for &i in &ids {
+        names.push(scene.nodes[i].element.name.to_string());
+    }
+    crate::dedupe_names(&mut names, &ids, &mut warnings);
+    let joints = ids
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| {
+            let node = &scene.nodes[i];
+            let t = &node.local_transform;
+            RawJoint {
+                name: names[k].clone(),
+                parent: node
+                    .parent
+                    .as_deref()
+                    .map(|p| p.element.typed_id as usize)
+                    .filter(|&p| p < n && is_joint[p])
+                    .map(|p| index_of[p]),
+                rest: skelett::Transform::new(v3(t.translation), quat(t.rotation), v3(t.scale)),
+            }
+        })
+        .collect();
+    let skeleton = RawSkeleton {
+        joints,
+        root_transform: mat(&scene.root_node.node_to_world),
+    }
+    .build()
+    .map_err(|e| Error::build(name.to_path_buf(), "nodes", e))?;
+    let joint_of_source = skeleton.joint_of_source();
+    let joint_of_node = |id: usize| -> Option<skelett::JointIndex> {
+        (id < n && is_joint[id]).then(|| joint_of_source[index_of[id]])
+    };
+
+    // Skins and meshes: one skin per skin deformer, one mesh per mesh using it.
+    let mut skins = Vec::new();
+    let mut meshes = Vec::new();
+    for mesh in scene.meshes.iter() {
+        let Some(deformer) = mesh.skin_deformers.iter().next() else {
+            continue;
+        };
+        let mesh_name = mesh.element.name.to_string();
+        let mut palette = Vec::new();
+        let mut ibm = Vec::new();
+        let mut cluster_slot = Vec::with_capacity(deformer.clusters.len());
+        for cluster in deformer.clusters.iter() {
+            let slot = cluster
+                .bone_node
+                .as_deref()
+                .and_then(|b| joint_of_node(b.element.typed_id as usize));
+            cluster_slot.push(slot.map(|j| {
+                palette.push(j);
+                ibm.push(mat(&cluster.geometry_to_bone));
+                (palette.len() - 1) as u16
+            }));
+        }
+        if palette.is_empty() {
+            warnings.push(format!(
+                "mesh {mesh_name:?}: its skin has no bones; skipped"
+            ));
+            continue;
+        }
+        // The mesh node as a palette entry for unweighted vertices: node world times
+        // geometry-to-node is where FBX puts them.
+        let mesh_node = mesh.element.instances.iter().next();
+        let rigid = mesh_node.and_then(|node| {
+            let j = joint_of_node(node.element.typed_id as usize)?;
+            palette.push(j);
+            ibm.push(mat(&node.geometry_to_node));
+            Some((palette.len() - 1) as u16)
+        });
+        let skin = Skin::new(format!("{mesh_name} skin"), palette, ibm)
+            .and_then(|s| s.validate(&skeleton).map(|()| s))
+            .map_err(|e| Error::build(name.to_path_buf(), format!("mesh {mesh_name:?} skin"), e))?;
+        let prim = mesh_primitive(
+            mesh,
+            deformer,
+            &cluster_slot,
+            rigid,
+            &mut warnings,
+            &mesh_name,
+        )
+        .map_err(|p| invalid(&format!("mesh {mesh_name:?}"), p))?;
+        let m = SkinnedMesh {
+            name: mesh_name.clone(),
+            skin: skins.len(),
+            primitives: vec![prim],
+        };
+        m.validate(&skin)
+            .map_err(|e| Error::build(name.to_path_buf(), format!("mesh {mesh_name:?}"), e))?;
+        skins.push(skin);
+        meshes.push(m);
+    }
+
+    // Clips: every animation stack, baked by ufbx into linear TRS keys.
+    let fps = if scene.settings.frames_per_second > 0.0 {
+        scene.settings.frames_per_second
+    } else {
+        30.0
+    };
+    let mut clips = Vec::new();
+    for stack in scene.anim_stacks.iter() {
+        let stack_name = stack.element.name.to_string();
+        let baked = ufbx::bake_anim(
+            &scene,
+            &stack.anim,
+            ufbx::BakeOpts {
+                temp_allocator: alloc(),
+                result_allocator: alloc(),
+                resample_rate: fps,
+                minimum_sample_rate: fps,
+                ..Default::default()
+            },
+        )
+        .map_err(|e| {
+            invalid(
+                &format!("animation stack {stack_name:?}"),
+                e.description.to_string(),
+            )
+        })?;
+        let mut channels = Vec::new();
+        let (mut lo, mut hi) = (stack.time_begin, stack.time_end);
+        // Keys ufbx added between the file's own keys (curves linear keys cannot represent).
+        let (mut resampled, mut total) = (0usize, 0usize);
+        for node in baked.nodes.iter() {
+            let id = node.typed_id as usize;
+            let Some(j) = joint_of_node(id) else { continue };
+            let joint = skeleton.name(j).to_string();
+            let times = |keys: &mut dyn Iterator<Item = f64>| -> Vec<f32> {
+                keys.map(|t| t as f32).collect()
+            };
+            for k in node.translation_keys.iter().chain(node.scale_keys.iter()) {
+                lo = lo.min(k.time);
+                hi = hi.max(k.time);
+            }
+            for k in node.rotation_keys.iter() {
+                lo = lo.min(k.time);
+                hi = hi.max(k.time);
+            }
+            let flags = node
+                .translation_keys
+                .iter()
+                .map(|k| k.flags)
+                .chain(node.rotation_keys.iter().map(|k| k.flags))
+                .chain(node.scale_keys.iter().map(|k| k.flags));
+            for f in flags {
+                total += 1;
+                resampled += !f.has_any(ufbx::BakedKeyFlags::KEYFRAME) as usize;
+            }
+            let t_keys = &node.translation_keys;
+            channels.push(RawChannel {
+                joint: joint.clone(),
+                target: Target::Translation,
+                interpolation: Interpolation::Linear,
+                times: times(&mut t_keys.iter().map(|k| k.time)),
+                values: RawValues::Vec3(t_keys.iter().map(|k| v3(k.value)).collect()),
+            });
+            let r_keys = &node.rotation_keys;
+            channels.push(RawChannel {
+                joint: joint.clone(),
+                target: Target::Rotation,
+                interpolation: Interpolation::Linear,
+                times: times(&mut r_keys.iter().map(|k| k.time)),
+                values: RawValues::Quat(r_keys.iter().map(|k| quat(k.value)).collect()),
+            });
+            let s_keys = &node.scale_keys;
+            channels.push(RawChannel {
+                joint,
+                target: Target::Scale,
+                interpolation: Interpolation::Linear,
+                times: times(&mut s_keys.iter().map(|k| k.time)),
+                values: RawValues::Vec3(s_keys.iter().map(|k| v3(k.value)).collect()),
+            });
+        }
+        channels.retain(|c| !c.times.is_empty());
+        if resampled > 0 {
+            warnings.push(format!(
+                "animation stack {stack_name:?}: {resampled} of {total} keys were resampled at \
+                 {fps} fps (curves that linear keys cannot represent exactly)"
+            ));
+        }
+        let clip = RawClip {
+            name: stack_name.clone(),
+            start: lo as f32,
+            duration: (hi - lo).max(0.0) as f32,
+            channels,
+        }
+        .build(&skeleton)
+        .map_err(|e| {
+            Error::build(
+                name.to_path_buf(),
+                format!("animation stack {stack_name:?}"),
+                e,
+            )
+        })?;
+        clips.push(Arc::new(clip));
+    }
+
+    Ok(Asset {
+        skeleton: Arc::new(skeleton),
+        skins,
+        meshes,
+        clips,
+        warnings,
+        images: Vec::new(),
+    })
+}
+
+/// One vertex per triangulated face corner, with the skin weights of its control point.
+fn mesh_primitive(
+    mesh: &ufbx::Mesh,
+    deformer: &ufbx::SkinDeformer,
+    cluster_slot: &[Option<u16>],
+    rigid: Option<u16>,
+    warnings: &mut Vec<String>,
+    mesh_name: &str,
+) -> Result<MeshPrimitive, String> {
+    let pos = &mesh.vertex_position;
+    let nrm = &mesh.vertex_normal;
+    let uv = &mesh.vertex_uv;
+    let mut corners: Vec<u32> = Vec::with_capacity(mesh.num_triangles * 3);
+    let mut tri = vec![0u32; mesh.max_face_triangles.max(1) * 3];
+    for face in mesh.faces.iter() {
+        let count = ufbx::triangulate_face(&mut tri, mesh, *face) as usize;
+        corners.extend_from_slice(&tri[..(count * 3).min(tri.len())]);
+    }
+    let get3 = |a: &ufbx::VertexVec3, c: u32| -> Option<Vec3> {
+        let i = *a.indices.get(c as usize)? as usize;
+        a.values.get(i).map(|v| v3(*v))
+    };
+    let mut positions = Vec::with_capacity(corners.len());
+    let mut normals = Vec::with_capacity(corners.len());
+    let mut uvs = Vec::with_capacity(corners.len());
+    let mut dropped = 0usize;
+    let mut unweighted = 0usize;
+    let mut per_vertex: Vec<Vec<(u16, f32)>> = Vec::with_capacity(corners.len());
+    for &c in &corners {
+        positions.push(get3(pos, c).ok_or("a face corner without a position")?);
+        normals.push(if nrm.exists {
+            get3(nrm, c).unwrap_or(Vec3::Y)
+        } else {
+            Vec3::Y
+        });
+        uvs.push(if uv.exists {
+            uv.indices
+                .get(c as usize)
+                .and_then(|&i| uv.values.get(i as usize))
+                .map_or(Vec2::ZERO, |v| Vec2::new(v.x as f32, 1.0 - v.y as f32))
+        } else {
+            Vec2::ZERO
+        });
+        let cp = *mesh
+            .vertex_indices
+            .get(c as usize)
+            .ok_or("a face corner without a vertex")?;
+        let mut inf: Vec<(u16, f32)> = Vec::new();
+        if let Some(sv) = deformer.vertices.get(cp as usize) {
+            let begin = sv.weight_begin as usize;
+            for w in deformer
+                .weights
+                .get(begin..begin + sv.num_weights as usize)
+                .unwrap_or(&[])
+            {
+                if let Some(Some(slot)) = cluster_slot.get(w.cluster_index as usize) {
+                    if w.weight > 0.0 && w.weight.is_finite() {
+                        inf.push((*slot, w.weight as f32));
+                    }
+                }
+            }
+        }
+        if inf.len() > 8 {
+            dropped += 1;
+        }
+        if inf.is_empty() {
+            if let Some(slot) = rigid {
+                unweighted += 1;
+                inf.push((slot, 1.0));
+            }
+        }
+        per_vertex.push(inf);
+    }
+    let (influences, joints, weights) = crate::pack_influences(&mut per_vertex);
+    if unweighted > 0 {
+        warnings.push(format!(
+            "mesh {mesh_name:?}: {unweighted} face corners have no bone weights; they follow \
+             the mesh's node"
+        ));
+    }
+    if dropped > 0 {
+        warnings.push(format!(
+            "mesh {mesh_name:?}: {dropped} vertices had more than 8 weights; the 8 heaviest were kept"
+        ));
+    }
+    let n = positions.len() as u32;
+    Ok(MeshPrimitive {
+        positions,
+        normals: nrm.exists.then_some(normals),
+        tangents: None,
+        uvs: uv.exists.then_some(uvs),
+        influences,
+        joints,
+        weights,
+        indices: (0..n).collect(),
+        base_color_texture: None,
+        base_color: Vec4::ONE,
+    })
+}

@@ -1,0 +1,108 @@
+//! Bad FBX input gets a clear error naming the file, never a panic or an abort: every
+//! prefix of a real binary and a real ASCII file, bytes that are not FBX, and a well-formed
+//! FBX with no skeleton.
+
+mod common;
+
+use std::path::Path;
+
+use skelett_io::fbx::{load_bytes, Options};
+
+#[test]
+fn truncated_files_are_errors_or_smaller_assets() {
+    for file in [
+        "maya_game_sausage_7500_binary_wiggle.fbx",
+        "maya_game_sausage_7500_ascii_wiggle.fbx",
+    ] {
+        let bytes = std::fs::read(common::data(&format!("fbx/{file}"))).unwrap();
+        let name = Path::new(file);
+        assert!(load_bytes(&bytes, name, Options::default()).is_ok());
+        // Every 97th prefix (and the tiny ones): ufbx may recover a partial scene from a
+        // truncated ASCII file; whatever comes back must be a valid asset or a named error.
+        for len in (0..64).chain((64..bytes.len()).step_by(97)) {
+            match load_bytes(&bytes[..len], name, Options::default()) {
+                Ok(a) => {
+                    // A partial scene must still be usable: every clip samples.
+                    let mut pose = skelett::Pose::rest(&a.skeleton);
+                    for c in &a.clips {
+                        skelett::sample_uncached(c, c.start() + c.duration() * 0.5, &mut pose)
+                            .unwrap();
+                    }
+                }
+                Err(e) => assert!(e.to_string().contains(file), "{e}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn not_an_fbx_is_a_clear_error() {
+    for bytes in [
+        &b""[..],
+        b"hello",
+        b"Kaydara FBX Binary  \x00\x1a\x00\xff\xff\xff\xff",
+        &[0u8; 4096],
+    ] {
+        let e = load_bytes(bytes, Path::new("junk.fbx"), Options::default()).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("junk.fbx") && msg.contains("FBX"), "{msg}");
+    }
+}
+
+#[test]
+fn an_fbx_without_bones_is_refused_by_name() {
+    // A valid ASCII FBX with one mesh node and no skeleton.
+    let fbx = br#"; FBX 7.4.0 project file
+FBXHeaderExtension:  {
+	FBXHeaderVersion: 1003
+	FBXVersion: 7400
+}
+Objects:  {
+	Model: 1000, "Model::Box", "Mesh" {
+		Version: 232
+	}
+}
+Connections:  {
+	C: "OO",1000,0
+}
+"#;
+    let e = load_bytes(fbx, Path::new("box.fbx"), Options::default()).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("box.fbx") && msg.contains("no skeleton"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn units_and_axes_convert_on_request() {
+    let path = common::data("fbx/ozz_pab_skeleton.fbx");
+    let bytes = std::fs::read(&path).unwrap();
+    let own = load_bytes(&bytes, &path, Options::default()).unwrap();
+    let metres = load_bytes(
+        &bytes,
+        &path,
+        Options {
+            to_meters: true,
+            y_up: true,
+        },
+    )
+    .unwrap();
+    let height = |a: &skelett_io::Asset| {
+        let mut model = vec![glam::Mat4::IDENTITY; a.skeleton.len()];
+        skelett::local_to_model(&a.skeleton, a.skeleton.rest_pose(), 0, &mut model).unwrap();
+        let ys: Vec<f32> = model
+            .iter()
+            .map(|m| {
+                a.skeleton
+                    .root_transform()
+                    .transform_point3(m.w_axis.truncate())
+                    .y
+            })
+            .collect();
+        ys.iter().copied().fold(f32::MIN, f32::max) - ys.iter().copied().fold(f32::MAX, f32::min)
+    };
+    let (h_own, h_m) = (height(&own), height(&metres));
+    // The ozz skeleton is in centimetres, Y-up: about 170 units tall, 1.7 m converted.
+    assert!((h_own / h_m - 100.0).abs() < 1.0, "{h_own} cm vs {h_m} m");
+}

@@ -1,0 +1,31 @@
+//! Fuzzes FBX import (ufbx, then what skelett builds from its scene), with and without unit
+//! and axis conversion, then samples and skins what loaded. ufbx is C: besides panics, the
+//! fuzzer catches aborts and sanitizer reports from it.
+#![no_main]
+
+use std::path::Path;
+
+use libfuzzer_sys::fuzz_target;
+use skelett_io::fbx::{load_bytes, Options};
+
+fuzz_target!(|data: &[u8]| {
+    for convert in [false, true] {
+        let opts = Options {
+            to_meters: convert,
+            y_up: convert,
+        };
+        let Ok(asset) = load_bytes(data, Path::new("fuzz.fbx"), opts) else {
+            continue;
+        };
+        let mut pose = skelett::Pose::rest(&asset.skeleton);
+        for clip in &asset.clips {
+            skelett::sample_uncached(clip, clip.start() + clip.duration() * 0.5, &mut pose)
+                .unwrap();
+        }
+        for m in &asset.meshes {
+            for p in &m.primitives {
+                skelett::SkinningMesh::new(p, asset.skins[m.skin].len()).unwrap();
+            }
+        }
+    }
+});
