@@ -7,7 +7,8 @@
 //!   nodes: every bone (and skin cluster bone) and its ancestors up to the scene root
 //!          ──▶ RawSkeleton (rest = each node's local TRS)
 //!   skin deformers ──▶ Skin (cluster bones, geometry-to-bone as inverse bind) + MeshPrimitive
-//!          (one vertex per triangulated face corner; at most 8 heaviest weights, normalised;
+//!          (one vertex per triangulated face corner: positions, normals, tangents with
+//!          handedness, UVs; at most 8 heaviest weights, normalised;
 //!          vertices without weights bound to the mesh's own node, where FBX leaves them)
 //!   animation stacks ──ufbx::bake_anim──▶ RawClip per stack (LINEAR TRS keys; curves ufbx
 //!          cannot represent with linear keys are resampled at the file's frame rate)
@@ -381,6 +382,9 @@ fn mesh_primitive(
     let pos = &mesh.vertex_position;
     let nrm = &mesh.vertex_normal;
     let uv = &mesh.vertex_uv;
+    let tan = &mesh.vertex_tangent;
+    let bitan = &mesh.vertex_bitangent;
+    let has_tangents = nrm.exists && tan.exists && bitan.exists;
     let mut corners: Vec<u32> = Vec::with_capacity(mesh.num_triangles * 3);
     let mut tri = vec![0u32; mesh.max_face_triangles.max(1) * 3];
     for face in mesh.faces.iter() {
@@ -394,16 +398,29 @@ fn mesh_primitive(
     let mut positions = Vec::with_capacity(corners.len());
     let mut normals = Vec::with_capacity(corners.len());
     let mut uvs = Vec::with_capacity(corners.len());
+    let mut tangents = Vec::with_capacity(if has_tangents { corners.len() } else { 0 });
     let mut dropped = 0usize;
     let mut unweighted = 0usize;
     let mut per_vertex: Vec<Vec<(u16, f32)>> = Vec::with_capacity(corners.len());
     for &c in &corners {
         positions.push(get3(pos, c).ok_or("a face corner without a position")?);
-        normals.push(if nrm.exists {
+        let normal = if nrm.exists {
             get3(nrm, c).unwrap_or(Vec3::Y)
         } else {
             Vec3::Y
-        });
+        };
+        normals.push(normal);
+        if has_tangents {
+            // glTF's convention: the bitangent's side as the sign in w.
+            let t = get3(tan, c).unwrap_or(Vec3::X);
+            let b = get3(bitan, c).unwrap_or(Vec3::Z);
+            let w = if normal.cross(t).dot(b) < 0.0 {
+                -1.0
+            } else {
+                1.0
+            };
+            tangents.push(t.try_normalize().unwrap_or(Vec3::X).extend(w));
+        }
         uvs.push(if uv.exists {
             uv.indices
                 .get(c as usize)
@@ -458,7 +475,7 @@ fn mesh_primitive(
     Ok(MeshPrimitive {
         positions,
         normals: nrm.exists.then_some(normals),
-        tangents: None,
+        tangents: has_tangents.then_some(tangents),
         uvs: uv.exists.then_some(uvs),
         influences,
         joints,
