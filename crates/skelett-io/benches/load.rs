@@ -65,6 +65,7 @@ fn bench(c: &mut Criterion) {
         });
         let asset = skelett_io::fbx::load_bytes(&bytes, Path::new(file), opts).unwrap();
         let glb = skelett_io::gltf::export_glb(&asset);
+        g.throughput(Throughput::Bytes(glb.len() as u64));
         g.bench_function(format!("{file}.glb"), |b| {
             b.iter(|| {
                 skelett_io::gltf::load_bytes(black_box(&glb), Path::new("x.glb"), None).unwrap()

@@ -77,7 +77,10 @@ pub fn load_bytes(bytes: &[u8], name: &Path, options: Options) -> Result<Asset, 
     // file's claims; cap what ufbx may allocate in proportion to the input, so a hostile
     // file gets an error instead of exhausting memory. Real files use a few times their
     // size; 64x with a 256 MiB floor leaves room for heavily compressed arrays.
-    let limit = bytes.len().saturating_mul(64).clamp(256 << 20, 4 << 30);
+    let limit = (bytes.len() as u64)
+        .saturating_mul(64)
+        .clamp(256 << 20, 4 << 30)
+        .min(usize::MAX as u64) as usize;
     let alloc = || ufbx::AllocatorOpts {
         memory_limit: limit,
         ..Default::default()
@@ -96,8 +99,13 @@ pub fn load_bytes(bytes: &[u8], name: &Path, options: Options) -> Result<Asset, 
     if options.y_up {
         opts.target_axes = ufbx::CoordinateAxes::right_handed_y_up();
     }
+    if options.y_up {
+        // Right-handed too: mirror Z where the file is left-handed.
+        opts.handedness_conversion_axis = ufbx::MirrorAxis::Z;
+    }
     if options.to_meters || options.y_up {
-        opts.space_conversion = ufbx::SpaceConversion::AdjustTransforms;
+        // Convert every node, vertex and key, not only the top of the hierarchy.
+        opts.space_conversion = ufbx::SpaceConversion::ModifyGeometry;
     }
     let scene = ufbx::load_memory(bytes, opts).map_err(|e| {
         let info = e.info();
@@ -206,6 +214,15 @@ pub fn load_bytes(bytes: &[u8], name: &Path, options: Options) -> Result<Asset, 
         let mesh_name = mesh.element.name.to_string();
         let mut palette = Vec::new();
         let mut ibm = Vec::new();
+        if deformer.clusters.len() >= usize::from(u16::MAX) {
+            return Err(invalid(
+                &format!("mesh {mesh_name:?}"),
+                format!(
+                    "{} skin clusters; at most 65534 are supported",
+                    deformer.clusters.len()
+                ),
+            ));
+        }
         let mut cluster_slot = Vec::with_capacity(deformer.clusters.len());
         for cluster in deformer.clusters.iter() {
             let slot = cluster
@@ -241,6 +258,7 @@ pub fn load_bytes(bytes: &[u8], name: &Path, options: Options) -> Result<Asset, 
             deformer,
             &cluster_slot,
             rigid,
+            bytes.len(),
             &mut warnings,
             &mesh_name,
         )
@@ -257,9 +275,13 @@ pub fn load_bytes(bytes: &[u8], name: &Path, options: Options) -> Result<Asset, 
     }
 
     // Clips: every animation stack, baked by ufbx into linear TRS keys.
-    let fps = if scene.settings.frames_per_second > 0.0 {
-        scene.settings.frames_per_second
+    let fps = scene.settings.frames_per_second;
+    let fps = if (1.0..=1000.0).contains(&fps) {
+        fps
     } else {
+        warnings.push(format!(
+            "the file's frame rate {fps} is not usable; curves are resampled at 30 fps"
+        ));
         30.0
     };
     let mut clips = Vec::new();
@@ -343,20 +365,21 @@ pub fn load_bytes(bytes: &[u8], name: &Path, options: Options) -> Result<Asset, 
                  {fps} fps (curves that linear keys cannot represent exactly)"
             ));
         }
-        let clip = RawClip {
+        let built = RawClip {
             name: stack_name.clone(),
             start: lo as f32,
             duration: (hi - lo).max(0.0) as f32,
             channels,
         }
-        .build(&skeleton)
-        .map_err(|e| {
-            Error::build(
-                name.to_path_buf(),
-                format!("animation stack {stack_name:?}"),
-                e,
-            )
-        })?;
+        .build(&skeleton);
+        // One unusable stack (times f32 cannot tell apart, say) does not cost the others.
+        let clip = match built {
+            Ok(c) => c,
+            Err(e) => {
+                warnings.push(format!("animation stack {stack_name:?} skipped: {e}"));
+                continue;
+            }
+        };
         clips.push(Arc::new(clip));
     }
 
@@ -376,6 +399,7 @@ fn mesh_primitive(
     deformer: &ufbx::SkinDeformer,
     cluster_slot: &[Option<u16>],
     rigid: Option<u16>,
+    file_len: usize,
     warnings: &mut Vec<String>,
     mesh_name: &str,
 ) -> Result<MeshPrimitive, String> {
@@ -385,6 +409,15 @@ fn mesh_primitive(
     let tan = &mesh.vertex_tangent;
     let bitan = &mesh.vertex_bitangent;
     let has_tangents = nrm.exists && tan.exists && bitan.exists;
+    // skelett keeps about 100 bytes per face corner; refuse meshes far larger than the file
+    // could plausibly hold (deflated index arrays compress a few times, not thousands).
+    let cap = (16 * 1024 * 1024).max(file_len.saturating_mul(4));
+    if mesh.num_triangles.saturating_mul(3) > cap {
+        return Err(format!(
+            "{} triangles from a {file_len}-byte file is more than skelett loads ({cap} face corners)",
+            mesh.num_triangles
+        ));
+    }
     let mut corners: Vec<u32> = Vec::with_capacity(mesh.num_triangles * 3);
     let mut tri = vec![0u32; mesh.max_face_triangles.max(1) * 3];
     for face in mesh.faces.iter() {
@@ -438,7 +471,7 @@ fn mesh_primitive(
             let begin = sv.weight_begin as usize;
             for w in deformer
                 .weights
-                .get(begin..begin + sv.num_weights as usize)
+                .get(begin..begin.saturating_add(sv.num_weights as usize))
                 .unwrap_or(&[])
             {
                 if let Some(Some(slot)) = cluster_slot.get(w.cluster_index as usize) {
@@ -468,7 +501,7 @@ fn mesh_primitive(
     }
     if dropped > 0 {
         warnings.push(format!(
-            "mesh {mesh_name:?}: {dropped} vertices had more than 8 weights; the 8 heaviest were kept"
+            "mesh {mesh_name:?}: {dropped} face corners had more than 8 weights; the 8 heaviest were kept"
         ));
     }
     let n = positions.len() as u32;

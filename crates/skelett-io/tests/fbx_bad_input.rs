@@ -1,6 +1,6 @@
-//! Bad FBX input gets a clear error naming the file, never a panic or an abort: every
-//! prefix of a real binary and a real ASCII file, bytes that are not FBX, and a well-formed
-//! FBX with no skeleton.
+//! Bad FBX input gets a clear error naming the file, never a panic or an abort: prefixes
+//! (the first 64 lengths, then every 97th) of a real binary and a real ASCII file, bytes
+//! that are not FBX, and a well-formed FBX with no skeleton; and the unit and axis options.
 
 mod common;
 
@@ -105,4 +105,39 @@ fn units_and_axes_convert_on_request() {
     let (h_own, h_m) = (height(&own), height(&metres));
     // The ozz skeleton is in centimetres, Y-up: about 170 units tall, 1.7 m converted.
     assert!((h_own / h_m - 100.0).abs() < 1.0, "{h_own} cm vs {h_m} m");
+    // Converted throughout, not by a scale on the top joint: every joint keeps its scale and
+    // every offset shrinks a hundredfold.
+    for j in 0..metres.skeleton.len() {
+        let (a, b) = (
+            &own.skeleton.rest_pose()[j],
+            &metres.skeleton.rest_pose()[j],
+        );
+        assert!(
+            (b.scale - a.scale).length() < 1e-4,
+            "joint {j} scale {} vs {}",
+            b.scale,
+            a.scale
+        );
+        assert!(
+            (a.translation.length() * 0.01 - b.translation.length()).abs() < 1e-4,
+            "joint {j}: {} vs {}",
+            a.translation,
+            b.translation
+        );
+    }
+    // The clips are converted too: the same pose, a hundredth the size.
+    let pose = |a: &skelett_io::Asset| {
+        let mut p = skelett::Pose::rest(&a.skeleton);
+        let c = &a.clips[0];
+        skelett::sample_uncached(c, c.start() + c.duration() * 0.5, &mut p).unwrap();
+        p
+    };
+    let (pa, pb) = (pose(&own), pose(&metres));
+    for j in 0..pa.len() {
+        let (a, b) = (
+            pa[j].translation.length() * 0.01,
+            pb[j].translation.length(),
+        );
+        assert!((a - b).abs() < 1e-3 * (1.0 + a), "joint {j}: {a} vs {b}");
+    }
 }
