@@ -418,26 +418,7 @@ impl Renderer {
         );
 
         // A 1x1 white texture stands in where a primitive has no base colour texture.
-        let white = d.create_texture_with_data(
-            &gpu.queue,
-            &wgpu::TextureDescriptor {
-                label: Some("white"),
-                size: wgpu::Extent3d {
-                    width: 1,
-                    height: 1,
-                    depth_or_array_layers: 1,
-                },
-                mip_level_count: 1,
-                sample_count: 1,
-                dimension: wgpu::TextureDimension::D2,
-                format: wgpu::TextureFormat::Rgba8UnormSrgb,
-                usage: wgpu::TextureUsages::TEXTURE_BINDING,
-                view_formats: &[],
-            },
-            wgpu::util::TextureDataOrder::LayerMajor,
-            &[255, 255, 255, 255],
-        );
-        let white_view = white.create_view(&Default::default());
+        let white_view = srgb_texture(gpu, "white", 1, 1, &[255, 255, 255, 255]);
         let sampler = d.create_sampler(&wgpu::SamplerDescriptor {
             label: Some("base colour"),
             address_mode_u: wgpu::AddressMode::Repeat,
@@ -903,26 +884,32 @@ fn upload_texture(gpu: &Gpu, image: &skelett_io::EncodedImage) -> Option<wgpu::T
         "image/jpeg" => decode_jpeg(&image.bytes, max)?,
         _ => return None,
     };
-    let texture = gpu.device.create_texture_with_data(
-        &gpu.queue,
-        &wgpu::TextureDescriptor {
-            label: Some("base colour"),
-            size: wgpu::Extent3d {
-                width: w,
-                height: h,
-                depth_or_array_layers: 1,
+    Some(srgb_texture(gpu, "base colour", w, h, &rgba))
+}
+
+/// An sRGB RGBA8 texture of `w` x `h` pixels filled from `rgba`, ready to sample.
+fn srgb_texture(gpu: &Gpu, label: &str, w: u32, h: u32, rgba: &[u8]) -> wgpu::TextureView {
+    gpu.device
+        .create_texture_with_data(
+            &gpu.queue,
+            &wgpu::TextureDescriptor {
+                label: Some(label),
+                size: wgpu::Extent3d {
+                    width: w,
+                    height: h,
+                    depth_or_array_layers: 1,
+                },
+                mip_level_count: 1,
+                sample_count: 1,
+                dimension: wgpu::TextureDimension::D2,
+                format: wgpu::TextureFormat::Rgba8UnormSrgb,
+                usage: wgpu::TextureUsages::TEXTURE_BINDING,
+                view_formats: &[],
             },
-            mip_level_count: 1,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format: wgpu::TextureFormat::Rgba8UnormSrgb,
-            usage: wgpu::TextureUsages::TEXTURE_BINDING,
-            view_formats: &[],
-        },
-        wgpu::util::TextureDataOrder::LayerMajor,
-        &rgba,
-    );
-    Some(texture.create_view(&Default::default()))
+            wgpu::util::TextureDataOrder::LayerMajor,
+            rgba,
+        )
+        .create_view(&Default::default())
 }
 
 /// A JPEG as RGBA8, refusing images larger than `max` pixels across before decoding them.

@@ -112,6 +112,20 @@ fn cases() -> Vec<Case> {
     out
 }
 
+/// Positions and normals of every vertex, one thread.
+fn skin_once(mesh: &SkinningMesh, palette: &SkinPalette, pos: &mut [Vec3], nrm: &mut [Vec3]) {
+    skin(
+        black_box(mesh),
+        palette,
+        SkinOutput {
+            positions: pos,
+            normals: Some(nrm),
+            tangents: None,
+        },
+    )
+    .unwrap()
+}
+
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("skin");
     for case in cases() {
@@ -134,35 +148,13 @@ fn bench(c: &mut Criterion) {
                 SkinningMethod::DualQuaternion => "dqs",
             };
             g.bench_function(format!("{}/{tag}/1thread", case.label), |b| {
-                b.iter(|| {
-                    skin(
-                        black_box(&case.mesh),
-                        &palette,
-                        SkinOutput {
-                            positions: &mut pos,
-                            normals: Some(&mut nrm),
-                            tangents: None,
-                        },
-                    )
-                    .unwrap()
-                })
+                b.iter(|| skin_once(&case.mesh, &palette, &mut pos, &mut nrm))
             });
             if method == SkinningMethod::Linear && n < 100_000 {
                 // Without renormalising directions: what ozz-animation's job does.
                 palette.set_normalize_directions(false);
                 g.bench_function(format!("{}/lbs_raw_normals/1thread", case.label), |b| {
-                    b.iter(|| {
-                        skin(
-                            black_box(&case.mesh),
-                            &palette,
-                            SkinOutput {
-                                positions: &mut pos,
-                                normals: Some(&mut nrm),
-                                tangents: None,
-                            },
-                        )
-                        .unwrap()
-                    })
+                    b.iter(|| skin_once(&case.mesh, &palette, &mut pos, &mut nrm))
                 });
                 palette.set_normalize_directions(true);
             }
