@@ -19,8 +19,8 @@ pub struct Options {
     pub clip: Option<String>,
     /// Multiply every length by this.
     pub scale: Option<f32>,
-    /// Read left-handed sources (DirectX .x) as right-handed (mirror Z).
-    pub right_handed: bool,
+    /// How to read the sources (FBX units and axes, .x handedness).
+    pub load: skelett_io::LoadOptions,
 }
 
 const WRITERS: &str = "glb, skl, ram (with its .raa)";
@@ -38,15 +38,7 @@ fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
         )
         .into());
     }
-    let is_x = input
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("x"));
-    let mut asset = if is_x && opts.right_handed {
-        let bytes = std::fs::read(input).map_err(|e| format!("{}: {e}", input.display()))?;
-        skelett_io::x::load_bytes(&bytes, input, skelett_io::x::Options { right_handed: true })?
-    } else {
-        skelett_io::load(input)?
-    };
+    let mut asset = skelett_io::load_with(input, &opts.load)?;
     if let Some(c) = &opts.clip {
         let i = asset.clip_index(c).ok_or_else(|| {
             let names: Vec<&str> = asset.clips.iter().map(|c| c.name()).collect();

@@ -39,6 +39,9 @@ Examples:
                                         run the animator on a script: events, root motion
   skelett convert capture.bvh capture.glb --scale 0.01
                                         any supported file to glTF (folders too, with --to)
+  skelett inspect rig.fbx --to-meters --y-up
+                                        FBX in metres and Y-up (global flags: --to-meters,
+                                        --y-up for FBX, --right-handed for DirectX .x)
   skelett bench model.glb               sampling and hierarchy speed on your data";
 const AFTER_HELP: &str = "\
 The embedded default character is the Khronos glTF sample \"Fox\": mesh by PixelMannen (CC0),
@@ -50,6 +53,47 @@ glTF conversion by @AsoboStudio and @scurest.";
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    load: LoadArgs,
+}
+
+/// How files are read, for every command (global flags).
+#[derive(clap::Args)]
+struct LoadArgs {
+    /// FBX: convert lengths to metres (default: the file's own unit).
+    #[arg(long, global = true)]
+    to_meters: bool,
+    /// FBX: convert to Y-up, right-handed axes (default: the file's own axes).
+    #[arg(long, global = true)]
+    y_up: bool,
+    /// DirectX .x: read the left-handed file as right-handed (mirror Z), as glTF expects.
+    #[arg(long, global = true)]
+    right_handed: bool,
+}
+
+impl LoadArgs {
+    fn options(&self) -> skelett_io::LoadOptions {
+        skelett_io::LoadOptions {
+            fbx: skelett_io::fbx::Options {
+                to_meters: self.to_meters,
+                y_up: self.y_up,
+            },
+            x: skelett_io::x::Options {
+                right_handed: self.right_handed,
+            },
+        }
+    }
+}
+
+/// The load options of this run, set once from the command line before any command runs:
+/// they apply to every file a command reads, so they are process-wide rather than threaded
+/// through each command.
+static LOAD_OPTIONS: std::sync::OnceLock<skelett_io::LoadOptions> = std::sync::OnceLock::new();
+
+/// How to read files: what the command line asked for (the files' own units and axes by
+/// default).
+pub fn load_options() -> skelett_io::LoadOptions {
+    LOAD_OPTIONS.get().copied().unwrap_or_default()
 }
 
 #[derive(Subcommand)]
@@ -195,9 +239,6 @@ enum Command {
         /// Multiply every length by this (0.01: centimetres to metres).
         #[arg(long)]
         scale: Option<f32>,
-        /// Read left-handed DirectX .x files as right-handed (mirror Z), as glTF expects.
-        #[arg(long)]
-        right_handed: bool,
     },
     /// Measure sampling, local-to-model and palette speed on a file's clips.
     ///
@@ -219,7 +260,10 @@ enum Command {
 /// Loads FILE, or the embedded default when `None`; returns the asset and a display name.
 pub fn load(file: Option<&Path>) -> Result<(Asset, String), skelett_io::Error> {
     match file {
-        Some(f) => Ok((skelett_io::load(f)?, f.display().to_string())),
+        Some(f) => Ok((
+            skelett_io::load_with(f, &load_options())?,
+            f.display().to_string(),
+        )),
         None => Ok((
             skelett_io::gltf::load_bytes(DEFAULT_ASSET, Path::new(DEFAULT_NAME), None)?,
             DEFAULT_NAME.to_string(),
@@ -271,6 +315,7 @@ macro_rules! outln {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let _ = LOAD_OPTIONS.set(cli.load.options());
     let mut out = String::new();
     let result = match cli.command {
         Command::Demo {
@@ -353,7 +398,6 @@ fn main() -> ExitCode {
             to,
             clip,
             scale,
-            right_handed,
         } => convert::run(
             &mut out,
             &input,
@@ -362,7 +406,7 @@ fn main() -> ExitCode {
             &convert::Options {
                 clip,
                 scale,
-                right_handed,
+                load: load_options(),
             },
         ),
         Command::Bench { file, json, rounds } => {

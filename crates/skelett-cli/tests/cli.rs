@@ -1,6 +1,6 @@
 //! The `skelett` binary, run as a user runs it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
@@ -612,4 +612,131 @@ fn fbx_inspect_sample_and_convert() {
     let b = skelett_io::load(&glb).unwrap();
     assert_eq!(a.clips.len(), b.clips.len());
     assert_eq!(a.skeleton.len(), b.skeleton.len());
+}
+
+/// The global load flags reach every command: FBX in metres and Y-up (the ozz rig is a 3ds
+/// Max file in centimetres, Z up), and .x mirrored to right-handed.
+#[test]
+fn load_flags_convert_units_axes_and_handedness() {
+    let fbx = data("fbx/ozz_pab_locomotions.fbx");
+    let sample = |extra: &[&str]| -> Vec<(String, glam::Vec3)> {
+        let mut args = vec![
+            "sample",
+            fbx.to_str().unwrap(),
+            "--clip",
+            "walk",
+            "--times",
+            "0.5",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let (ok, out, err) = skelett(&args);
+        assert!(ok, "{err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        v["clips"][0]["samples"][0]["joints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| {
+                let w = j["world"].as_array().unwrap();
+                let f = |i: usize| w[i].as_f64().unwrap() as f32;
+                (
+                    j["name"].as_str().unwrap().to_string(),
+                    glam::Vec3::new(f(12), f(13), f(14)),
+                )
+            })
+            .collect()
+    };
+    let own = sample(&[]);
+    let converted = sample(&["--to-meters", "--y-up"]);
+    let find = |joints: &[(String, glam::Vec3)], name: &str| {
+        joints
+            .iter()
+            .find(|j| j.0 == name)
+            .unwrap_or_else(|| panic!("no joint {name}"))
+            .1
+    };
+    let (head, foot) = ("Head", "LeftFoot");
+    let own_height = (find(&own, head) - find(&own, foot)).length();
+    let m_height = (find(&converted, head) - find(&converted, foot)).length();
+    // Centimetres to metres.
+    assert!(
+        (m_height / own_height - 0.01).abs() < 1e-4,
+        "{own_height} cm -> {m_height} m"
+    );
+    // Y up: the head is above the foot along Y, by most of the distance between them.
+    let up = find(&converted, head) - find(&converted, foot);
+    assert!(up.y > 0.8 * up.length(), "head - foot = {up} with --y-up");
+
+    // Every file of the data set is Y-up already: a Z-up copy of the Maya file (its
+    // GlobalSettings say up +Z, front -Y) must come out rotated, (x, y, z) -> (x, z, -y).
+    let maya = std::fs::read_to_string(data("fbx/maya_game_sausage_7500_ascii_wiggle.fbx"))
+        .unwrap()
+        .replace(
+            "\"UpAxis\", \"int\", \"Integer\", \"\",1",
+            "\"UpAxis\", \"int\", \"Integer\", \"\",2",
+        )
+        .replace(
+            "\"FrontAxis\", \"int\", \"Integer\", \"\",2",
+            "\"FrontAxis\", \"int\", \"Integer\", \"\",1",
+        )
+        .replace(
+            "\"FrontAxisSign\", \"int\", \"Integer\", \"\",1",
+            "\"FrontAxisSign\", \"int\", \"Integer\", \"\",-1",
+        );
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("zup");
+    std::fs::create_dir_all(&dir).unwrap();
+    let zup = dir.join("sausage_zup.fbx");
+    std::fs::write(&zup, maya).unwrap();
+    let sample_file = |file: &Path, extra: &[&str]| -> Vec<glam::Vec3> {
+        let mut args = vec!["sample", file.to_str().unwrap(), "--times", "0.3", "--json"];
+        args.extend_from_slice(extra);
+        let (ok, out, err) = skelett(&args);
+        assert!(ok, "{err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        v["clips"][0]["samples"][0]["joints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| {
+                let w = j["world"].as_array().unwrap();
+                let f = |i: usize| w[i].as_f64().unwrap() as f32;
+                glam::Vec3::new(f(12), f(13), f(14))
+            })
+            .collect()
+    };
+    let z_own = sample_file(&zup, &[]);
+    let y_up = sample_file(&zup, &["--y-up"]);
+    assert!(z_own.iter().any(|p| p.y.abs() > 0.5), "{z_own:?}");
+    for (a, b) in z_own.iter().zip(&y_up) {
+        let want = glam::Vec3::new(a.x, a.z, -a.y);
+        assert!(
+            (*b - want).length() < 1e-4 * (1.0 + a.length()),
+            "{a} -> {b}, want {want}"
+        );
+    }
+
+    // DirectX .x: --right-handed mirrors Z, for sample as for convert.
+    let x = data("x/BCN_Epileptic.X");
+    let z = |extra: &[&str]| -> Vec<f64> {
+        let mut args = vec!["sample", x.to_str().unwrap(), "--times", "0.2", "--json"];
+        args.extend_from_slice(extra);
+        let (ok, out, err) = skelett(&args);
+        assert!(ok, "{err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        v["clips"][0]["samples"][0]["joints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["world"][14].as_f64().unwrap())
+            .collect()
+    };
+    let (left, right) = (z(&[]), z(&["--right-handed"]));
+    assert!(left.iter().any(|v| v.abs() > 1e-3));
+    for (a, b) in left.iter().zip(&right) {
+        assert!(
+            (a + b).abs() <= 1e-4 * (1.0 + a.abs()),
+            "z {a} mirrored is {b}"
+        );
+    }
 }

@@ -7,12 +7,25 @@
 //!   nodes: every bone (and skin cluster bone) and its ancestors up to the scene root
 //!          ──▶ RawSkeleton (rest = each node's local TRS)
 //!   skin deformers ──▶ Skin (cluster bones, geometry-to-bone as inverse bind) + MeshPrimitive
-//!          (one vertex per triangulated face corner: positions, normals, tangents with
-//!          handedness, UVs; at most 8 heaviest weights, normalised;
-//!          vertices without weights bound to the mesh's own node, where FBX leaves them)
-//!   animation stacks ──ufbx::bake_anim──▶ RawClip per stack (LINEAR TRS keys; curves ufbx
-//!          cannot represent with linear keys are resampled at the file's frame rate)
+//!          named after its node (one vertex per triangulated face corner: positions, normals,
+//!          tangents with handedness, UVs; at most 8 heaviest weights, normalised; vertices
+//!          without weights bound to the mesh's own node, where FBX leaves them; blend shapes
+//!          reported, not applied)
+//!   animation stacks ──ufbx::bake_anim──▶ RawClip per stack (TRS keys at the file's key
+//!          times; steps exact; curves that keys cannot represent resampled at the file's
+//!          frame rate, with a warning saying how many keys that made)
 //! ```
+//!
+//! How curves become keys:
+//! - The file's own keys stay keys, at their times (rounded to f32 like every key time).
+//! - A constant (stepped) key jumps between two adjacent f32 times, so the clip holds the old
+//!   value up to the last f32 before the key and has the new one at the key: exact for every
+//!   time an f32 can hold. A channel made only of holds and steps becomes a STEP channel.
+//! - Cubic segments, and linear segments of Euler angles (FBX interpolates the angles, skelett
+//!   the rotation), are sampled at the file's frame rate; [`skelett::RawClip::build`] then
+//!   drops every key its neighbours reproduce to f32 precision. FBX cubic curves are not kept
+//!   as cubic channels: their tangents are Bezier handles in time and value (often weighted),
+//!   which glTF-style Hermite keys cannot hold in general.
 //!
 //! ufbx is a C library; it is the most complete FBX reader there is, and no Rust crate reads
 //! FBX as faithfully, so skelett binds it rather than parse FBX by hand. Units and axes are
@@ -211,7 +224,29 @@ pub fn load_bytes(bytes: &[u8], name: &Path, options: Options) -> Result<Asset, 
         let Some(deformer) = mesh.skin_deformers.iter().next() else {
             continue;
         };
-        let mesh_name = mesh.element.name.to_string();
+        // The node's name is what artists see and pick (the geometry is often unnamed, or
+        // called after the primitive it started from); the geometry's when it has no node.
+        let mesh_name = mesh
+            .element
+            .instances
+            .iter()
+            .next()
+            .map(|n| n.element.name.to_string())
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| mesh.element.name.to_string());
+        let shapes: Vec<String> = mesh
+            .blend_deformers
+            .iter()
+            .flat_map(|d| d.channels.iter().map(|c| c.element.name.to_string()))
+            .collect();
+        if !shapes.is_empty() {
+            warnings.push(format!(
+                "mesh {mesh_name:?}: {} blend shape channels ({}) are not applied: skelett has \
+                 no morph targets",
+                shapes.len(),
+                shapes.join(", ")
+            ));
+        }
         let mut palette = Vec::new();
         let mut ibm = Vec::new();
         if deformer.clusters.len() >= usize::from(u16::MAX) {
@@ -295,6 +330,8 @@ pub fn load_bytes(bytes: &[u8], name: &Path, options: Options) -> Result<Asset, 
                 result_allocator: alloc(),
                 resample_rate: fps,
                 minimum_sample_rate: fps,
+                // A step as two keys at one time; `channel_keys` makes it exact in f32.
+                step_handling: ufbx::BakeStepHandling::IdenticalTime,
                 ..Default::default()
             },
         )
@@ -312,9 +349,6 @@ pub fn load_bytes(bytes: &[u8], name: &Path, options: Options) -> Result<Asset, 
             let id = node.typed_id as usize;
             let Some(j) = joint_of_node(id) else { continue };
             let joint = skeleton.name(j).to_string();
-            let times = |keys: &mut dyn Iterator<Item = f64>| -> Vec<f32> {
-                keys.map(|t| t as f32).collect()
-            };
             for k in node.translation_keys.iter().chain(node.scale_keys.iter()) {
                 lo = lo.min(k.time);
                 hi = hi.max(k.time);
@@ -329,33 +363,43 @@ pub fn load_bytes(bytes: &[u8], name: &Path, options: Options) -> Result<Asset, 
                 .map(|k| k.flags)
                 .chain(node.rotation_keys.iter().map(|k| k.flags))
                 .chain(node.scale_keys.iter().map(|k| k.flags));
+            // The file's own keys, and the two halves of its steps, are not resampled.
+            let own = [
+                ufbx::BakedKeyFlags::KEYFRAME,
+                ufbx::BakedKeyFlags::STEP_LEFT,
+                ufbx::BakedKeyFlags::STEP_RIGHT,
+                ufbx::BakedKeyFlags::STEP_KEY,
+            ];
             for f in flags {
                 total += 1;
-                resampled += !f.has_any(ufbx::BakedKeyFlags::KEYFRAME) as usize;
+                resampled += !own.iter().any(|&o| f.has_any(o)) as usize;
             }
-            let t_keys = &node.translation_keys;
+            let t_keys = node.translation_keys.iter().map(|k| (k.time, v3(k.value)));
+            let r_keys = node.rotation_keys.iter().map(|k| (k.time, quat(k.value)));
+            let s_keys = node.scale_keys.iter().map(|k| (k.time, v3(k.value)));
+            let (interpolation, times, values) = channel_keys(t_keys);
             channels.push(RawChannel {
                 joint: joint.clone(),
                 target: Target::Translation,
-                interpolation: Interpolation::Linear,
-                times: times(&mut t_keys.iter().map(|k| k.time)),
-                values: RawValues::Vec3(t_keys.iter().map(|k| v3(k.value)).collect()),
+                interpolation,
+                times,
+                values: RawValues::Vec3(values),
             });
-            let r_keys = &node.rotation_keys;
+            let (interpolation, times, values) = channel_keys(r_keys);
             channels.push(RawChannel {
                 joint: joint.clone(),
                 target: Target::Rotation,
-                interpolation: Interpolation::Linear,
-                times: times(&mut r_keys.iter().map(|k| k.time)),
-                values: RawValues::Quat(r_keys.iter().map(|k| quat(k.value)).collect()),
+                interpolation,
+                times,
+                values: RawValues::Quat(values),
             });
-            let s_keys = &node.scale_keys;
+            let (interpolation, times, values) = channel_keys(s_keys);
             channels.push(RawChannel {
                 joint,
                 target: Target::Scale,
-                interpolation: Interpolation::Linear,
-                times: times(&mut s_keys.iter().map(|k| k.time)),
-                values: RawValues::Vec3(s_keys.iter().map(|k| v3(k.value)).collect()),
+                interpolation,
+                times,
+                values: RawValues::Vec3(values),
             });
         }
         channels.retain(|c| !c.times.is_empty());
@@ -391,6 +435,76 @@ pub fn load_bytes(bytes: &[u8], name: &Path, options: Options) -> Result<Asset, 
         warnings,
         images: Vec::new(),
     })
+}
+
+/// The f32 just below `x` (for finite `x`).
+fn next_down(x: f32) -> f32 {
+    if x == 0.0 {
+        -f32::from_bits(1)
+    } else if x > 0.0 {
+        f32::from_bits(x.to_bits() - 1)
+    } else {
+        f32::from_bits(x.to_bits() + 1)
+    }
+}
+
+/// Baked keys as a skelett channel, exactly where f32 times allow.
+///
+/// ufbx stamps a constant step as two keys at one time (the held value, then the new one).
+/// The held value goes to the f32 time just before the step, so a LINEAR channel jumps
+/// between two adjacent f32 times: exactly the step, for every time an f32 can hold. A
+/// channel made only of holds and steps becomes a STEP channel (one key per change, what glTF
+/// export writes as a STEP sampler). Times that collide in f32 keep the later key.
+fn channel_keys<T: Copy + PartialEq>(
+    keys: impl Iterator<Item = (f64, T)>,
+) -> (Interpolation, Vec<f32>, Vec<T>) {
+    let mut times: Vec<f32> = Vec::new();
+    let mut values: Vec<T> = Vec::new();
+    let mut last_f64 = f64::NAN;
+    for (t, v) in keys {
+        let t32 = t as f32;
+        if t == last_f64 {
+            // The second key of a step: the first one holds until just before it. A key
+            // already at that f32 time held the same value there: the held key replaces it.
+            if let Some(held) = times.last_mut() {
+                *held = next_down(t32);
+            }
+            let n = times.len();
+            if n >= 2 && times[n - 2] >= times[n - 1] {
+                times.remove(n - 2);
+                values.remove(n - 2);
+            }
+        }
+        last_f64 = t;
+        // Distinct times that f32 cannot tell apart: the later key wins.
+        if times.last().is_some_and(|&prev| t32 <= prev) {
+            times.pop();
+            values.pop();
+        }
+        times.push(t32);
+        values.push(v);
+    }
+    // Holds and steps only?
+    let step_at = |k: usize| times[k + 1] == next_up(times[k]);
+    let steps_only =
+        times.len() > 1 && (0..times.len() - 1).all(|k| values[k] == values[k + 1] || step_at(k));
+    if !steps_only {
+        return (Interpolation::Linear, times, values);
+    }
+    let mut st = vec![times[0]];
+    let mut sv = vec![values[0]];
+    for k in 0..times.len() - 1 {
+        if step_at(k) && values[k] != values[k + 1] {
+            st.push(times[k + 1]);
+            sv.push(values[k + 1]);
+        }
+    }
+    (Interpolation::Step, st, sv)
+}
+
+/// The f32 just above `x` (for finite `x`).
+fn next_up(x: f32) -> f32 {
+    -next_down(-x)
 }
 
 /// One vertex per triangulated face corner, with the skin weights of its control point.

@@ -196,11 +196,37 @@ pub fn is_known_extension(path: &Path) -> bool {
     )
 }
 
-/// Loads an asset, choosing the format from the file's extension.
+/// How [`load_with`] reads the formats that have choices; the default keeps every file's own
+/// units and axes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// FBX: convert to metres and/or Y-up right-handed axes.
+    pub fbx: fbx::Options,
+    /// DirectX `.x`: read the left-handed file as right-handed.
+    pub x: x::Options,
+}
+
+/// Loads an asset, choosing the format from the file's extension, with every file's own
+/// units and axes ([`LoadOptions::default`]).
 ///
 /// # Errors
 /// [`Error::UnknownFormat`] for an unknown extension, otherwise the format's errors.
 pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
+    load_with(path, &LoadOptions::default())
+}
+
+/// Loads an asset, choosing the format from the file's extension, with format options.
+///
+/// ```no_run
+/// use skelett_io::{fbx, LoadOptions};
+/// let options = LoadOptions { fbx: fbx::Options { to_meters: true, y_up: true }, ..Default::default() };
+/// let asset = skelett_io::load_with("mixamo_run.fbx", &options)?;
+/// # Ok::<(), skelett_io::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::UnknownFormat`] for an unknown extension, otherwise the format's errors.
+pub fn load_with(path: impl AsRef<Path>, options: &LoadOptions) -> Result<Asset, Error> {
     let path = path.as_ref();
     let ext = path
         .extension()
@@ -211,8 +237,8 @@ pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
         "glb" | "gltf" => gltf::load(path),
         "bvh" => bvh::load(path),
         "skl" => native::load(path),
-        "x" => x::load(path),
-        "fbx" => fbx::load(path, fbx::Options::default()),
+        "x" => x::load_with(path, options.x),
+        "fbx" => fbx::load(path, options.fbx),
         // A .ram model with the .raa animation of the same name beside it, if there is one.
         "ram" => {
             let raa = path.with_extension("raa");

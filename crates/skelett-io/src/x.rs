@@ -46,9 +46,17 @@ pub struct Options {
 /// # Errors
 /// [`Error::Io`] if it cannot be read; otherwise as [`load_bytes`].
 pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
+    load_with(path, Options::default())
+}
+
+/// Loads a text `.x` file.
+///
+/// # Errors
+/// [`Error::Io`] if it cannot be read; otherwise as [`load_bytes`].
+pub fn load_with(path: impl AsRef<Path>, options: Options) -> Result<Asset, Error> {
     let path = path.as_ref();
     let bytes = crate::read_file(path)?;
-    load_bytes(&bytes, path, Options::default())
+    load_bytes(&bytes, path, options)
 }
 
 #[derive(Debug)]

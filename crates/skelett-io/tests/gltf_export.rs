@@ -79,12 +79,18 @@ fn every_asset_round_trips_through_glb() {
                 a.name()
             );
             assert_eq!(a.events(), b.events(), "{name}");
-            assert_eq!(
-                a.counts().keys,
-                b.counts().keys,
-                "{name} {}: keys by interpolation",
-                a.name()
-            );
+            // Re-importing reduces once more: keys the first pass kept can lie on the line
+            // between their new neighbours (a greedy reduction is not idempotent). The poses
+            // below must not change; the keys may only drop.
+            for (ka, kb) in a.counts().keys.iter().zip(b.counts().keys) {
+                assert!(
+                    kb <= *ka,
+                    "{name} {}: keys by interpolation {:?} became {:?}",
+                    a.name(),
+                    a.counts().keys,
+                    b.counts().keys
+                );
+            }
             for i in 0..=40 {
                 let t = a.start() - 0.1 + (a.duration() + 0.2) * i as f32 / 40.0;
                 sample_uncached(a, t, &mut pa).unwrap();

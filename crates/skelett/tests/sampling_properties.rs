@@ -446,3 +446,101 @@ fn constant_and_rest_channels_leave_the_track_list() {
     assert_eq!(report.keys_in, 5);
     assert_eq!(report.keys_out, 1);
 }
+
+/// A piecewise-linear motion baked at every frame, as exporters write it: the corners of the
+/// path, and the frames between them computed in f64 and stored as f32.
+fn baked(corners: &[([f32; 3], f32)], fps: f32) -> (Vec<f32>, Vec<Vec3>, Vec<Quat>) {
+    let mut times = Vec::new();
+    let mut moves = Vec::new();
+    let mut turns = Vec::new();
+    let total: usize = corners.len() - 1;
+    let frames_per_leg = 7;
+    for leg in 0..total {
+        let (a, ra) = corners[leg];
+        let (b, rb) = corners[leg + 1];
+        let qa = glam::DQuat::from_rotation_y(ra as f64);
+        let qb = glam::DQuat::from_rotation_y(rb as f64);
+        let last = if leg + 1 == total {
+            frames_per_leg
+        } else {
+            frames_per_leg - 1
+        };
+        for f in 0..=last {
+            let u = f as f64 / frames_per_leg as f64;
+            times.push((leg * frames_per_leg + f) as f32 / fps);
+            let p: [f64; 3] =
+                std::array::from_fn(|i| a[i] as f64 + (b[i] as f64 - a[i] as f64) * u);
+            moves.push(Vec3::new(p[0] as f32, p[1] as f32, p[2] as f32));
+            let q = qa.slerp(qb, u);
+            turns.push(Quat::from_xyzw(
+                q.x as f32, q.y as f32, q.z as f32, q.w as f32,
+            ));
+        }
+    }
+    (times, moves, turns)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Keys on a straight line or a great arc between two others go; the corners stay, and
+    /// the reduced clip samples like the full one.
+    #[test]
+    fn collinear_keys_are_removed_losslessly(
+        corners in proptest::collection::vec((prop::array::uniform3(-50.0f32..50.0), -1.5f32..1.5), 2..6),
+    ) {
+        let s = skeleton();
+        let (times, moves, turns) = baked(&corners, 30.0);
+        let raw = RawClip {
+            name: "baked".into(),
+            start: 0.0,
+            duration: *times.last().unwrap(),
+            channels: vec![
+                RawChannel { joint: "root".into(), target: Target::Translation,
+                    interpolation: Interpolation::Linear, times: times.clone(),
+                    values: RawValues::Vec3(moves) },
+                RawChannel { joint: "child".into(), target: Target::Rotation,
+                    interpolation: Interpolation::Linear, times: times.clone(),
+                    values: RawValues::Quat(turns) },
+            ],
+        };
+        let (reduced, report) = raw.build_with(&s, &BuildOptions::default()).unwrap();
+        let (full, _) = raw.build_with(&s, &BuildOptions { keep_redundant_keys: true, ..Default::default() }).unwrap();
+        // At most the corners (fewer where a corner happens to lie on a line).
+        for (i, (_, _, _, keys)) in reduced.channels().enumerate() {
+            prop_assert!(keys <= corners.len(), "channel {i}: {keys} keys for {} corners", corners.len());
+        }
+        prop_assert!(report.keys_out <= 2 * corners.len());
+        let scale = corners.iter().flat_map(|c| c.0).fold(1.0f32, |m, x| m.max(x.abs()));
+        let (mut a, mut b) = (Pose::rest(&s), Pose::rest(&s));
+        for k in 0..=4 * times.len() {
+            let t = k as f32 / (4.0 * 30.0);
+            sample_uncached(&reduced, t, &mut a).unwrap();
+            sample_uncached(&full, t, &mut b).unwrap();
+            prop_assert!((a[0].translation - b[0].translation).abs().max_element() <= 2e-6 * scale,
+                "t={t}: {} vs {}", a[0].translation, b[0].translation);
+            prop_assert!(a[1].rotation.dot(b[1].rotation).abs() >= 1.0 - 1e-6,
+                "t={t}: {} vs {}", a[1].rotation, b[1].rotation);
+        }
+    }
+}
+
+#[test]
+fn keys_off_the_line_stay() {
+    let s = skeleton();
+    // A bump of one part in a hundred thousand is motion, not rounding: it stays.
+    let raw = RawClip {
+        name: "bump".into(),
+        start: 0.0,
+        duration: 2.0,
+        channels: vec![RawChannel {
+            joint: "root".into(),
+            target: Target::Translation,
+            interpolation: Interpolation::Linear,
+            times: vec![0.0, 1.0, 2.0],
+            values: RawValues::Vec3(vec![Vec3::ZERO, Vec3::new(1.0, 1e-5, 0.0), Vec3::X * 2.0]),
+        }],
+    };
+    let clip = raw.build(&s).unwrap();
+    assert_eq!(clip.channels().next().unwrap().3, 3);
+}

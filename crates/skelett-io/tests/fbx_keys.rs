@@ -1,0 +1,176 @@
+//! FBX curves become keys that are exact where the file's keys are: at every key time of
+//! every curve of an animation stack (rounded to f32, as key times are everywhere), and at the
+//! f32 time just before it, each joint's local transform in the imported clip equals ufbx's
+//! own evaluation of the curves (pre/post rotations, pivots and Euler orders included). The
+//! f32 just before a key is where a constant (stepped) key shows: the clip must still hold
+//! the old value there, with no ramp.
+//!
+//! Between keys, cubic curves are resampled at the file's frame rate (reported as a warning);
+//! those times are covered by the golden tests against Blender at the frames.
+
+use std::path::PathBuf;
+
+use skelett::{sample_uncached, Pose};
+
+fn data(file: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data/fbx")
+        .join(file)
+}
+
+fn next_down(x: f32) -> f32 {
+    if x > 0.0 {
+        f32::from_bits(x.to_bits() - 1)
+    } else if x == 0.0 {
+        -f32::from_bits(1)
+    } else {
+        f32::from_bits(x.to_bits() + 1)
+    }
+}
+
+/// Returns (comparisons made, comparisons just before a step: where ufbx's transform at the
+/// key differs from the one an f32 earlier).
+fn check(file: &str) -> (usize, usize) {
+    check_bytes(file, &std::fs::read(data(file)).unwrap())
+}
+
+fn check_bytes(file: &str, bytes: &[u8]) -> (usize, usize) {
+    let asset =
+        skelett_io::fbx::load_bytes(bytes, &data(file), skelett_io::fbx::Options::default())
+            .unwrap();
+    // The importer's own node handling, so that nodes and joints correspond.
+    let scene = ufbx::load_memory(
+        bytes,
+        ufbx::LoadOpts {
+            inherit_mode_handling: ufbx::InheritModeHandling::HelperNodes,
+            geometry_transform_handling: ufbx::GeometryTransformHandling::HelperNodes,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let sk = &asset.skeleton;
+    let size = sk
+        .rest_pose()
+        .iter()
+        .map(|t| t.translation.length())
+        .fold(1e-6f32, f32::max);
+    let mut pose = Pose::rest(sk);
+    let (mut compared, mut at_steps) = (0, 0);
+    for stack in scene.anim_stacks.iter() {
+        let clip = asset
+            .clip(&stack.element.name)
+            .unwrap_or_else(|| panic!("{file}: no clip for stack {:?}", stack.element.name));
+        let mut keys: Vec<f64> = Vec::new();
+        for layer in stack.layers.iter() {
+            for value in layer.anim_values.iter() {
+                for curve in value.curves.iter().flatten() {
+                    keys.extend(curve.keyframes.iter().map(|k| k.time));
+                }
+            }
+        }
+        keys.sort_by(f64::total_cmp);
+        keys.dedup();
+        for &t in &keys {
+            let t32 = t as f32;
+            for at in [t32, next_down(t32)] {
+                sample_uncached(clip, at, &mut pose).unwrap();
+                for node in scene.nodes.iter() {
+                    let Some(j) = sk.find(&node.element.name) else {
+                        continue;
+                    };
+                    // At the key: the file's key time (skelett, like every importer, rounds
+                    // key times to the nearest f32); just before: that f32 time, which lies
+                    // before the key whichever way the key time rounded.
+                    let when = if at == t32 { t } else { f64::from(at) };
+                    let want = ufbx::evaluate_transform(&stack.anim, node, when);
+                    let got = pose[j as usize];
+                    let wt = glam::Vec3::new(
+                        want.translation.x as f32,
+                        want.translation.y as f32,
+                        want.translation.z as f32,
+                    );
+                    // The angle between the rotations, from their chord in f64 (acos of a
+                    // dot product in f32 cannot resolve angles below about 1e-3).
+                    let wr = glam::DQuat::from_xyzw(
+                        want.rotation.x,
+                        want.rotation.y,
+                        want.rotation.z,
+                        want.rotation.w,
+                    );
+                    let gr = got.rotation.as_dquat();
+                    let chord = (gr - wr).length().min((gr + wr).length());
+                    let dr = 4.0 * (chord / 2.0).asin();
+                    let dt = (got.translation - wt).length() / size;
+                    assert!(
+                        dt < 1e-5 && dr < 1e-5,
+                        "{file} {:?} t={at} ({}) {}: translation {} vs ufbx {wt} ({dt:e} of \
+                         size), rotation off by {dr:e} rad",
+                        clip.name(),
+                        if at == t32 {
+                            "key"
+                        } else {
+                            "just before the key"
+                        },
+                        node.element.name,
+                        got.translation
+                    );
+                    compared += 1;
+                    if at != t32 {
+                        let after = ufbx::evaluate_transform(&stack.anim, node, t);
+                        let jump = (after.translation.x - want.translation.x).abs()
+                            + (after.translation.y - want.translation.y).abs()
+                            + (after.translation.z - want.translation.z).abs()
+                            + (after.rotation.x - want.rotation.x).abs()
+                            + (after.rotation.y - want.rotation.y).abs()
+                            + (after.rotation.z - want.rotation.z).abs();
+                        at_steps += usize::from(jump > 1e-3);
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("{file}: {compared} joint transforms compared, {at_steps} just before a step");
+    (compared, at_steps)
+}
+
+#[test]
+fn maya_cubic_keys_and_holds() {
+    // Its constant keys hold their value (no jump); its cubic keys are exact at the keys.
+    let (compared, _) = check("maya_game_sausage_7500_binary_wiggle.fbx");
+    assert!(compared > 0);
+}
+
+#[test]
+fn ozz_robot_keys() {
+    check("ozz_robot.fbx");
+}
+
+/// No file of the data set steps a transform (ozz_robot's stepped curves are custom
+/// properties), so the Maya file is turned into one: its cubic rotation keys made constant
+/// (FBX key flags 24840, cubic with auto tangents, become 2, constant).
+#[test]
+fn stepped_rotations_jump_between_adjacent_f32_times() {
+    let file = "maya_game_sausage_7500_ascii_wiggle.fbx";
+    let text = std::fs::read_to_string(data(file)).unwrap();
+    assert!(text.contains("a: 24840"));
+    let stepped = text.replace("a: 24840", "a: 2");
+    let (compared, at_steps) = check_bytes(file, stepped.as_bytes());
+    assert!(compared > 0);
+    assert!(at_steps > 0, "no step was exercised");
+    // Holds and steps only: the channels are STEP channels, one key per change.
+    let asset = skelett_io::fbx::load_bytes(
+        stepped.as_bytes(),
+        &data(file),
+        skelett_io::fbx::Options::default(),
+    )
+    .unwrap();
+    let counts = asset.clips[0].counts();
+    assert!(counts.tracks[0] > 0, "no STEP channel: {counts:?}");
+    assert_eq!(counts.tracks[1] + counts.tracks[2], 0, "{counts:?}");
+}
+
+#[test]
+fn linear_blender_keys() {
+    check("blender_279_sausage_7400_binary.fbx");
+    check("huesitos.fbx");
+}
