@@ -248,6 +248,9 @@ pub struct Clip {
     pub(crate) counts: ChannelCounts,
     /// Events sorted by time.
     pub(crate) events: Box<[ClipEvent]>,
+    /// The compact form ([`crate::compress`]): when present, the key arrays above are empty
+    /// and sampling decodes this instead.
+    pub(crate) compact: Option<Box<crate::compress::Compact>>,
 }
 
 /// Channel and key counts of a built clip, by interpolation.
@@ -274,6 +277,7 @@ impl PartialEq for Clip {
             && self.vec3s == o.vec3s
             && self.quats == o.quats
             && self.events == o.events
+            && self.compact == o.compact
     }
 }
 
@@ -420,6 +424,7 @@ impl RawClip {
             slerp: Box::new([]),
             counts: ChannelCounts::default(),
             events: Box::new([]),
+            compact: None,
         };
         let mut tracks = Vec::new();
         let mut times = Vec::new();
@@ -853,12 +858,40 @@ impl Clip {
     /// Number of animated (multi-key) channels.
     #[inline]
     pub fn track_count(&self) -> usize {
-        self.tracks.len()
+        match &self.compact {
+            Some(c) => c.tracks.len(),
+            None => self.tracks.len(),
+        }
     }
 
-    /// Channel and key counts by interpolation.
+    /// Channel and key counts by interpolation (for a compact clip: its stored keys, STEP or
+    /// LINEAR).
     pub fn counts(&self) -> ChannelCounts {
-        self.counts
+        match &self.compact {
+            Some(c) => {
+                let mut counts = ChannelCounts {
+                    constant: c.constants.len(),
+                    ..Default::default()
+                };
+                for (t, &k) in c.tracks.iter().zip(c.keys.iter()) {
+                    let slot = if t.step { 0 } else { 1 };
+                    counts.tracks[slot] += 1;
+                    counts.keys[slot] += k as usize;
+                }
+                counts
+            }
+            None => self.counts,
+        }
+    }
+
+    /// `true` for a clip made by [`crate::compress::compress`] (or loaded as one).
+    pub fn is_compact(&self) -> bool {
+        self.compact.is_some()
+    }
+
+    /// For a compact clip: its grid's frames per second and number of frames.
+    pub fn compact_grid(&self) -> Option<(f32, usize)> {
+        self.compact.as_ref().map(|c| (c.rate, c.frames as usize))
     }
 
     /// The pose of joints no track moves: the rest pose with every constant channel applied.
@@ -866,9 +899,13 @@ impl Clip {
         &self.base
     }
 
-    /// Bytes of key data (times, values, precomputed slerp angles, track headers, base pose).
+    /// Bytes of key data (times, values, precomputed slerp angles, track headers, base pose);
+    /// for a compact clip, what it stores (see [`crate::compress`]).
     pub fn size_bytes(&self) -> usize {
         use std::mem::size_of;
+        if let Some(c) = &self.compact {
+            return c.byte_size();
+        }
         self.tracks.len() * size_of::<Track>()
             + self.timelines.len() * 8
             + self.times.len() * 4
@@ -879,20 +916,38 @@ impl Clip {
             + self.static_joints.len() * size_of::<JointIndex>()
     }
 
-    /// The animated channels as (joint, target, interpolation, key count), grouped by kind.
+    /// The animated channels as (joint, target, interpolation, key count), grouped by kind
+    /// (for a compact clip, in its storage order).
     pub fn channels(
         &self,
     ) -> impl Iterator<Item = (JointIndex, Target, Interpolation, usize)> + '_ {
-        self.tracks
+        let keyed = self
+            .tracks
             .iter()
-            .map(|t| (t.joint, t.target, t.interpolation, t.key_count as usize))
+            .map(|t| (t.joint, t.target, t.interpolation, t.key_count as usize));
+        let compact = self.compact.iter().flat_map(|c| {
+            c.tracks.iter().zip(c.keys.iter()).map(|(t, &k)| {
+                let interp = if t.step {
+                    Interpolation::Step
+                } else {
+                    Interpolation::Linear
+                };
+                (t.joint, t.target, interp, k as usize)
+            })
+        });
+        keyed.chain(compact)
     }
 
-    /// The key times of animated channel `i` (in [`Clip::channels`] order).
+    /// The key times of animated channel `i` (in [`Clip::channels`] order); empty for a
+    /// compact clip (use [`Clip::decompressed`]).
     ///
     /// # Panics
     /// If `i >= self.track_count()`.
     pub fn channel_times(&self, i: usize) -> &[f32] {
+        if self.compact.is_some() {
+            assert!(i < self.track_count(), "channel {i} out of range");
+            return &[];
+        }
         let t = &self.tracks[i];
         &self.times[t.time_start as usize..(t.time_start + t.key_count) as usize]
     }
@@ -972,7 +1027,8 @@ impl Clip {
 
     /// Animated channel `i` (in [`Clip::channels`] order) with its keys, for exporters and
     /// tools: times, and values (three per key for cubic channels: in-tangent, value,
-    /// out-tangent). `None` past the last channel.
+    /// out-tangent). `None` past the last channel, and for compact clips (whose keys are
+    /// bits: [`Clip::decompressed`] gives them as a clip with keys).
     pub fn channel(&self, i: usize) -> Option<ChannelView<'_>> {
         let t = self.tracks.get(i)?;
         let per = if t.interpolation == Interpolation::CubicSpline {
@@ -1055,6 +1111,10 @@ impl Clip {
     /// [`Error::Length`] if `reference` has fewer entries than the clip has joints.
     pub fn to_additive(&self, reference: &[Transform]) -> Result<Clip, Error> {
         crate::error::check_len("additive reference", self.joint_count(), reference.len())?;
+        if self.compact.is_some() {
+            // Deltas of quantised values are not quantised: work on the decoded keys.
+            return self.decompressed().to_additive(reference);
+        }
         let mut out = self.clone();
         out.id = NEXT_CLIP_ID.fetch_add(1, Ordering::Relaxed);
         for (j, b) in out.base.iter_mut().enumerate() {
@@ -1105,6 +1165,9 @@ impl Clip {
         for b in out.base.iter_mut() {
             b.translation *= factor;
         }
+        if let Some(c) = &mut out.compact {
+            c.scale_translations(factor);
+        }
         for tr in self
             .tracks
             .iter()
@@ -1121,6 +1184,49 @@ impl Clip {
             }
         }
         out
+    }
+
+    /// The clip with its keys as arrays: for a compact clip, every stored key decoded (LINEAR
+    /// or STEP channels at the grid's frame times, which sample exactly like the compact
+    /// clip up to the slerp/nlerp difference between keys), for exporters and edits; any
+    /// other clip is returned as it is.
+    pub fn decompressed(&self) -> std::borrow::Cow<'_, Clip> {
+        let Some(c) = &self.compact else {
+            return std::borrow::Cow::Borrowed(self);
+        };
+        let mut channels: Vec<RawChannel> = c.decoded_channels(self.start, self.duration);
+        for &(j, target, v) in c.constants.iter() {
+            channels.push(RawChannel {
+                joint: j.to_string(),
+                target,
+                interpolation: Interpolation::Linear,
+                times: vec![self.start],
+                values: match target {
+                    Target::Rotation => RawValues::Quat(vec![Quat::from_vec4(v)]),
+                    _ => RawValues::Vec3(vec![v.truncate()]),
+                },
+            });
+        }
+        // Joint names are not known here: channels name joints by index, bound to a
+        // skeleton of numbered joints with the clip's base pose as rest pose.
+        let raw = RawClip {
+            name: self.name.clone(),
+            start: self.start,
+            duration: self.duration,
+            channels,
+        };
+        let built = crate::skeleton::numbered(&self.base).and_then(|s| raw.build(&s));
+        let built = built.map(|mut k| {
+            k.events = self.events.clone();
+            k.base = self.base.clone();
+            k
+        });
+        match built {
+            Ok(k) => std::borrow::Cow::Owned(k),
+            // Decoded keys are finite and increasing, the base pose is a built clip's:
+            // unreachable, but a compact clip is still a valid answer.
+            Err(_) => std::borrow::Cow::Borrowed(self),
+        }
     }
 
     /// [`Clip::to_additive`] relative to this clip's own first frame.
@@ -1142,6 +1248,36 @@ impl Clip {
 
     pub(crate) fn id(&self) -> u64 {
         self.id
+    }
+
+    /// A clip around compact data (from [`crate::compress`] or a file).
+    pub(crate) fn from_compact(
+        name: String,
+        start: f32,
+        duration: f32,
+        base: Vec<Transform>,
+        static_joints: Vec<JointIndex>,
+        compact: crate::compress::Compact,
+        events: Vec<ClipEvent>,
+    ) -> Clip {
+        Clip {
+            id: NEXT_CLIP_ID.fetch_add(1, Ordering::Relaxed),
+            name,
+            start,
+            duration,
+            base: base.into(),
+            tracks: Box::new([]),
+            groups: [0; 3],
+            timelines: Box::new([]),
+            static_joints: static_joints.into(),
+            times: Box::new([]),
+            vec3s: Box::new([]),
+            quats: Box::new([]),
+            slerp: Box::new([]),
+            counts: ChannelCounts::default(),
+            events: events.into(),
+            compact: Some(Box::new(compact)),
+        }
     }
 }
 

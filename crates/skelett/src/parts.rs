@@ -6,8 +6,10 @@
 use glam::{Quat, Vec3A};
 
 use crate::clip::{ChannelCounts, Track};
+use crate::compress::{Compact, CompactTrack, MAX_BITS, SEG_LEN};
 use crate::transform::SlerpSegment;
 use crate::{Clip, ClipEvent, Error, Interpolation, JointIndex, Target, Transform};
+use glam::Quat as GQuat;
 
 /// One channel of [`ClipParts`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -63,8 +65,12 @@ fn group(interp: Interpolation, target: Target) -> usize {
 }
 
 impl Clip {
-    /// The clip's arrays (see [`ClipParts`]).
+    /// The clip's arrays (see [`ClipParts`]); for a compact clip, those of
+    /// [`Clip::decompressed`] (use [`Clip::compact_parts`] to keep it compact).
     pub fn to_parts(&self) -> ClipParts {
+        if self.compact.is_some() {
+            return self.decompressed().to_parts();
+        }
         ClipParts {
             name: self.name.clone(),
             start: self.start,
@@ -262,7 +268,228 @@ impl Clip {
             slerp: p.slerp.into(),
             counts,
             events: Box::new([]),
+            compact: None,
         };
         clip.with_events(p.events)
     }
+}
+
+/// A compact clip ([`crate::compress`]) as plain arrays, for serializers:
+/// [`Clip::compact_parts`] hands them out and [`Clip::from_compact_parts`] takes them back
+/// after checking every invariant its decoder relies on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompactParts {
+    /// Name.
+    pub name: String,
+    /// First frame's time.
+    pub start: f32,
+    /// Length in seconds.
+    pub duration: f32,
+    /// Frames per second of the grid.
+    pub rate: f32,
+    /// Frames on the grid.
+    pub frames: u32,
+    /// Length of the last frame interval, in frames (0, 1].
+    pub last_span: f32,
+    /// The animated channels.
+    pub tracks: Vec<CompactTrack>,
+    /// Channels with one value (x, y, z, w for rotations; w unused for vectors).
+    pub constants: Vec<(JointIndex, Target, [f32; 4])>,
+    /// Bit offset of each segment in `data`.
+    pub segments: Vec<u32>,
+    /// The bit streams (no padding).
+    pub data: Vec<u8>,
+    /// Events, sorted by time.
+    pub events: Vec<ClipEvent>,
+}
+
+impl Clip {
+    /// A compact clip's arrays; `None` for a clip with keys.
+    pub fn compact_parts(&self) -> Option<CompactParts> {
+        let c = self.compact.as_ref()?;
+        Some(CompactParts {
+            name: self.name.clone(),
+            start: self.start,
+            duration: self.duration,
+            rate: c.rate,
+            frames: c.frames,
+            last_span: c.last_span,
+            tracks: c.tracks.to_vec(),
+            constants: c
+                .constants
+                .iter()
+                .map(|&(j, t, v)| (j, t, v.to_array()))
+                .collect(),
+            segments: c.segments.to_vec(),
+            data: c.data[..c.data.len().saturating_sub(8)].to_vec(),
+            events: self.events.to_vec(),
+        })
+    }
+
+    /// A compact clip from its arrays, for the skeleton whose rest pose is `rest`, after
+    /// checking them: joints in range, one channel per joint and target, finite values,
+    /// quantisation widths, a grid that segments cover exactly, and every segment's bit
+    /// stream (headers, masks, widths, lengths) ending where the next begins.
+    ///
+    /// # Errors
+    /// [`Error::ClipRange`] naming the first broken invariant.
+    pub fn from_compact_parts(rest: &[Transform], p: CompactParts) -> Result<Clip, Error> {
+        let bad = |problem: String| Error::ClipRange {
+            clip: p.name.clone(),
+            problem,
+        };
+        let n = rest.len();
+        if n > crate::MAX_JOINTS {
+            return Err(bad(format!("{n} joints")));
+        }
+        if !p.start.is_finite() || !p.duration.is_finite() || p.duration < 0.0 {
+            return Err(bad(format!("time range {} + {}", p.start, p.duration)));
+        }
+        if !(p.rate.is_finite() && p.rate > 0.0 && p.rate <= 10_000.0) {
+            return Err(bad(format!("grid rate {}", p.rate)));
+        }
+        if p.frames == 0 || (!p.tracks.is_empty() && p.frames < 2) || p.frames > 1 << 26 {
+            return Err(bad(format!(
+                "{} grid frames for {} tracks",
+                p.frames,
+                p.tracks.len()
+            )));
+        }
+        if !(p.last_span > 0.0 && p.last_span <= 1.0) {
+            return Err(bad(format!("last frame span {}", p.last_span)));
+        }
+        let segs = p.frames.div_ceil(SEG_LEN) as usize;
+        if p.segments.len() != segs {
+            return Err(bad(format!(
+                "{} segments for {} frames (need {segs})",
+                p.segments.len(),
+                p.frames
+            )));
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut base = rest.to_vec();
+        let mut animated = vec![0u8; n];
+        for (i, t) in p.tracks.iter().enumerate() {
+            if t.joint as usize >= n || !seen.insert((t.joint, t.target)) {
+                return Err(bad(format!(
+                    "track {i}: joint {} {} out of range or repeated",
+                    t.joint, t.target
+                )));
+            }
+            if t.bits.iter().any(|&b| b > MAX_BITS)
+                || (t.target != Target::Rotation && t.bits[3] != 0)
+                || t.min.iter().chain(&t.scale).any(|v| !v.is_finite())
+            {
+                return Err(bad(format!("track {i}: bad quantisation {t:?}")));
+            }
+            animated[t.joint as usize] |= 1 << (t.target as u8);
+        }
+        let mut constants = Vec::with_capacity(p.constants.len());
+        for (i, &(j, target, v)) in p.constants.iter().enumerate() {
+            let v = glam::Vec4::from_array(v);
+            let zero_rotation = target == Target::Rotation && v.length_squared() < 1e-12;
+            if j as usize >= n || !seen.insert((j, target)) || !v.is_finite() || zero_rotation {
+                return Err(bad(format!("constant {i}: joint {j} {target} = {v}")));
+            }
+            let b = &mut base[j as usize];
+            match target {
+                Target::Translation => b.translation = v.truncate(),
+                Target::Rotation => b.rotation = GQuat::from_vec4(v).normalize(),
+                Target::Scale => b.scale = v.truncate(),
+            }
+            constants.push((j, target, v));
+        }
+        if p.data.len() > (u32::MAX as usize - 64) / 8 {
+            return Err(bad(format!("{} bytes of key data", p.data.len())));
+        }
+        let mut data = p.data.clone();
+        data.extend_from_slice(&[0u8; 8]);
+        let compact = Compact {
+            rate: p.rate,
+            frames: p.frames,
+            last_span: p.last_span,
+            tracks: p.tracks.clone().into(),
+            segments: p.segments.clone().into(),
+            data: data.into(),
+            constants: Box::new([]),
+            keys: Box::new([]),
+        };
+        check_streams(&compact, p.data.len() as u64 * 8).map_err(bad)?;
+        let compact = Compact::new(
+            p.rate,
+            p.frames,
+            p.last_span,
+            p.tracks,
+            constants,
+            p.segments,
+            compact.data.to_vec(),
+        );
+        let static_joints = (0..n)
+            .filter(|&j| animated[j] != 7)
+            .map(|j| j as JointIndex)
+            .collect();
+        Clip::from_compact(
+            p.name,
+            p.start,
+            p.duration,
+            base,
+            static_joints,
+            compact,
+            Vec::new(),
+        )
+        .with_events(p.events)
+    }
+}
+
+/// Walks every segment's streams: each segment starts where the one before ends, every
+/// header and mask is readable, widths are in range, an order-2 segment has two keys, the
+/// clip's last frame is a key, and the last stream ends in the last byte.
+fn check_streams(c: &Compact, total_bits: u64) -> Result<(), String> {
+    use crate::compress::compact_format::{SegHeader, MAX_WIDTH};
+    let mut pos = 0u64;
+    for s in 0..c.segment_count() {
+        if u64::from(c.segments[s as usize]) != pos {
+            return Err(format!(
+                "segment {s} starts at bit {}, the one before ends at {pos}",
+                c.segments[s as usize]
+            ));
+        }
+        let len = c.segment_len(s);
+        let last_segment = s + 1 == c.segment_count();
+        for (i, tr) in c.tracks.iter().enumerate() {
+            let rot = tr.target == Target::Rotation;
+            if pos + 23 + u64::from(SEG_LEN) > total_bits + 64 {
+                return Err(format!("segment {s}, track {i}: stream past the data"));
+            }
+            let (h, hb) = SegHeader::read(&c.data, pos as u32, rot);
+            if h.widths.iter().any(|&w| u32::from(w) > MAX_WIDTH) {
+                return Err(format!("segment {s}, track {i}: widths {:?}", h.widths));
+            }
+            let keys = if h.sparse {
+                let m =
+                    crate::compress::compact_format::read_bits(&c.data, pos as u32 + hb, len - 1);
+                if last_segment && len > 1 && m & (1 << (len - 2)) == 0 {
+                    return Err(format!("track {i}: the clip's last frame is not a key"));
+                }
+                1 + m.count_ones()
+            } else {
+                len
+            };
+            if h.order2 && keys < 2 {
+                return Err(format!(
+                    "segment {s}, track {i}: order-2 prediction over one key"
+                ));
+            }
+            pos += u64::from(c.track_bits(tr, s, pos as u32));
+            if pos > total_bits {
+                return Err(format!("segment {s}, track {i}: stream past the data"));
+            }
+        }
+    }
+    if pos.div_ceil(8) != total_bits / 8 {
+        return Err(format!(
+            "streams end at bit {pos}, the data holds {total_bits}"
+        ));
+    }
+    Ok(())
 }

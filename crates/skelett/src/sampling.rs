@@ -106,6 +106,8 @@ pub struct SamplingCache {
     cursors: Vec<Cursor>,
     /// This sample's (segment, position) per timeline.
     at: Vec<(u32, f32)>,
+    /// For compact clips: decoded keys and decoders per track.
+    compact: crate::compress::CompactCache,
 }
 
 impl SamplingCache {
@@ -129,6 +131,9 @@ impl SamplingCache {
             self.cursors.resize(clip.timelines.len(), Cursor::default());
             self.at.clear();
             self.at.resize(clip.timelines.len(), (0, 0.0));
+            if let Some(c) = &clip.compact {
+                self.compact.reset(c);
+            }
         }
     }
 }
@@ -209,6 +214,11 @@ pub fn sample(
     check_len("pose", clip.joint_count(), pose.len())?;
     let time = not_nan(time);
     cache.bind(clip);
+    if let Some(c) = &clip.compact {
+        copy_static(clip, pose);
+        crate::compress::sample_tracks(c, time - clip.start, &mut cache.compact, pose);
+        return Ok(());
+    }
     let n = clip.timelines.len();
     for (i, (cursor, at)) in cache.cursors[..n]
         .iter_mut()
@@ -230,6 +240,11 @@ pub fn sample(
 pub fn sample_uncached(clip: &Clip, time: f32, pose: &mut [Transform]) -> Result<(), Error> {
     check_len("pose", clip.joint_count(), pose.len())?;
     let time = not_nan(time);
+    if let Some(c) = &clip.compact {
+        copy_static(clip, pose);
+        crate::compress::sample_tracks_uncached(c, time - clip.start, None, pose);
+        return Ok(());
+    }
     sample_with(clip, time, pose, |tr| {
         locate_fresh(clip.track_times(tr), time)
     });
@@ -245,6 +260,11 @@ pub fn sample_uncached(clip: &Clip, time: f32, pose: &mut [Transform]) -> Result
 pub fn sample_joint(clip: &Clip, joint: crate::JointIndex, time: f32) -> Transform {
     let time = not_nan(time);
     let mut out = clip.base[joint as usize];
+    if let Some(c) = &clip.compact {
+        let pose = std::slice::from_mut(&mut out);
+        crate::compress::sample_tracks_uncached(c, time - clip.start, Some(joint), pose);
+        return out;
+    }
     for tr in clip.tracks.iter().filter(|t| t.joint == joint) {
         let (k, u) = locate_fresh(clip.track_times(tr), time);
         clip.eval_track(tr, k as usize, u, time, &mut out);
@@ -265,10 +285,9 @@ fn locate_fresh(times: &[f32], time: f32) -> (u32, f32) {
     (c.k, unit(time, c.t0, c.inv_dt))
 }
 
-/// The sampling loops, one per track group; `at(track)` gives the track's key segment and
-/// position in it.
+/// Copies the base pose into the joints some component of which no track writes.
 #[inline(always)]
-fn sample_with(clip: &Clip, time: f32, pose: &mut [Transform], at: impl Fn(&Track) -> (u32, f32)) {
+fn copy_static(clip: &Clip, pose: &mut [Transform]) {
     let pose = &mut pose[..clip.joint_count()];
     if clip.static_joints.len() == pose.len() {
         pose.copy_from_slice(&clip.base);
@@ -278,6 +297,14 @@ fn sample_with(clip: &Clip, time: f32, pose: &mut [Transform], at: impl Fn(&Trac
             pose[j as usize] = clip.base[j as usize];
         }
     }
+}
+
+/// The sampling loops, one per track group; `at(track)` gives the track's key segment and
+/// position in it.
+#[inline(always)]
+fn sample_with(clip: &Clip, time: f32, pose: &mut [Transform], at: impl Fn(&Track) -> (u32, f32)) {
+    copy_static(clip, pose);
+    let pose = &mut pose[..clip.joint_count()];
     let [rot_end, trans_end, scale_end] = clip.groups;
     let tracks = &clip.tracks[..];
 

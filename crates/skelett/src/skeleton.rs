@@ -314,6 +314,25 @@ impl Skeleton {
     }
 }
 
+/// A skeleton of roots named "0", "1", ... with `rest` as rest pose, for building clips whose
+/// channels name joints by index ([`crate::Clip::decompressed`]).
+pub(crate) fn numbered(rest: &[Transform]) -> Result<Skeleton, Error> {
+    let joints = rest
+        .iter()
+        .enumerate()
+        .map(|(j, t)| RawJoint {
+            name: j.to_string(),
+            parent: None,
+            rest: *t,
+        })
+        .collect();
+    RawSkeleton {
+        joints,
+        ..Default::default()
+    }
+    .build()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,612 @@
+//! Encoding one track: from its raw value at every frame and a tolerance at every frame to
+//! its compact form (or to a constant, or to nothing when it equals the rest pose).
+//!
+//! ```text
+//! raw values per frame, tolerance per frame
+//!   ──constant?──▶ one value (base pose), or the rest pose's (dropped)
+//!   ──for each quantisation share alpha──▶ step per component, bits, integers per frame
+//!        ──per segment: keys kept so that interpolating them stays within tolerance at
+//!          every frame (greedy, longest segments first)
+//!        ──per segment: dense or sparse, prediction order 1 or 2, residual widths: the
+//!          cheapest in bits
+//!   ──▶ the alpha with the fewest bits
+//! ```
+//!
+//! Errors are measured exactly against the raw values: for rotations as the chord between
+//! unit quaternions (the caller converts angles: chord = 2 sin(angle / 4)), for
+//! translations and scales as the distance. The tolerance at a frame is what the caller's
+//! error budget allows this track there; whether the whole hierarchy stays within the budget
+//! is measured by the caller in model space.
+
+use glam::Vec4;
+
+use super::compact::{read_bits, stored, CompactTrack, SegHeader, MAX_BITS, MAX_WIDTH, SEG_LEN};
+use crate::{JointIndex, Target};
+
+/// A growable bit string.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Bits {
+    pub words: Vec<u64>,
+    pub len: u64,
+}
+
+impl Bits {
+    pub fn push(&mut self, value: u32, n: u32) {
+        if n == 0 {
+            return;
+        }
+        let v = u64::from(value) & ((1u64 << n) - 1);
+        let off = (self.len % 64) as u32;
+        if off == 0 {
+            self.words.push(v);
+        } else {
+            *self.words.last_mut().unwrap_or(&mut 0) |= v << off;
+            if off + n > 64 {
+                self.words.push(v >> (64 - off));
+            }
+        }
+        self.len += u64::from(n);
+    }
+
+    pub fn append(&mut self, other: &Bits) {
+        let mut left = other.len;
+        for &w in &other.words {
+            let n = left.min(64) as u32;
+            self.push(w as u32, n.min(32));
+            if n > 32 {
+                self.push((w >> 32) as u32, n - 32);
+            }
+            left -= u64::from(n);
+        }
+    }
+
+    /// The bytes, followed by 8 zero bytes of padding.
+    pub fn into_padded_bytes(self) -> Vec<u8> {
+        let n = self.len.div_ceil(8) as usize;
+        let mut out: Vec<u8> = self.words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        out.truncate(n);
+        out.extend_from_slice(&[0u8; 8]);
+        out
+    }
+}
+
+/// What becomes of a track.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Plan {
+    /// Equal to the rest pose within tolerance: not stored.
+    Rest,
+    /// One value for the whole clip (x, y, z, w for rotations; x, y, z for vectors).
+    Constant(Vec4),
+    /// Keys.
+    Animated(EncodedTrack),
+}
+
+/// A track's compact form: its descriptor and its bits per segment.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct EncodedTrack {
+    pub track: CompactTrack,
+    pub segments: Vec<Bits>,
+    /// Keys kept (anchors included), over all segments.
+    pub keys: usize,
+}
+
+impl EncodedTrack {
+    pub fn bits(&self) -> u64 {
+        self.segments.iter().map(|s| s.len).sum()
+    }
+}
+
+/// One track's input.
+pub(crate) struct TrackInput<'a> {
+    pub joint: JointIndex,
+    pub target: Target,
+    /// The source holds values (STEP) rather than interpolating.
+    pub step: bool,
+    /// Raw value at every frame: rotations as unit quaternions (any sign), vectors with w 0.
+    pub raw: &'a [Vec4],
+    /// Raw value in the middle of every frame interval (one fewer than frames): linear keys
+    /// between frames must stay within tolerance there too (slerp against nlerp, curves).
+    pub raw_mid: &'a [Vec4],
+    /// Tolerance at every frame (chord for rotations, distance for vectors).
+    pub tol: &'a [f32],
+    /// The rest pose's value.
+    pub rest: Vec4,
+}
+
+/// Error between two values of a target (chord between unit quaternions, on the short way,
+/// or distance).
+#[inline(always)]
+pub(crate) fn error(rotation: bool, a: Vec4, b: Vec4) -> f32 {
+    if rotation {
+        let a = a.normalize_or(Vec4::W);
+        let b = b.normalize_or(Vec4::W);
+        (a - b).length().min((a + b).length())
+    } else {
+        (a - b).truncate().length()
+    }
+}
+
+/// Interpolation as the runtime does it (nlerp, or slerp for distant rotation keys, keys as
+/// stored: signs continuous, the source's path; the runtime normalises rotations after).
+#[inline(always)]
+fn interp(rotation: bool, a: Vec4, b: Vec4, u: f32) -> Vec4 {
+    super::compact::interpolate(a, b, super::compact::pair_slerp(rotation, a, b), u)
+}
+
+/// Plans a track: rest, constant or keys, at `frame_pos` positions (the grid).
+pub(crate) fn plan(input: &TrackInput<'_>, frame_pos: &[f32]) -> Plan {
+    let rot = input.target == Target::Rotation;
+    let n = input.raw.len();
+    let mid_tol = |f: usize| input.tol[f].min(input.tol[f + 1]);
+    let within = |v: Vec4| {
+        (0..n).all(|f| error(rot, v, input.raw[f]) <= input.tol[f])
+            && (0..input.raw_mid.len()).all(|f| error(rot, v, input.raw_mid[f]) <= mid_tol(f))
+    };
+    if within(input.rest) {
+        return Plan::Rest;
+    }
+    // A constant: the value at the middle frame, and the componentwise midrange.
+    let mid = input.raw[n / 2];
+    let (lo, hi) = input.raw.iter().fold(
+        (Vec4::splat(f32::INFINITY), Vec4::splat(f32::NEG_INFINITY)),
+        |(lo, hi), &v| {
+            let v = if rot && v.dot(mid) < 0.0 { -v } else { v };
+            (lo.min(v), hi.max(v))
+        },
+    );
+    let midrange = (lo + hi) * 0.5;
+    let midrange = if rot {
+        midrange.normalize_or(Vec4::W)
+    } else {
+        midrange
+    };
+    for c in [midrange, mid] {
+        if within(c) {
+            return Plan::Constant(c);
+        }
+    }
+    if n < 2 {
+        return Plan::Constant(mid);
+    }
+    let mut best: Option<EncodedTrack> = None;
+    for alpha in [0.3f32, 0.45, 0.6, 0.75, 0.9] {
+        if let Some(e) = encode(input, frame_pos, alpha) {
+            if best.as_ref().is_none_or(|b| e.bits() < b.bits()) {
+                best = Some(e);
+            }
+        }
+    }
+    // Quantisation alone was too coarse at every share: the finest quantisation, every key.
+    let best = best.unwrap_or_else(|| encode_finest(input, frame_pos));
+    Plan::Animated(best)
+}
+
+/// Raw values as the encoder quantises them: rotations made continuous in sign (each on the
+/// hemisphere of the frame before), so that their components' ranges stay tight.
+fn continuous(rot: bool, raw: &[Vec4]) -> Vec<Vec4> {
+    let mut out: Vec<Vec4> = raw.to_vec();
+    if rot {
+        for f in 1..out.len() {
+            if out[f].dot(out[f - 1]) < 0.0 {
+                out[f] = -out[f];
+            }
+        }
+    }
+    out
+}
+
+/// A rotation segment whose best component to drop comes this close to zero stores all
+/// four (rebuilding it would amplify errors more than a fourth component costs).
+const ALL_FOUR_BELOW: f32 = 0.2;
+
+/// Per segment: the component a rotation segment does not store (the one largest in
+/// magnitude over all its frames) and its sign, or 4 (all four stored) when every component
+/// comes near zero; translations and scales store x, y, z (3). Also the dropped component's
+/// smallest magnitude (1 when none is dropped).
+fn drops(rot: bool, values: &[Vec4]) -> Vec<(u8, bool, f32)> {
+    let n = values.len() as u32;
+    (0..n.div_ceil(SEG_LEN))
+        .map(|s| {
+            if !rot {
+                return (3, false, 1.0);
+            }
+            let frames = &values[(s * SEG_LEN) as usize..((s + 1) * SEG_LEN).min(n) as usize];
+            // A component can be rebuilt with one sign only if it keeps that sign.
+            let margin = |c: usize| {
+                let lo = frames.iter().map(|v| v[c]).fold(f32::INFINITY, f32::min);
+                let hi = frames
+                    .iter()
+                    .map(|v| v[c])
+                    .fold(f32::NEG_INFINITY, f32::max);
+                if lo > 0.0 {
+                    lo
+                } else if hi < 0.0 {
+                    -hi
+                } else {
+                    0.0
+                }
+            };
+            let (c, m) = (0..4)
+                .map(|c| (c, margin(c)))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .unwrap_or((3, 1.0));
+            if m < ALL_FOUR_BELOW {
+                (4, false, 1.0)
+            } else {
+                (c as u8, frames[0][c] < 0.0, m)
+            }
+        })
+        .collect()
+}
+
+/// Quantisation of a track: bits, min and scale per component (4 for rotations), from a
+/// step per component.
+fn quantization(values: &[Vec4], components: usize, step: f32) -> ([u8; 4], [f32; 4], [f32; 4]) {
+    let mut bits = [0u8; 4];
+    let mut min = [0f32; 4];
+    let mut scale = [0f32; 4];
+    for c in 0..components {
+        let lo = values.iter().map(|v| v[c]).fold(f32::INFINITY, f32::min);
+        let hi = values
+            .iter()
+            .map(|v| v[c])
+            .fold(f32::NEG_INFINITY, f32::max);
+        min[c] = lo;
+        let range = hi - lo;
+        if range <= 0.0 {
+            continue;
+        }
+        let levels = (f64::from(range) / f64::from(step.max(f32::MIN_POSITIVE))).ceil();
+        let b = (levels + 1.0).log2().ceil().clamp(1.0, f64::from(MAX_BITS)) as u8;
+        bits[c] = b;
+        scale[c] = range / ((1u32 << b) - 1) as f32;
+    }
+    (bits, min, scale)
+}
+
+fn quantize(track: &CompactTrack, v: Vec4) -> [i32; 4] {
+    std::array::from_fn(|c| {
+        if track.bits[c] == 0 {
+            0
+        } else {
+            let hi = (1u32 << track.bits[c]) - 1;
+            ((v[c] - track.min[c]) / track.scale[c])
+                .round()
+                .clamp(0.0, hi as f32) as i32
+        }
+    })
+}
+
+/// Encodes with quantisation share `alpha` of the tightest tolerance; `None` if the
+/// quantisation alone exceeds the tolerance somewhere.
+fn encode(input: &TrackInput<'_>, frame_pos: &[f32], alpha: f32) -> Option<EncodedTrack> {
+    let rot = input.target == Target::Rotation;
+    let values = continuous(rot, input.raw);
+    let drops = drops(rot, &values);
+    let tol_min = input.tol.iter().copied().fold(f32::INFINITY, f32::min);
+    // Per-component error e gives a vector error up to sqrt(3) e; for rotations the rebuilt
+    // component adds a factor 1 / (its smallest magnitude).
+    let amp = drops.iter().map(|d| d.2).fold(1.0f32, f32::min).max(0.05);
+    let step = 2.0 * alpha * tol_min * amp / 3f32.sqrt();
+    let (bits, min, scale) = quantization(&values, if rot { 4 } else { 3 }, step);
+    encode_with(input, frame_pos, &values, &drops, bits, min, scale, true)
+}
+
+/// Every component at the maximum precision, every key: the last resort.
+fn encode_finest(input: &TrackInput<'_>, frame_pos: &[f32]) -> EncodedTrack {
+    let rot = input.target == Target::Rotation;
+    let values = continuous(rot, input.raw);
+    let drops = drops(rot, &values);
+    let (bits, min, scale) = quantization(&values, if rot { 4 } else { 3 }, 0.0);
+    encode_with(input, frame_pos, &values, &drops, bits, min, scale, false)
+        .unwrap_or_else(|| unreachable_track(input))
+}
+
+/// Not reached (`encode_with` without the feasibility check always encodes); a constant
+/// track of the first value keeps the function total.
+fn unreachable_track(input: &TrackInput<'_>) -> EncodedTrack {
+    EncodedTrack {
+        track: CompactTrack {
+            joint: input.joint,
+            target: input.target,
+            step: input.step,
+            bits: [0; 4],
+            min: input.raw.first().copied().unwrap_or(Vec4::W).to_array(),
+            scale: [0.0; 4],
+        },
+        segments: Vec::new(),
+        keys: 0,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn encode_with(
+    input: &TrackInput<'_>,
+    frame_pos: &[f32],
+    values: &[Vec4],
+    drops: &[(u8, bool, f32)],
+    bits: [u8; 4],
+    min: [f32; 4],
+    scale: [f32; 4],
+    check: bool,
+) -> Option<EncodedTrack> {
+    let rot = input.target == Target::Rotation;
+    let track = CompactTrack {
+        joint: input.joint,
+        target: input.target,
+        step: input.step,
+        bits,
+        min,
+        scale,
+    };
+    let q: Vec<[i32; 4]> = values.iter().map(|&v| quantize(&track, v)).collect();
+    // What the decoder will rebuild, frame by frame, with each segment's dropped component.
+    let pick = |q: &[i32; 4], drop: u8| -> [i32; 4] {
+        let (c, n) = stored(drop);
+        std::array::from_fn(|k| if k < n { q[c[k]] } else { 0 })
+    };
+    let deq: Vec<Vec4> = q
+        .iter()
+        .enumerate()
+        .map(|(f, q)| {
+            let (drop, negative, _) = drops[f / SEG_LEN as usize];
+            track.dequantize(pick(q, drop), drop, negative)
+        })
+        .collect();
+    // Quantisation alone must fit, with every frame kept (midpoints included).
+    if check
+        && ((0..q.len()).any(|f| error(rot, deq[f], input.raw[f]) > input.tol[f])
+            || (0..q.len().saturating_sub(1))
+                .any(|f| !fits_mid(input, rot, &deq, f, f + 1, frame_pos, f)))
+    {
+        return None;
+    }
+    let n = q.len() as u32;
+    let segs = n.div_ceil(SEG_LEN);
+    let mut segments = Vec::with_capacity(segs as usize);
+    let mut keys = 0;
+    for s in 0..segs {
+        let first = s * SEG_LEN;
+        let end = (first + SEG_LEN).min(n); // frames of this segment: first..end
+        let last = end.min(n - 1); // the key the segment interpolates towards
+        let kept = if check {
+            reduce(input, frame_pos, &deq, first, last, rot)
+        } else {
+            (first..=last).collect()
+        };
+        // Keys stored in this segment: those before the next segment's first frame (which
+        // that segment stores), and the clip's last frame in the last segment.
+        let sparse: Vec<u32> = kept.into_iter().filter(|&f| f < end).collect();
+        let dense: Vec<u32> = (first..end).collect();
+        let (drop, negative, _) = drops[s as usize];
+        let qs: Vec<[i32; 4]> = (first..end).map(|f| pick(&q[f as usize], drop)).collect();
+        let b = encode_segment(&track, s, n, drop, negative, &qs, &sparse, &dense);
+        keys += count_keys(&b, &track, s, n);
+        segments.push(b);
+    }
+    Some(EncodedTrack {
+        track,
+        segments,
+        keys,
+    })
+}
+
+/// Keys of a segment's encoding (to report).
+fn count_keys(b: &Bits, track: &CompactTrack, s: u32, n: u32) -> usize {
+    let rot = track.target == Target::Rotation;
+    let bytes = b.clone().into_padded_bytes();
+    let (h, hb) = SegHeader::read(&bytes, 0, rot);
+    let len = (n - s * SEG_LEN).min(SEG_LEN);
+    if h.sparse {
+        1 + read_bits(&bytes, hb, len - 1).count_ones() as usize
+    } else {
+        len as usize
+    }
+}
+
+/// Greedy key selection over frames `first..=last` (both kept): each segment between kept
+/// keys is extended while interpolating its two keys stays within tolerance at every frame
+/// it spans. Returns the kept frames.
+fn reduce(
+    input: &TrackInput<'_>,
+    frame_pos: &[f32],
+    deq: &[Vec4],
+    first: u32,
+    last: u32,
+    rot: bool,
+) -> Vec<u32> {
+    let mut kept = vec![first];
+    if last == first {
+        return kept;
+    }
+    let mut start = first as usize;
+    let fits = |a: usize, b: usize| -> bool {
+        (a + 1..b).all(|f| {
+            let v = if input.step {
+                deq[a]
+            } else {
+                let u = (frame_pos[f] - frame_pos[a]) / (frame_pos[b] - frame_pos[a]);
+                interp(rot, deq[a], deq[b], u)
+            };
+            error(rot, v, input.raw[f]) <= input.tol[f]
+        }) && (a..b).all(|f| fits_mid(input, rot, deq, a, b, frame_pos, f))
+    };
+    for end in first as usize + 2..=last as usize {
+        if !fits(start, end) {
+            start = end - 1;
+            kept.push(start as u32);
+        }
+    }
+    kept.push(last);
+    kept
+}
+
+/// Keys `a` and `b` interpolated at the middle of frame interval `f` (within `a..b`) stay
+/// within tolerance of the raw value there.
+#[inline]
+fn fits_mid(
+    input: &TrackInput<'_>,
+    rot: bool,
+    deq: &[Vec4],
+    a: usize,
+    b: usize,
+    frame_pos: &[f32],
+    f: usize,
+) -> bool {
+    let Some(&raw) = input.raw_mid.get(f) else {
+        return true;
+    };
+    let x = 0.5 * (frame_pos[f] + frame_pos[f + 1]);
+    let v = if input.step {
+        deq[a]
+    } else {
+        let u = (x - frame_pos[a]) / (frame_pos[b] - frame_pos[a]);
+        interp(rot, deq[a], deq[b], u)
+    };
+    error(rot, v, raw) <= input.tol[f].min(input.tol[f + 1])
+}
+
+/// Zigzag: signed to unsigned, small magnitudes small.
+#[inline]
+fn zigzag(v: i32) -> u32 {
+    ((v << 1) ^ (v >> 31)) as u32
+}
+
+fn width(max_zigzag: u32) -> u32 {
+    32 - max_zigzag.leading_zeros()
+}
+
+/// The cheapest encoding of segment `s` (of a clip of `n` frames) storing either the
+/// `sparse` frames (with a mask) or the `dense` ones (every frame), with order-1 or order-2
+/// prediction. `q` holds the stored components of the segment's frames.
+#[allow(clippy::too_many_arguments)]
+fn encode_segment(
+    track: &CompactTrack,
+    s: u32,
+    n: u32,
+    drop: u8,
+    negative: bool,
+    q: &[[i32; 4]],
+    sparse: &[u32],
+    dense: &[u32],
+) -> Bits {
+    let rot = track.target == Target::Rotation;
+    let first = s * SEG_LEN;
+    let len = (n - first).min(SEG_LEN);
+    let bits = track.stored_bits(drop);
+    let nc = stored(drop).1;
+    let at = |f: u32| q[(f - first) as usize];
+    let mut best: Option<Bits> = None;
+    let is_dense = sparse.len() == dense.len();
+    for (frames, as_sparse) in [(sparse, !is_dense), (dense, false)] {
+        for order2 in [false, true] {
+            if order2 && frames.len() < 2 {
+                continue;
+            }
+            let order = 1 + usize::from(order2);
+            let mut res: Vec<[i32; 4]> = Vec::with_capacity(frames.len());
+            for k in order..frames.len() {
+                let cur = at(frames[k]);
+                let p1 = at(frames[k - 1]);
+                res.push(std::array::from_fn(|c| {
+                    let pred = if order2 {
+                        let p0 = at(frames[k - 2]);
+                        p1[c].wrapping_mul(2).wrapping_sub(p0[c])
+                    } else {
+                        p1[c]
+                    };
+                    cur[c].wrapping_sub(pred)
+                }));
+            }
+            let widths: [u32; 4] = std::array::from_fn(|c| {
+                let m = res.iter().map(|r| zigzag(r[c])).max().unwrap_or(0);
+                if c < nc {
+                    width(m)
+                } else {
+                    0
+                }
+            });
+            if widths.iter().any(|&w| w > MAX_WIDTH) {
+                continue;
+            }
+            let h = SegHeader {
+                sparse: as_sparse,
+                order2,
+                drop,
+                negative,
+                widths: widths.map(|w| w as u8),
+            };
+            let mut b = Bits::default();
+            let (hbits, hlen) = h.bits(rot);
+            b.push(hbits, hlen);
+            if as_sparse {
+                let mut mask = 0u32;
+                for &f in &frames[1..] {
+                    mask |= 1 << (f - first - 1);
+                }
+                b.push(mask, len - 1);
+            }
+            for &f in &frames[..order] {
+                for (v, &k) in at(f).iter().zip(&bits).take(nc) {
+                    b.push(*v as u32, u32::from(k));
+                }
+            }
+            for r in &res {
+                for (v, &w) in r.iter().zip(&widths).take(nc) {
+                    b.push(zigzag(*v), w);
+                }
+            }
+            if best.as_ref().is_none_or(|x| b.len < x.len) {
+                best = Some(b);
+            }
+        }
+        if is_dense {
+            break;
+        }
+    }
+    // Order 1 on the dense frames always fits (residuals of 24-bit values need 25 bits).
+    best.unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bits_push_and_read_back() {
+        let mut b = Bits::default();
+        let items: Vec<(u32, u32)> = (0..500)
+            .map(|i| {
+                let n = (i * 7 % 33) as u32;
+                let v = (i as u32).wrapping_mul(2654435761)
+                    & if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+                (v, n.min(32))
+            })
+            .collect();
+        for &(v, n) in &items {
+            b.push(v, n);
+        }
+        let mut other = Bits::default();
+        other.push(5, 3);
+        other.append(&b);
+        let bytes = other.into_padded_bytes();
+        let mut pos = 3u32;
+        assert_eq!(super::super::compact::read_bits(&bytes, 0, 3), 5);
+        for &(v, n) in &items {
+            assert_eq!(
+                super::super::compact::read_bits(&bytes, pos, n),
+                v,
+                "at {pos}"
+            );
+            pos += n;
+        }
+    }
+
+    #[test]
+    fn zigzag_round_trips() {
+        for v in [-5, -1, 0, 1, 7, i32::MAX / 2, i32::MIN / 2] {
+            let z = zigzag(v);
+            assert_eq!(((z >> 1) as i32) ^ -((z & 1) as i32), v);
+        }
+    }
+}

@@ -1,0 +1,838 @@
+//! Compression: a clip made an order of magnitude smaller, with a guaranteed bound on how far
+//! any joint may move, sampled through the same [`crate::sample`] and
+//! [`crate::SamplingCache`] as any clip.
+//!
+//! ```text
+//! Clip (any interpolation) ──[resample at a given rate]──▶ reference clip
+//!   grid: frames at the clip's key rate; raw local poses and model matrices per frame
+//!   error budget (cm, ACL's metric: vertices 3 cm from every joint, in model space)
+//!     ──split along the hierarchy (first-order bound: sensitivity of each channel)──▶
+//!        a tolerance per channel and frame, times a global multiplier m
+//!   per channel (encode): rest / constant / quantised keys, kept where interpolation
+//!        leaves the tolerance, coded as prediction residuals per segment
+//!   measure (metric): the real model-space error at every frame and between frames;
+//!        m as large as the measured error allows
+//!   ──▶ Clip with compact data (compact), and a CompressReport
+//! ```
+//!
+//! The guarantee comes from the measurement, not from the bound: the first-order split only
+//! decides how the budget is shared; the multiplier is then raised while the error measured
+//! in model space, at every frame and at the middle of every frame interval, stays within
+//! 97% of the budget, and the final clip is measured again at four points per interval.
+//! [`CompressReport::max_error_cm`] is that final measurement.
+//!
+//! Sizes follow ACL's convention: the raw size is every joint's full transform (10 f32) at
+//! every sample of the grid; the compressed size is what the clip stores (descriptors,
+//! constants, segment offsets and bits), which is what `.skl` writes for it.
+//!
+//! Written by hand: no crate compresses skeletal animation; ACL (C++) and ozz-animation
+//! (C++) showed the metric and the runtime layout (see the README), none of their code is
+//! used.
+
+mod compact;
+mod encode;
+mod metric;
+
+use std::borrow::Cow;
+
+use glam::{Mat4, Quat, Vec3, Vec4};
+
+pub(crate) use compact::{sample_tracks, sample_tracks_uncached, Compact, CompactCache};
+pub use compact::{CompactTrack, MAX_BITS, SEG_LEN};
+/// The bit-stream layer, for the parts validation.
+pub(crate) mod compact_format {
+    pub(crate) use super::compact::{read_bits, SegHeader, MAX_WIDTH};
+}
+pub use metric::{measure_error, ErrorStats};
+
+use crate::{
+    local_to_model, sample_uncached, Clip, Error, Interpolation, JointIndex, RawChannel, RawClip,
+    RawValues, Skeleton, Target, Transform,
+};
+
+/// How to compress.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CompressOptions {
+    /// The largest distance a virtual vertex may move, in centimetres (ACL's default 0.01).
+    pub error_cm: f32,
+    /// Distance of the virtual vertices from their joint, in centimetres (ACL's 3).
+    pub shell_cm: f32,
+    /// Length of one skeleton unit in centimetres; `None`: detected from the skeleton's
+    /// size ([`detect_cm_per_unit`]).
+    pub cm_per_unit: Option<f32>,
+    /// Resample the clip at this rate first (samples at `start + i / rate`), as ACL does when
+    /// told a rate; `None`: the clip's own key rate.
+    pub sample_rate: Option<f32>,
+}
+
+impl Default for CompressOptions {
+    fn default() -> Self {
+        Self {
+            error_cm: 0.01,
+            shell_cm: 3.0,
+            cm_per_unit: None,
+            sample_rate: None,
+        }
+    }
+}
+
+/// Where the unit came from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum UnitSource {
+    /// The caller said ([`CompressOptions::cm_per_unit`]).
+    Given,
+    /// The skeleton's height (largest extent of its rest pose) fits a human in this unit.
+    Detected {
+        /// The unit's name: "m", "cm", "in" or "mm".
+        unit: &'static str,
+        /// The height in skeleton units.
+        height: f32,
+    },
+    /// No unit fits: the skeleton is taken as 1.75 m tall.
+    AssumedHeight {
+        /// The height in skeleton units.
+        height: f32,
+    },
+}
+
+/// What [`compress`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompressReport {
+    /// Samples per second of the grid.
+    pub sample_rate: f32,
+    /// Samples on the grid (the clip's end included).
+    pub samples: usize,
+    /// `true` if the clip was resampled at [`CompressOptions::sample_rate`] first; errors are
+    /// then measured against the resampled clip (as ACL does).
+    pub resampled: bool,
+    /// Centimetres per skeleton unit, and where that came from.
+    pub cm_per_unit: f32,
+    /// See `cm_per_unit`.
+    pub units: UnitSource,
+    /// Joints x samples x 10 f32 (ACL's raw size).
+    pub raw_bytes: usize,
+    /// What the compact clip stores ([`Clip::size_bytes`]).
+    pub compressed_bytes: usize,
+    /// Largest error measured (frames and three points inside every frame interval), cm.
+    pub max_error_cm: f32,
+    /// 99th percentile of the per-(time, joint) errors, cm.
+    pub p99_error_cm: f32,
+    /// Where the largest error is.
+    pub worst_joint: JointIndex,
+    /// See `worst_joint`.
+    pub worst_time: f32,
+    /// Channels stored as keys.
+    pub animated_channels: usize,
+    /// Channels stored as one value.
+    pub constant_channels: usize,
+    /// Channels equal to the rest pose (not stored).
+    pub rest_channels: usize,
+    /// Keys stored, over all animated channels.
+    pub keys: usize,
+    /// Wall time of the compression, seconds.
+    pub seconds: f64,
+}
+
+impl CompressReport {
+    /// `raw_bytes / compressed_bytes`.
+    pub fn ratio(&self) -> f64 {
+        self.raw_bytes as f64 / self.compressed_bytes.max(1) as f64
+    }
+}
+
+/// Guesses the skeleton's unit from its height (the largest extent of its rest pose in model
+/// space): metres, centimetres, inches or millimetres, whichever makes it between 0.875 and
+/// 3.5 m tall and closest to 1.75 m; if none does, the skeleton is taken as 1.75 m tall.
+///
+/// ```
+/// # use skelett::*;
+/// # use glam::{Quat, Vec3};
+/// let human_in_cm = RawSkeleton { joints: vec![
+///     RawJoint { name: "hips".into(), parent: None, rest: Transform::IDENTITY },
+///     RawJoint { name: "head".into(), parent: Some(0),
+///                rest: Transform::new(Vec3::new(0.0, 80.0, 0.0), Quat::IDENTITY, Vec3::ONE) },
+///     RawJoint { name: "foot".into(), parent: Some(0),
+///                rest: Transform::new(Vec3::new(0.0, -95.0, 0.0), Quat::IDENTITY, Vec3::ONE) },
+/// ], ..Default::default() }.build()?;
+/// let (cm, _) = skelett::compress::detect_cm_per_unit(&human_in_cm);
+/// assert_eq!(cm, 1.0);
+/// # Ok::<(), skelett::Error>(())
+/// ```
+pub fn detect_cm_per_unit(skeleton: &Skeleton) -> (f32, UnitSource) {
+    let mut model = vec![Mat4::IDENTITY; skeleton.len()];
+    // The rest pose has one entry per joint: cannot fail.
+    let _ = local_to_model(skeleton, skeleton.rest_pose(), 0, &mut model);
+    let (lo, hi) = model.iter().fold(
+        (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)),
+        |(lo, hi), m| {
+            let p = m.w_axis.truncate();
+            (lo.min(p), hi.max(p))
+        },
+    );
+    let height = (hi - lo).max_element();
+    if !(height.is_finite() && height > 0.0) {
+        return (1.0, UnitSource::AssumedHeight { height: 0.0 });
+    }
+    let best = [("m", 100.0f32), ("cm", 1.0), ("in", 2.54), ("mm", 0.1)]
+        .into_iter()
+        .filter(|(_, cm)| (87.5..=350.0).contains(&(height * cm)))
+        .min_by(|a, b| {
+            let d = |cm: f32| (height * cm / 175.0).ln().abs();
+            d(a.1).total_cmp(&d(b.1))
+        });
+    match best {
+        Some((unit, cm)) => (cm, UnitSource::Detected { unit, height }),
+        None => (175.0 / height, UnitSource::AssumedHeight { height }),
+    }
+}
+
+/// Frames per second of the clip's keys: the smallest common frame rate (24, 25, 30, 48, 50,
+/// 60, 72, 96, 100, 120, 240) whose frames hold every key time (within a thousandth of a
+/// frame); else the rate of a uniform grid through every key (a BVH's 0.0083333 s frames
+/// are 120.0005 fps, not 120); else the reciprocal of the closest two key times (at most
+/// 240).
+pub fn detect_rate(clip: &Clip) -> f32 {
+    if let Some(c) = &clip.compact {
+        return c.rate;
+    }
+    let mut times: Vec<f64> = clip
+        .times
+        .iter()
+        .map(|&t| f64::from(t) - f64::from(clip.start))
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times.dedup_by(|a, b| (*a - *b).abs() < 1e-6);
+    if times.len() < 2 {
+        return 30.0;
+    }
+    let on_grid = |dt: f64| {
+        times.iter().all(|t| {
+            let f = t / dt;
+            (f - f.round()).abs() <= 1e-3
+        })
+    };
+    for rate in [
+        24.0, 25.0, 30.0, 48.0, 50.0, 60.0, 72.0, 96.0, 100.0, 120.0, 240.0,
+    ] {
+        if on_grid(1.0 / rate) {
+            return rate as f32;
+        }
+    }
+    // A uniform grid: every gap a whole number of median gaps, the step fitted end to end.
+    let mut gaps: Vec<f64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    let d_min = gaps.iter().copied().fold(f64::INFINITY, f64::min);
+    let mid = gaps.len() / 2;
+    let median = *gaps.select_nth_unstable_by(mid, f64::total_cmp).1;
+    let mut steps = 0.0;
+    for w in times.windows(2) {
+        steps += ((w[1] - w[0]) / median).round().max(1.0);
+    }
+    let dt = (times[times.len() - 1] - times[0]) / steps;
+    if dt > 1e-3 && on_grid(dt) {
+        return (1.0 / dt) as f32;
+    }
+    (1.0 / d_min).clamp(1.0, 240.0) as f32
+}
+
+/// The sampling grid: `frames` samples at `start + f / rate`, the last at the clip's end.
+#[derive(Clone, Copy, Debug)]
+struct Grid {
+    start: f32,
+    duration: f32,
+    rate: f32,
+    frames: u32,
+    last_span: f32,
+}
+
+impl Grid {
+    fn new(start: f32, duration: f32, rate: f32) -> Grid {
+        let x = f64::from(duration) * f64::from(rate);
+        let whole = (x + 1e-3).floor();
+        let rem = x - whole;
+        let (frames, last_span) = if duration <= 0.0 {
+            (1, 1.0)
+        } else if rem > 1e-3 {
+            (whole as u32 + 2, rem as f32)
+        } else {
+            (whole as u32 + 1, 1.0)
+        };
+        Grid {
+            start,
+            duration,
+            rate,
+            frames: frames.max(1),
+            last_span,
+        }
+    }
+
+    fn time(&self, f: u32) -> f32 {
+        if f + 1 >= self.frames {
+            self.start + self.duration
+        } else {
+            self.start + f as f32 / self.rate
+        }
+    }
+
+    fn pos(&self, f: u32) -> f32 {
+        if f + 1 >= self.frames {
+            self.frames.saturating_sub(2) as f32 + self.last_span
+        } else {
+            f as f32
+        }
+    }
+
+    /// The frame times, and `per` evenly spaced times in every frame interval.
+    fn times(&self, per: u32) -> Vec<f32> {
+        let mut out = Vec::with_capacity((self.frames * per) as usize);
+        for f in 0..self.frames {
+            let t = self.time(f);
+            out.push(t);
+            if f + 1 < self.frames {
+                let t1 = self.time(f + 1);
+                for k in 1..per {
+                    out.push(t + (t1 - t) * k as f32 / per as f32);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Compresses `clip` (built for `skeleton`) so that no virtual vertex moves more than
+/// `options.error_cm`, measured in model space at every frame and between frames.
+///
+/// The result is a [`Clip`]: sample it with [`crate::sample`], play it in the animator,
+/// save it with `skelett_io::native`. Events, name and time range are kept.
+///
+/// ```
+/// # use skelett::*;
+/// # use glam::{Quat, Vec3};
+/// let skeleton = RawSkeleton { joints: vec![
+///     RawJoint { name: "hips".into(), parent: None, rest: Transform::IDENTITY },
+///     RawJoint { name: "knee".into(), parent: Some(0),
+///                rest: Transform::new(Vec3::new(0.0, -45.0, 0.0), Quat::IDENTITY, Vec3::ONE) },
+/// ], ..Default::default() }.build()?;
+/// let times: Vec<f32> = (0..=60).map(|i| i as f32 / 30.0).collect();
+/// let swing: Vec<Quat> = times.iter().map(|t| Quat::from_rotation_x((t * 3.0).sin())).collect();
+/// let clip = RawClip { name: "swing".into(), start: 0.0, duration: 2.0, channels: vec![RawChannel {
+///     joint: "hips".into(), target: Target::Rotation, interpolation: Interpolation::Linear,
+///     times, values: RawValues::Quat(swing) }] }.build(&skeleton)?;
+///
+/// let options = compress::CompressOptions { cm_per_unit: Some(1.0), ..Default::default() };
+/// let (small, report) = compress::compress(&skeleton, &clip, &options)?;
+/// assert!(report.max_error_cm <= 0.01);
+/// assert!(small.size_bytes() < clip.size_bytes());
+/// let mut pose = Pose::rest(&skeleton);
+/// sample(&small, 1.0, &mut SamplingCache::for_clip(&small), &mut pose)?;
+/// # Ok::<(), skelett::Error>(())
+/// ```
+///
+/// # Errors
+/// - [`Error::SkeletonMismatch`] if the clip was built for another skeleton.
+/// - [`Error::ClipRange`] if an option is not a positive, finite number, or the clip is too
+///   long for the format (more than 2^32 bits).
+pub fn compress(
+    skeleton: &Skeleton,
+    clip: &Clip,
+    options: &CompressOptions,
+) -> Result<(Clip, CompressReport), Error> {
+    let started = std::time::Instant::now();
+    let bad = |problem: String| Error::ClipRange {
+        clip: clip.name.clone(),
+        problem,
+    };
+    let positive = |v: f32| v.is_finite() && v > 0.0;
+    if !positive(options.error_cm) || !positive(options.shell_cm) {
+        return Err(bad(format!(
+            "compression error {} cm and shell {} cm must be positive",
+            options.error_cm, options.shell_cm
+        )));
+    }
+    if let Some(c) = options.cm_per_unit.filter(|&c| !positive(c)) {
+        return Err(bad(format!("{c} cm per unit: a positive number is needed")));
+    }
+    if let Some(r) = options
+        .sample_rate
+        .filter(|&r| !(positive(r) && r <= 10_000.0))
+    {
+        return Err(bad(format!(
+            "sample rate {r}: a positive number up to 10000 is needed"
+        )));
+    }
+    if clip.joint_count() != skeleton.len() {
+        return Err(Error::SkeletonMismatch {
+            clip: clip.joint_count(),
+            skeleton: skeleton.len(),
+        });
+    }
+    let (cm_per_unit, units) = match options.cm_per_unit {
+        Some(c) => (c, UnitSource::Given),
+        None => detect_cm_per_unit(skeleton),
+    };
+    let budget = options.error_cm / cm_per_unit;
+    let shell = options.shell_cm / cm_per_unit;
+    let (reference, rate) = match options.sample_rate {
+        Some(r) => (Cow::Owned(resample(skeleton, clip, r)?), r),
+        None => (Cow::Borrowed(clip), detect_rate(clip)),
+    };
+
+    // A grid too coarse for the source (cubic curves between sparse keys) cannot meet the
+    // budget even keeping every frame: refine it.
+    let mut rate = rate;
+    let mut found = None;
+    for _ in 0..4 {
+        let grid = Grid::new(reference.start, reference.duration, rate);
+        if let Some(r) = compress_on(skeleton, &reference, grid, budget, shell)? {
+            found = Some((grid, r));
+            break;
+        }
+        rate *= 2.0;
+    }
+    let (grid, out) = match found {
+        Some(f) => f,
+        None => {
+            // Keep the finest attempt: the report says how far it is off.
+            let grid = Grid::new(reference.start, reference.duration, rate / 2.0);
+            (
+                grid,
+                compress_fallback(skeleton, &reference, grid, budget, shell)?,
+            )
+        }
+    };
+    let mut compact = out.clip;
+    compact.events = clip.events.clone();
+    let report = CompressReport {
+        sample_rate: grid.rate,
+        samples: grid.frames as usize,
+        resampled: options.sample_rate.is_some(),
+        cm_per_unit,
+        units,
+        raw_bytes: skeleton.len() * grid.frames as usize * 40,
+        compressed_bytes: compact.size_bytes(),
+        max_error_cm: out.dense.max * cm_per_unit,
+        p99_error_cm: out.dense.p99 * cm_per_unit,
+        worst_joint: out.dense.worst_joint,
+        worst_time: out.dense.worst_time,
+        animated_channels: out.animated,
+        constant_channels: out.constant,
+        rest_channels: out.rest,
+        keys: out.keys,
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    Ok((compact, report))
+}
+
+/// The clip resampled at `rate`: LINEAR keys at every frame of the grid (ACL's input when
+/// it is given a rate).
+fn resample(skeleton: &Skeleton, clip: &Clip, rate: f32) -> Result<Clip, Error> {
+    let grid = Grid::new(clip.start, clip.duration, rate);
+    let times: Vec<f32> = (0..grid.frames).map(|f| grid.time(f)).collect();
+    let n = skeleton.len();
+    let mut pose = vec![Transform::IDENTITY; n];
+    let mut t = vec![Vec::with_capacity(times.len()); n];
+    let mut r = vec![Vec::with_capacity(times.len()); n];
+    let mut s = vec![Vec::with_capacity(times.len()); n];
+    for &time in &times {
+        sample_uncached(clip, time, &mut pose)?;
+        for j in 0..n {
+            t[j].push(pose[j].translation);
+            r[j].push(pose[j].rotation);
+            s[j].push(pose[j].scale);
+        }
+    }
+    let mut channels = Vec::with_capacity(3 * n);
+    for j in 0..n {
+        let joint = skeleton.name(j as JointIndex).to_string();
+        let ch = |target, values| RawChannel {
+            joint: joint.clone(),
+            target,
+            interpolation: Interpolation::Linear,
+            times: times.clone(),
+            values,
+        };
+        channels.push(ch(
+            Target::Translation,
+            RawValues::Vec3(std::mem::take(&mut t[j])),
+        ));
+        channels.push(ch(
+            Target::Rotation,
+            RawValues::Quat(std::mem::take(&mut r[j])),
+        ));
+        channels.push(ch(
+            Target::Scale,
+            RawValues::Vec3(std::mem::take(&mut s[j])),
+        ));
+    }
+    RawClip {
+        name: clip.name.clone(),
+        start: clip.start,
+        duration: clip.duration,
+        channels,
+    }
+    .build(skeleton)
+}
+
+/// One compression's result.
+struct Outcome {
+    clip: Clip,
+    dense: ErrorStats,
+    animated: usize,
+    constant: usize,
+    rest: usize,
+    keys: usize,
+}
+
+/// Everything about the reference on one grid that every attempt reuses.
+struct Prepared {
+    grid: Grid,
+    pos: Vec<f32>,
+    /// Raw value per channel (joint * 3 + target) per frame, and in the middle of every
+    /// frame interval.
+    raw: Vec<Vec<Vec4>>,
+    raw_mid: Vec<Vec<Vec4>>,
+    step: Vec<bool>,
+    rest: Vec<Vec4>,
+    sens: metric::Sensitivity,
+    /// Share of the budget of each joint's channels (before the multiplier).
+    share: Vec<f32>,
+    /// Reference vertices at frames and mid-frames, and at four points per interval.
+    check_times: Vec<f32>,
+    check_ref: Vec<[Vec3; 3]>,
+    dense_times: Vec<f32>,
+    dense_ref: Vec<[Vec3; 3]>,
+}
+
+const TARGETS: [Target; 3] = [Target::Translation, Target::Rotation, Target::Scale];
+
+fn to_vec4(target: Target, t: &Transform) -> Vec4 {
+    match target {
+        Target::Translation => t.translation.extend(0.0),
+        Target::Rotation => Vec4::from(t.rotation),
+        Target::Scale => t.scale.extend(0.0),
+    }
+}
+
+fn prepare(
+    skeleton: &Skeleton,
+    reference: &Clip,
+    grid: Grid,
+    budget: f32,
+    shell: f32,
+) -> Result<Prepared, Error> {
+    let n = skeleton.len();
+    let frames = grid.frames as usize;
+    let mut local = vec![Transform::IDENTITY; n * frames];
+    let mut model = vec![Mat4::IDENTITY; n * frames];
+    for f in 0..frames {
+        let pose = &mut local[f * n..(f + 1) * n];
+        sample_uncached(reference, grid.time(f as u32), pose)?;
+        local_to_model(skeleton, pose, 0, &mut model[f * n..(f + 1) * n])?;
+    }
+    let mut mid = vec![Transform::IDENTITY; n * frames.saturating_sub(1)];
+    for f in 0..frames.saturating_sub(1) {
+        let t = 0.5 * (grid.time(f as u32) + grid.time(f as u32 + 1));
+        sample_uncached(reference, t, &mut mid[f * n..(f + 1) * n])?;
+    }
+    let scales: Vec<Vec3> = local.iter().map(|t| t.scale).collect();
+    let sens = metric::Sensitivity::new(skeleton, &model, &scales, shell);
+    let rest_pose = skeleton.rest_pose();
+    let mut raw = Vec::with_capacity(3 * n);
+    let mut raw_mid = Vec::with_capacity(3 * n);
+    let mut rest = Vec::with_capacity(3 * n);
+    let mut step = vec![false; 3 * n];
+    for j in 0..n {
+        for target in TARGETS {
+            raw.push(
+                (0..frames)
+                    .map(|f| to_vec4(target, &local[f * n + j]))
+                    .collect::<Vec<_>>(),
+            );
+            raw_mid.push(
+                (0..frames.saturating_sub(1))
+                    .map(|f| to_vec4(target, &mid[f * n + j]))
+                    .collect::<Vec<_>>(),
+            );
+            rest.push(to_vec4(target, &rest_pose[j]));
+        }
+    }
+    for (j, target, interp, _) in reference.channels() {
+        if interp == Interpolation::Step {
+            step[j as usize * 3 + target as usize] = true;
+        }
+    }
+    if let Some(c) = &reference.compact {
+        for tr in c.tracks.iter() {
+            step[tr.joint as usize * 3 + tr.target as usize] = tr.step;
+        }
+    }
+    // Channels that move (or leave the rest pose) share the budget along every chain: a
+    // joint's channels get the budget divided by the most such channels on any path from
+    // a root through it to a leaf.
+    let moving: Vec<u32> = (0..n)
+        .map(|j| {
+            (0..3)
+                .filter(|&k| {
+                    let v = &raw[j * 3 + k];
+                    v.iter().any(|x| *x != v[0]) || v[0] != rest[j * 3 + k]
+                })
+                .count() as u32
+        })
+        .collect();
+    let parents = skeleton.parents();
+    let mut path = vec![0u32; n];
+    for j in 0..n {
+        let p = parents[j];
+        path[j] = moving[j]
+            + if p == JointIndex::MAX {
+                0
+            } else {
+                path[p as usize]
+            };
+    }
+    let mut chain = path.clone();
+    for j in (0..n).rev() {
+        let p = parents[j];
+        if p != JointIndex::MAX && chain[j] > chain[p as usize] {
+            chain[p as usize] = chain[j];
+        }
+    }
+    let share = chain.iter().map(|&c| budget / c.max(1) as f32).collect();
+    let check_times = grid.times(2);
+    let dense_times = grid.times(4);
+    let check_ref = metric::vertices(skeleton, reference, shell, &check_times, false)?;
+    let dense_ref = metric::vertices(skeleton, reference, shell, &dense_times, false)?;
+    Ok(Prepared {
+        grid,
+        pos: (0..grid.frames).map(|f| grid.pos(f)).collect(),
+        raw,
+        raw_mid,
+        step,
+        rest,
+        sens,
+        share,
+        check_times,
+        check_ref,
+        dense_times,
+        dense_ref,
+    })
+}
+
+/// Plans every channel with the budget multiplied by `m`.
+fn plan_all(p: &Prepared, m: f32) -> Vec<encode::Plan> {
+    let n = p.sens.joints;
+    let frames = p.grid.frames as usize;
+    let mut plans = Vec::with_capacity(3 * n);
+    let mut tol = vec![0f32; frames];
+    for j in 0..n {
+        for (k, target) in TARGETS.iter().enumerate() {
+            let e = p.share[j] * m;
+            for (f, t) in tol.iter_mut().enumerate() {
+                let i = f * n + j;
+                *t = match target {
+                    // Angle e / reach, as the chord between unit quaternions.
+                    Target::Rotation => 2.0 * (e / p.sens.reach[i] * 0.25).min(1.5).sin(),
+                    Target::Translation => e / p.sens.parent_scale[i],
+                    Target::Scale => e * p.sens.min_scale[i] / p.sens.reach[i],
+                };
+            }
+            let input = encode::TrackInput {
+                joint: j as JointIndex,
+                target: *target,
+                step: p.step[j * 3 + k],
+                raw: &p.raw[j * 3 + k],
+                raw_mid: &p.raw_mid[j * 3 + k],
+                tol: &tol,
+                rest: p.rest[j * 3 + k],
+            };
+            plans.push(encode::plan(&input, &p.pos));
+        }
+    }
+    plans
+}
+
+/// Assembles planned channels into a clip.
+fn assemble(
+    reference: &Clip,
+    skeleton: &Skeleton,
+    p: &Prepared,
+    plans: &[encode::Plan],
+) -> Outcome {
+    let n = skeleton.len();
+    let mut base: Vec<Transform> = skeleton.rest_pose().to_vec();
+    let mut constants = Vec::new();
+    let mut tracks = Vec::new();
+    let (mut animated, mut constant, mut rest, mut keys) = (0, 0, 0, 0);
+    let mut encoded = Vec::new();
+    let mut moved = vec![0u8; n];
+    for (i, plan) in plans.iter().enumerate() {
+        let j = i / 3;
+        let target = TARGETS[i % 3];
+        match plan {
+            encode::Plan::Rest => rest += 1,
+            encode::Plan::Constant(v) => {
+                constant += 1;
+                set(&mut base[j], target, *v);
+                constants.push((j as JointIndex, target, *v));
+            }
+            encode::Plan::Animated(e) => {
+                animated += 1;
+                keys += e.keys;
+                moved[j] |= 1 << (i % 3);
+                tracks.push(e.track);
+                encoded.push(e);
+            }
+        }
+    }
+    let segs = p.grid.frames.div_ceil(SEG_LEN) as usize;
+    let mut bits = encode::Bits::default();
+    let mut segments = Vec::with_capacity(segs);
+    for s in 0..segs {
+        segments.push(bits.len as u32);
+        for e in &encoded {
+            bits.append(&e.segments[s]);
+        }
+    }
+    let compact = Compact::new(
+        p.grid.rate,
+        p.grid.frames,
+        p.grid.last_span,
+        tracks,
+        constants,
+        segments,
+        bits.into_padded_bytes(),
+    );
+    let static_joints = (0..n)
+        .filter(|&j| moved[j] != 7)
+        .map(|j| j as JointIndex)
+        .collect();
+    let clip = Clip::from_compact(
+        reference.name.clone(),
+        reference.start,
+        reference.duration,
+        base,
+        static_joints,
+        compact,
+        Vec::new(),
+    );
+    Outcome {
+        clip,
+        dense: ErrorStats::default(),
+        animated,
+        constant,
+        rest,
+        keys,
+    }
+}
+
+fn set(t: &mut Transform, target: Target, v: Vec4) {
+    match target {
+        Target::Translation => t.translation = v.truncate(),
+        Target::Rotation => t.rotation = Quat::from_vec4(v).normalize(),
+        Target::Scale => t.scale = v.truncate(),
+    }
+}
+
+/// The error of an assembled clip at the check times (frames and mid-frames).
+fn check(
+    skeleton: &Skeleton,
+    p: &Prepared,
+    clip: &Clip,
+    shell: f32,
+    dense: bool,
+) -> Result<ErrorStats, Error> {
+    let (times, reference) = if dense {
+        (&p.dense_times, &p.dense_ref)
+    } else {
+        (&p.check_times, &p.check_ref)
+    };
+    let got = metric::vertices(skeleton, clip, shell, times, true)?;
+    Ok(metric::stats(
+        &metric::errors(reference, &got),
+        skeleton.len(),
+        times,
+    ))
+}
+
+/// The largest budget multiplier whose clip measures within the budget; `None` if even the
+/// smallest does not (the grid is too coarse).
+fn compress_on(
+    skeleton: &Skeleton,
+    reference: &Clip,
+    grid: Grid,
+    budget: f32,
+    shell: f32,
+) -> Result<Option<Outcome>, Error> {
+    let p = prepare(skeleton, reference, grid, budget, shell)?;
+    let target = 0.97 * budget;
+    let attempt = |m: f32| -> Result<(Outcome, ErrorStats), Error> {
+        let out = assemble(reference, skeleton, &p, &plan_all(&p, m));
+        let e = check(skeleton, &p, &out.clip, shell, false)?;
+        Ok((out, e))
+    };
+    // Grow m from 1 while the error allows, then bisect (geometrically).
+    let (mut lo, mut hi): (Option<(f32, Outcome)>, Option<f32>) = (None, None);
+    let mut m = 1.0f32;
+    for _ in 0..8 {
+        let (out, e) = attempt(m)?;
+        if e.max <= target {
+            lo = Some((m, out));
+            m *= 4.0;
+        } else {
+            hi = Some(m);
+            break;
+        }
+    }
+    if lo.is_none() {
+        // Even m = 1 is too much (the first-order split is not a bound for large errors).
+        m = 0.5;
+        while m > 1.0 / 256.0 {
+            let (out, e) = attempt(m)?;
+            if e.max <= target {
+                lo = Some((m, out));
+                break;
+            }
+            hi = Some(m);
+            m *= 0.5;
+        }
+    }
+    let Some((mut lo_m, mut best)) = lo else {
+        return Ok(None);
+    };
+    if let Some(mut hi_m) = hi {
+        for _ in 0..5 {
+            let mid = (lo_m * hi_m).sqrt();
+            let (out, e) = attempt(mid)?;
+            if e.max <= target {
+                lo_m = mid;
+                best = out;
+            } else {
+                hi_m = mid;
+            }
+        }
+    }
+    // The final word: four points per frame interval. Back off if that finds more.
+    for _ in 0..6 {
+        let dense = check(skeleton, &p, &best.clip, shell, true)?;
+        if dense.max <= budget {
+            best.dense = dense;
+            return Ok(Some(best));
+        }
+        lo_m *= 0.8;
+        best = attempt(lo_m)?.0;
+    }
+    Ok(None)
+}
+
+/// The tightest attempt on the finest grid, whatever its error (reported honestly).
+fn compress_fallback(
+    skeleton: &Skeleton,
+    reference: &Clip,
+    grid: Grid,
+    budget: f32,
+    shell: f32,
+) -> Result<Outcome, Error> {
+    let p = prepare(skeleton, reference, grid, budget, shell)?;
+    let mut out = assemble(reference, skeleton, &p, &plan_all(&p, 1.0 / 256.0));
+    out.dense = check(skeleton, &p, &out.clip, shell, true)?;
+    Ok(out)
+}
