@@ -4,14 +4,11 @@
 //! Input formats are whatever `skelett_io::load` reads; output is chosen by the output's
 //! extension (for a folder, by `--to`). Writers: `.glb`, `.skl`, and `.ram` with its `.raa`.
 
-use std::path::{Path, PathBuf};
-
-use indicatif::{ProgressBar, ProgressStyle};
-use rayon::prelude::*;
+use std::path::Path;
 
 use crate::outln;
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+use crate::batch::Result;
 
 /// What to do to each asset on the way.
 pub struct Options {
@@ -82,24 +79,6 @@ fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
     ))
 }
 
-/// Every file below `dir`, sorted.
-fn files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))? {
-            let p = e?.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
 /// Runs `skelett convert`.
 pub fn run(
     out: &mut String,
@@ -117,48 +96,25 @@ pub fn run(
         .unwrap_or("glb")
         .trim_start_matches('.')
         .to_ascii_lowercase();
-    std::fs::create_dir_all(output).map_err(|e| format!("{}: {e}", output.display()))?;
-    let all = files(input).map_err(|e| e.to_string())?;
-    let (inputs, skipped): (Vec<PathBuf>, Vec<PathBuf>) = all
-        .into_iter()
-        .partition(|p| skelett_io::is_known_extension(p));
-    let bar = ProgressBar::new(inputs.len() as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed_precise} {wide_msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let results: Vec<(PathBuf, Result<String>)> = inputs
-        .par_iter()
-        .map(|p| {
-            let rel = p.strip_prefix(input).unwrap_or(p);
-            let target = output.join(rel).with_extension(&to);
-            let r = target
-                .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .map_err(|e| e.into())
-                .and_then(|()| convert_one(p, &target, opts));
-            bar.set_message(rel.display().to_string());
-            bar.inc(1);
-            (p.clone(), r)
-        })
-        .collect();
-    bar.finish_and_clear();
-    let failed: Vec<&(PathBuf, Result<String>)> = results.iter().filter(|r| r.1.is_err()).collect();
+    let batch = crate::batch::run(input, output, &to, |p, target| convert_one(p, target, opts))
+        .map_err(|e| e.to_string())?;
+    let (results, skipped) = (&batch.results, &batch.skipped);
+    let failed = batch.failed();
     outln!(
         out,
         "converted {} of {} files, skipped {} (not an animation format), failed {}",
-        results.len() - failed.len(),
+        results.len() - failed,
         results.len() + skipped.len(),
         skipped.len(),
-        failed.len()
+        failed
     );
-    for (_, r) in &results {
+    for (_, r) in results {
         match r {
             Ok(m) => outln!(out, "  ok      {m}"),
             Err(e) => outln!(out, "  failed  {e}"),
         }
     }
-    for p in &skipped {
+    for p in skipped {
         outln!(
             out,
             "  skipped {} (known: {})",
@@ -166,9 +122,9 @@ pub fn run(
             skelett_io::KNOWN_EXTENSIONS
         );
     }
-    if failed.is_empty() {
+    if failed == 0 {
         Ok(())
     } else {
-        Err(format!("{} file(s) failed to convert", failed.len()).into())
+        Err(format!("{failed} file(s) failed to convert").into())
     }
 }

@@ -5,7 +5,9 @@
 //! (`Fox.glb`, see `assets/Fox.LICENSE.md`) when none is given, so the binary needs nothing
 //! outside itself.
 
+mod batch;
 mod bench;
+mod compress;
 mod convert;
 mod inspect;
 mod play;
@@ -22,7 +24,7 @@ use skelett_io::Asset;
 pub const DEFAULT_ASSET: &[u8] = include_bytes!("../assets/Fox.glb");
 const DEFAULT_NAME: &str = "Fox.glb (embedded)";
 
-const ABOUT: &str = "skelett: load, inspect, sample and benchmark skeletal animation.";
+const ABOUT: &str = "skelett: load, inspect, sample, compress and benchmark skeletal animation.";
 const LONG_ABOUT: &str = "\
 skelett loads animated characters (glTF, FBX, BVH, DirectX .x, RAM/RAA, .skl), plays their clips and reports what it
 finds. Every command that takes a FILE uses the embedded default character when none is given.
@@ -39,6 +41,8 @@ Examples:
                                         run the animator on a script: events, root motion
   skelett convert capture.bvh capture.glb --scale 0.01
                                         any supported file to glTF (folders too, with --to)
+  skelett compress capture.bvh capture.skl --error 0.01cm
+                                        clips compressed within 0.01 cm, with ratio and errors
   skelett inspect rig.fbx --to-meters --y-up
                                         FBX in metres and Y-up (global flags: --to-meters,
                                         --y-up for FBX, --right-handed for DirectX .x)
@@ -240,6 +244,39 @@ enum Command {
         #[arg(long)]
         scale: Option<f32>,
     },
+    /// Compress clips within an error bound and write them as a .skl file (a folder: every
+    /// file, in parallel), printing per clip the raw and compressed sizes, the ratio, the
+    /// maximum and 99th-percentile error and the time.
+    ///
+    /// The error is ACL's: the largest distance a virtual vertex SHELL cm from any joint (on
+    /// its axes, in model space) moves, measured at every frame and three points between. The
+    /// raw size is ACL's: 10 f32 per joint per sample. The unit comes from --cm-per-unit, else
+    /// from the file (glTF: metres; FBX: its unit), else from the skeleton's height.
+    Compress {
+        /// The file or folder to compress.
+        input: PathBuf,
+        /// The .skl file (or folder) to write.
+        output: PathBuf,
+        /// Largest error allowed, in centimetres (e.g. 0.01 or 0.01cm).
+        #[arg(long, default_value = "0.01", value_parser = parse_cm)]
+        error: f32,
+        /// Distance of the virtual vertices from their joint, in centimetres.
+        #[arg(long, default_value = "3", value_parser = parse_cm)]
+        shell: f32,
+        /// Length of one skeleton unit in centimetres (e.g. 6.822 for the CMU captures taken
+        /// as 1.75 m tall).
+        #[arg(long)]
+        cm_per_unit: Option<f32>,
+        /// Resample every clip at this rate first (samples at i / RATE s), as ACL does.
+        #[arg(long)]
+        rate: Option<f32>,
+        /// Keep only this clip (name or index).
+        #[arg(long)]
+        clip: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Measure sampling, local-to-model and palette speed on a file's clips.
     ///
     /// Reports medians in nanoseconds per joint (per matrix for the palette), single thread:
@@ -255,6 +292,21 @@ enum Command {
         #[arg(long, default_value_t = 15)]
         rounds: usize,
     },
+}
+
+/// A length in centimetres: a number, optionally followed by "cm".
+fn parse_cm(s: &str) -> Result<f32, String> {
+    let v: f32 = s
+        .trim()
+        .trim_end_matches("cm")
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?}: a length in centimetres is needed, e.g. 0.01 or 0.01cm"))?;
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("{s:?}: a positive length is needed"))
+    }
 }
 
 /// Loads FILE, or the embedded default when `None`; returns the asset and a display name.
@@ -408,6 +460,28 @@ fn main() -> ExitCode {
                 scale,
                 load: load_options(),
             },
+        ),
+        Command::Compress {
+            input,
+            output,
+            error,
+            shell,
+            cm_per_unit,
+            rate,
+            clip,
+            json,
+        } => compress::run(
+            &mut out,
+            &input,
+            &output,
+            &compress::Options {
+                error_cm: error,
+                shell_cm: shell,
+                cm_per_unit,
+                rate,
+                clip,
+            },
+            json,
         ),
         Command::Bench { file, json, rounds } => {
             bench::run(&mut out, file.as_deref(), json, rounds.max(3))

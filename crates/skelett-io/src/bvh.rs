@@ -430,5 +430,6 @@ fn build(
         clips: vec![Arc::new(clip)],
         warnings,
         images: Vec::new(),
+        meters_per_unit: None,
     })
 }

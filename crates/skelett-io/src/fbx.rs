@@ -434,6 +434,12 @@ pub fn load_bytes(bytes: &[u8], name: &Path, options: Options) -> Result<Asset, 
         clips,
         warnings,
         images: Vec::new(),
+        meters_per_unit: Some(if options.to_meters {
+            1.0
+        } else {
+            scene.settings.unit_meters as f32
+        })
+        .filter(|u| u.is_finite() && *u > 0.0),
     })
 }
 

@@ -52,6 +52,25 @@ pub struct Asset {
     /// [`skelett::MeshPrimitive::base_color_texture`] refers to); `None` where an image was
     /// not embedded (external files are not loaded) or the format has none.
     pub images: Vec<Option<EncodedImage>>,
+    /// How long one unit of the source's scene space is, in metres, where the source says
+    /// (glTF: 1; FBX: its unit scale); `None` for formats that do not (BVH, .x, RAM).
+    /// Model space (below [`skelett::Skeleton::root_transform`]) may scale further.
+    pub meters_per_unit: Option<f32>,
+}
+
+impl Asset {
+    /// Centimetres per unit of model space (the space clips and skeletons are in), where the
+    /// source says: [`Asset::meters_per_unit`] times the scale of the root transform.
+    pub fn model_cm_per_unit(&self) -> Option<f32> {
+        let m = self.skeleton.root_transform();
+        let scale = (m.x_axis.truncate().length()
+            + m.y_axis.truncate().length()
+            + m.z_axis.truncate().length())
+            / 3.0;
+        self.meters_per_unit
+            .map(|u| 100.0 * u * scale)
+            .filter(|c| c.is_finite() && *c > 0.0)
+    }
 }
 
 /// An image file's bytes as the source stored them (PNG or JPEG), for renderers to decode.

@@ -2,12 +2,15 @@
 //!
 //! ```text
 //! "SKLT" | version u32 | payload length u64 | CRC-32 of the payload u32 | payload
-//! payload (little-endian): skeleton, skins, meshes, clips (as built: their arrays, via
-//!                          skelett::ClipParts), warnings
+//! payload (little-endian): skeleton, skins, meshes, clips, warnings, metres per unit
+//!   clip: kind u8 (0: keys as built, via skelett::ClipParts; 1: compact, via
+//!         skelett::CompactParts: exactly the bytes Clip::size_bytes counts), then its data
 //! ```
 //!
-//! Clips are stored as built (reduced keys, timelines, slerp angles), so loading checks their
-//! invariants in one pass ([`skelett::Clip::from_parts`]) instead of rebuilding them. Every
+//! Clips are stored as built (reduced keys, timelines, slerp angles) or as compressed, so
+//! loading checks their invariants in one pass ([`skelett::Clip::from_parts`],
+//! [`skelett::Clip::from_compact_parts`]) instead of rebuilding them. Version 1 files (before
+//! compact clips: no kind byte, no unit) are still read. Every
 //! count is checked against the bytes left before anything is allocated; a truncated,
 //! corrupted (checksum) or newer-version file is refused with the byte offset and what was
 //! expected. The format is versioned: readers refuse versions newer than theirs.
@@ -16,17 +19,18 @@ use std::path::Path;
 use std::sync::Arc;
 
 use glam::{Mat4, Quat, Vec2, Vec3, Vec3A, Vec4};
+use skelett::compress::CompactTrack;
 use skelett::{
-    Clip, ClipEvent, ClipParts, Interpolation, MeshPrimitive, RawJoint, RawSkeleton, Skin,
-    SkinnedMesh, Target, TrackPart, Transform,
+    Clip, ClipEvent, ClipParts, CompactParts, Interpolation, MeshPrimitive, RawJoint, RawSkeleton,
+    Skin, SkinnedMesh, Target, TrackPart, Transform,
 };
 
 use crate::{Asset, Error};
 
 /// The file's magic bytes.
 pub const MAGIC: &[u8; 4] = b"SKLT";
-/// The format version this crate writes and the newest it reads.
-pub const VERSION: u32 = 1;
+/// The format version this crate writes and the newest it reads (1 is read too).
+pub const VERSION: u32 = 2;
 const HEADER: usize = 4 + 4 + 8 + 4;
 
 /// Writes `asset` as `.skl` bytes.
@@ -96,6 +100,12 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
     }
     w.u32(asset.clips.len() as u32);
     for c in &asset.clips {
+        if let Some(p) = c.compact_parts() {
+            w.0.push(1);
+            write_compact(&mut w, &p);
+            continue;
+        }
+        w.0.push(0);
         let p = c.to_parts();
         w.str(&p.name);
         w.f32(p.start);
@@ -130,21 +140,11 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
         w.u32(p.quats.len() as u32);
         p.quats.iter().for_each(|q| w.f32s(&q.to_array()));
         p.slerp.iter().for_each(|s| w.f32s(&[s.angle, s.inv_sin]));
-        w.u32(p.events.len() as u32);
-        for e in &p.events {
-            w.f32(e.time);
-            w.str(&e.name);
-            match &e.payload {
-                Some(s) => {
-                    w.0.push(1);
-                    w.str(s);
-                }
-                None => w.0.push(0),
-            }
-        }
+        w.events(&p.events);
     }
     w.u32(asset.warnings.len() as u32);
     asset.warnings.iter().for_each(|s| w.str(s));
+    w.f32(asset.meters_per_unit.unwrap_or(f32::NAN));
 
     let payload = w.0;
     let mut out = Vec::with_capacity(HEADER + payload.len());
@@ -154,6 +154,57 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
     out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     out.extend_from_slice(&payload);
     out
+}
+
+/// Components stored per compact track or constant: 4 for rotations, 3 otherwise.
+fn components(target: Target) -> usize {
+    if target == Target::Rotation {
+        4
+    } else {
+        3
+    }
+}
+
+/// A compact clip: name, times, then exactly what [`skelett::Clip::size_bytes`] counts (a
+/// 24-byte header, the tracks, constants, segment offsets and bits), then events.
+fn write_compact(w: &mut Writer, p: &CompactParts) {
+    w.str(&p.name);
+    w.f32(p.start);
+    w.f32(p.duration);
+    w.f32(p.rate);
+    w.u32(p.frames);
+    w.f32(p.last_span);
+    w.u32(p.tracks.len() as u32);
+    w.u32(p.constants.len() as u32);
+    w.u32(p.data.len() as u32);
+    for t in &p.tracks {
+        let n = components(t.target);
+        w.u16(t.joint);
+        w.0.push(target_code(t.target));
+        w.0.push(u8::from(t.step));
+        w.0.extend_from_slice(&t.bits[..n]);
+        w.f32s(&t.min[..n]);
+        w.f32s(&t.scale[..n]);
+        if t.target == Target::Rotation {
+            w.f32(t.nlerp_dot);
+        }
+    }
+    for (j, target, v) in &p.constants {
+        w.u16(*j);
+        w.0.push(target_code(*target));
+        w.f32s(&v[..components(*target)]);
+    }
+    p.segments.iter().for_each(|&o| w.u32(o));
+    w.0.extend_from_slice(&p.data);
+    w.events(&p.events);
+}
+
+fn target_code(t: Target) -> u8 {
+    match t {
+        Target::Translation => 0,
+        Target::Rotation => 1,
+        Target::Scale => 2,
+    }
 }
 
 /// Writes `asset` to a `.skl` file.
@@ -227,7 +278,7 @@ pub fn load_bytes(bytes: &[u8], name: &Path) -> Result<Asset, Error> {
         base: HEADER,
         name,
     };
-    read_asset(&mut r)
+    read_asset(&mut r, version)
 }
 
 /// Values whose file form is their native form with every scalar in little-endian order.
@@ -283,6 +334,20 @@ impl Writer {
         self.f32s(&t.translation.to_array());
         self.f32s(&t.rotation.to_array());
         self.f32s(&t.scale.to_array());
+    }
+    fn events(&mut self, events: &[ClipEvent]) {
+        self.u32(events.len() as u32);
+        for e in events {
+            self.f32(e.time);
+            self.str(&e.name);
+            match &e.payload {
+                Some(s) => {
+                    self.0.push(1);
+                    self.str(s);
+                }
+                None => self.0.push(0),
+            }
+        }
     }
 }
 
@@ -374,7 +439,7 @@ impl<'a> Reader<'a> {
     }
 }
 
-fn read_asset(r: &mut Reader) -> Result<Asset, Error> {
+fn read_asset(r: &mut Reader, version: u32) -> Result<Asset, Error> {
     let build = |r: &Reader, location: &str, e: skelett::Error| {
         Error::build(
             r.name.to_path_buf(),
@@ -483,6 +548,17 @@ fn read_asset(r: &mut Reader) -> Result<Asset, Error> {
     }
     let mut clips = Vec::new();
     for _ in 0..r.count(16, "clips")? {
+        if version >= 2 {
+            match r.u8("a clip kind")? {
+                0 => {}
+                1 => {
+                    let clip = read_compact(r, skeleton.rest_pose())?;
+                    clips.push(Arc::new(clip));
+                    continue;
+                }
+                _ => return Err(r.bad("a clip kind 0 (keys) or 1 (compact)".into())),
+            }
+        }
         let name = r.str("a clip name")?;
         let start = r.f32("a start time")?;
         let duration = r.f32("a duration")?;
@@ -539,22 +615,7 @@ fn read_asset(r: &mut Reader) -> Result<Asset, Error> {
                 inv_sin: v.y,
             })
             .collect();
-        let ne = r.count(9, "events")?;
-        let mut events = Vec::with_capacity(ne);
-        for _ in 0..ne {
-            let time = r.f32("an event time")?;
-            let name = r.str("an event name")?;
-            let payload = if r.u8("a payload flag")? != 0 {
-                Some(r.str("a payload")?)
-            } else {
-                None
-            };
-            events.push(ClipEvent {
-                time,
-                name,
-                payload,
-            });
-        }
+        let events = r.events()?;
         let clip = Clip::from_parts(ClipParts {
             name,
             start,
@@ -576,6 +637,11 @@ fn read_asset(r: &mut Reader) -> Result<Asset, Error> {
     for _ in 0..r.count(4, "warnings")? {
         warnings.push(r.str("a warning")?);
     }
+    let meters_per_unit = if version >= 2 {
+        Some(r.f32("metres per unit")?).filter(|u| u.is_finite() && *u > 0.0)
+    } else {
+        None
+    };
     if r.pos != r.b.len() {
         return Err(r.bad("the end of the payload".into()));
     }
@@ -586,5 +652,120 @@ fn read_asset(r: &mut Reader) -> Result<Asset, Error> {
         clips,
         warnings,
         images: Vec::new(),
+        meters_per_unit,
     })
+}
+
+impl Reader<'_> {
+    fn events(&mut self) -> Result<Vec<ClipEvent>, Error> {
+        let ne = self.count(9, "events")?;
+        let mut events = Vec::with_capacity(ne);
+        for _ in 0..ne {
+            let time = self.f32("an event time")?;
+            let name = self.str("an event name")?;
+            let payload = if self.u8("a payload flag")? != 0 {
+                Some(self.str("a payload")?)
+            } else {
+                None
+            };
+            events.push(ClipEvent {
+                time,
+                name,
+                payload,
+            });
+        }
+        Ok(events)
+    }
+
+    fn target(&mut self) -> Result<Target, Error> {
+        match self.u8("a target")? {
+            0 => Ok(Target::Translation),
+            1 => Ok(Target::Rotation),
+            2 => Ok(Target::Scale),
+            _ => Err(self.bad("a target 0, 1 or 2".into())),
+        }
+    }
+}
+
+/// A compact clip (see [`write_compact`]), checked by [`Clip::from_compact_parts`].
+fn read_compact(r: &mut Reader, rest: &[Transform]) -> Result<Clip, Error> {
+    let name = r.str("a clip name")?;
+    let start = r.f32("a start time")?;
+    let duration = r.f32("a duration")?;
+    let rate = r.f32("a grid rate")?;
+    let frames = r.u32("a frame count")?;
+    let last_span = r.f32("the last frame's span")?;
+    let nt = r.u32("a track count")? as usize;
+    let nc = r.u32("a constant count")? as usize;
+    let nd = r.u32("a data length")? as usize;
+    if nt.saturating_mul(31) > r.b.len() - r.pos || nc.saturating_mul(15) > r.b.len() - r.pos {
+        return Err(r.bad(format!(
+            "{nt} tracks and {nc} constants, more than the {} bytes left hold",
+            r.b.len() - r.pos
+        )));
+    }
+    let mut tracks = Vec::with_capacity(nt);
+    for _ in 0..nt {
+        let joint = r.u16("a track joint")?;
+        let target = r.target()?;
+        let step = r.u8("a step flag")? != 0;
+        let n = components(target);
+        let mut bits = [0u8; 4];
+        bits[..n].copy_from_slice(r.take(n, "quantisation bits")?);
+        let mut min = [0f32; 4];
+        min[..n].copy_from_slice(&r.f32s(n, "quantisation minima")?);
+        let mut scale = [0f32; 4];
+        scale[..n].copy_from_slice(&r.f32s(n, "quantisation steps")?);
+        let nlerp_dot = if target == Target::Rotation {
+            r.f32("an nlerp threshold")?
+        } else {
+            2.0
+        };
+        tracks.push(CompactTrack {
+            joint,
+            target,
+            step,
+            bits,
+            min,
+            scale,
+            nlerp_dot,
+        });
+    }
+    let mut constants = Vec::with_capacity(nc);
+    for _ in 0..nc {
+        let joint = r.u16("a constant's joint")?;
+        let target = r.target()?;
+        let n = components(target);
+        let mut v = [0f32; 4];
+        v[..n].copy_from_slice(&r.f32s(n, "a constant value")?);
+        constants.push((joint, target, v));
+    }
+    let segments = frames.div_ceil(skelett::compress::SEG_LEN) as usize;
+    if segments.saturating_mul(4) > r.b.len() - r.pos {
+        return Err(r.bad(format!(
+            "{segments} segment offsets for {frames} frames, more than the bytes left hold"
+        )));
+    }
+    let offsets = (0..segments)
+        .map(|_| r.u32("a segment offset"))
+        .collect::<Result<Vec<_>, Error>>()?;
+    let data = r.take(nd, "compressed keys")?.to_vec();
+    let events = r.events()?;
+    Clip::from_compact_parts(
+        rest,
+        CompactParts {
+            name,
+            start,
+            duration,
+            rate,
+            frames,
+            last_span,
+            tracks,
+            constants,
+            segments: offsets,
+            data,
+            events,
+        },
+    )
+    .map_err(|e| Error::build(r.name.to_path_buf(), "compact clip", e))
 }

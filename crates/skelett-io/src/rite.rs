@@ -431,6 +431,7 @@ pub fn load_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
         clips,
         warnings: Vec::new(),
         images: Vec::new(),
+        meters_per_unit: None,
     })
 }
 

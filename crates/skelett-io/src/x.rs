@@ -706,6 +706,7 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
         clips,
         warnings,
         images: Vec::new(),
+        meters_per_unit: None,
     })
 }
 

@@ -379,6 +379,7 @@ impl Clip {
             if t.bits.iter().any(|&b| b > MAX_BITS)
                 || (t.target != Target::Rotation && t.bits[3] != 0)
                 || t.min.iter().chain(&t.scale).any(|v| !v.is_finite())
+                || !t.nlerp_dot.is_finite()
             {
                 return Err(bad(format!("track {i}: bad quantisation {t:?}")));
             }

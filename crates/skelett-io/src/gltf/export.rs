@@ -216,6 +216,9 @@ pub fn export_glb(asset: &Asset) -> Vec<u8> {
 
     let mut animations = Vec::new();
     for clip in &asset.clips {
+        // Compact clips export their stored keys (LINEAR or STEP samplers).
+        let clip = clip.decompressed();
+        let clip = clip.as_ref();
         let mut samplers = Vec::new();
         let mut channels = Vec::new();
         let mut add = |joint: JointIndex,

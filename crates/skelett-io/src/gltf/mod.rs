@@ -124,6 +124,8 @@ impl Importer<'_, '_> {
             clips,
             warnings: self.warnings,
             images,
+            // glTF's unit is the metre.
+            meters_per_unit: Some(1.0),
         })
     }
 

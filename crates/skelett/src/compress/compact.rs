@@ -73,6 +73,10 @@ pub struct CompactTrack {
     pub min: [f32; 4],
     /// See `min`.
     pub scale: [f32; 4],
+    /// Rotations: key pairs whose dot product (as unit 4-vectors) is at least this are
+    /// nlerped, the others slerped (above 1: always slerp). The encoder picks the loosest
+    /// value its error budget allows, as nlerp drifts from slerp as the cube of the angle.
+    pub nlerp_dot: f32,
 }
 
 /// The components a segment stores, and how many: all but `drop` (0..=3), or all four
@@ -274,18 +278,20 @@ impl Compact {
     }
 
     /// Bytes the compact data takes as stored (what `.skl` writes for it, name and events
-    /// aside): a 24-byte header, 31 bytes per track, 19 or 15 per constant, 4 per segment,
-    /// and the bit streams.
+    /// aside): a 24-byte header, 44 bytes per rotation track and 31 per other track, 19 or 15
+    /// per constant, 4 per segment, and the bit streams.
     pub fn byte_size(&self) -> usize {
         let constants: usize = self
             .constants
             .iter()
             .map(|c| if c.1 == Target::Rotation { 19 } else { 15 })
             .sum();
-        24 + self.tracks.len() * 31
-            + constants
-            + self.segments.len() * 4
-            + self.data.len().saturating_sub(8)
+        let tracks: usize = self
+            .tracks
+            .iter()
+            .map(|t| if t.target == Target::Rotation { 44 } else { 31 })
+            .sum();
+        24 + tracks + constants + self.segments.len() * 4 + self.data.len().saturating_sub(8)
     }
 
     /// Every track's stored keys as a LINEAR or STEP channel at the grid's times (joints
@@ -630,26 +636,28 @@ impl CompactCache {
     }
 }
 
-/// Key pairs of rotations closer than this (as unit 4-vectors) are nlerped; farther ones
-/// (more than about 11.5 degrees apart) are slerped, as the source clips' rotations are,
-/// because nlerp drifts from slerp as the cube of the angle.
-pub(crate) const NLERP_MIN_DOT: f32 = 0.995;
+/// The nlerp thresholds an encoder may choose ([`CompactTrack::nlerp_dot`]), loosest (and
+/// cheapest to play) first: about 11.5, 1.6 and 0.16 degrees between keys, then always slerp.
+pub const NLERP_DOTS: [f32; 4] = [0.995, 0.9999, 0.999_999, 2.0];
 
 /// How a key pair is interpolated: `angle == 0` nlerp, else slerp over `angle` (the angle
 /// between the keys as 4-vectors, up to pi: keys are not re-aligned, the encoder stored
 /// them with the source's signs so that the path is the source's).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub(crate) struct PairSlerp {
+pub struct PairSlerp {
     angle: f32,
     inv_sin: f32,
 }
 
-/// The interpolation a key pair needs.
+/// The interpolation a key pair of `track` needs.
 #[inline(always)]
-pub(crate) fn pair_slerp(rotation: bool, a: Vec4, b: Vec4) -> PairSlerp {
+pub(crate) fn pair_slerp(track: &CompactTrack, a: Vec4, b: Vec4) -> PairSlerp {
+    if track.step || track.target != Target::Rotation {
+        return PairSlerp::default();
+    }
     let (la, lb) = (a.length(), b.length());
     let d = a.dot(b);
-    if !rotation || d >= NLERP_MIN_DOT * la * lb || la == 0.0 || lb == 0.0 {
+    if d >= track.nlerp_dot * la * lb || la == 0.0 || lb == 0.0 {
         return PairSlerp::default();
     }
     let d = (d / (la * lb)).clamp(-1.0, 1.0);
@@ -687,7 +695,6 @@ pub(crate) fn interpolate(a: Vec4, b: Vec4, seg: PairSlerp, u: f32) -> Vec4 {
 #[inline(always)]
 fn advance(c: &Compact, cache: &mut CompactCache, i: usize, x: f32) {
     let tr = &c.tracks[i];
-    let rot = tr.target == Target::Rotation;
     let seg_x = ((x as u32) / SEG_LEN).min(c.segment_count() - 1);
     let cur = cache.cursors[i];
     // A seek: backward, never started, or more than one segment ahead.
@@ -746,7 +753,7 @@ fn advance(c: &Compact, cache: &mut CompactCache, i: usize, x: f32) {
                 cur.x1 = c.frame_pos(f);
                 cur.v1 = v;
                 cur.inv = 1.0 / (cur.x1 - cur.x0);
-                cur.slerp = pair_slerp(rot && !tr.step, cur.v0, cur.v1);
+                cur.slerp = pair_slerp(tr, cur.v0, cur.v1);
                 cur.next_is_anchor = anchor;
             }
             None => {
@@ -828,7 +835,6 @@ pub(crate) fn sample_tracks_uncached(
         if only_joint.is_some_and(|j| j != tr.joint) {
             continue;
         }
-        let rot = tr.target == Target::Rotation;
         let (mut dec, f, v) = SegDecoder::start(c, tr, s, here);
         let (mut x0, mut v0) = (c.frame_pos(f), v);
         let mut next = None;
@@ -860,7 +866,7 @@ pub(crate) fn sample_tracks_uncached(
                 // As the cursor computes it, bit for bit.
                 let inv = 1.0 / (x1 - x0);
                 let u = ((x - x0) * inv).clamp(0.0, 1.0);
-                interpolate(v0, v1, pair_slerp(rot && !tr.step, v0, v1), u)
+                interpolate(v0, v1, pair_slerp(tr, v0, v1), u)
             }
             _ => v0,
         };
@@ -957,18 +963,20 @@ mod tests {
                 .collect();
             let tols = vec![tol; frames];
             let pos: Vec<f32> = (0..frames).map(|f| f as f32).collect();
-            // Mid-frame values of the source: the frames' interpolation (held for STEP).
+            // Values of the source between frames: the frames' interpolation (held for STEP).
             let mids: Vec<Vec<Vec4>> = tracks
                 .iter()
                 .map(|(target, step, raw)| {
                     raw.windows(2)
-                        .map(|w| match (step, target) {
-                            (true, _) => w[0],
-                            (false, Target::Rotation) => {
-                                let b = if w[0].dot(w[1]) < 0.0 { -w[1] } else { w[1] };
-                                Vec4::from(Quat::from_vec4(w[0]).slerp(Quat::from_vec4(b), 0.5))
-                            }
-                            (false, _) => (w[0] + w[1]) * 0.5,
+                        .flat_map(|w| {
+                            encode::SUB_AT.map(|u| match (step, target) {
+                                (true, _) => w[0],
+                                (false, Target::Rotation) => {
+                                    let b = if w[0].dot(w[1]) < 0.0 { -w[1] } else { w[1] };
+                                    Vec4::from(Quat::from_vec4(w[0]).slerp(Quat::from_vec4(b), u))
+                                }
+                                (false, _) => w[0] + (w[1] - w[0]) * u,
+                            })
                         })
                         .collect()
                 })
@@ -978,7 +986,7 @@ mod tests {
                 .zip(&mids)
                 .enumerate()
                 .map(|(i, ((target, step, raw), mid))| TrackInput {
-                    joint: i as JointIndex, target: *target, step: *step, raw, raw_mid: mid,
+                    joint: i as JointIndex, target: *target, step: *step, raw, raw_sub: mid,
                     tol: &tols, rest: Vec4::new(100.0, 0.0, 0.0, 1.0),
                 })
                 .collect();

@@ -23,6 +23,11 @@ use glam::Vec4;
 use super::compact::{read_bits, stored, CompactTrack, SegHeader, MAX_BITS, MAX_WIDTH, SEG_LEN};
 use crate::{JointIndex, Target};
 
+/// Points checked inside every frame interval.
+pub(crate) const SUB: usize = 3;
+/// Where, as fractions of the interval.
+pub(crate) const SUB_AT: [f32; SUB] = [0.25, 0.5, 0.75];
+
 /// A growable bit string.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Bits {
@@ -104,9 +109,10 @@ pub(crate) struct TrackInput<'a> {
     pub step: bool,
     /// Raw value at every frame: rotations as unit quaternions (any sign), vectors with w 0.
     pub raw: &'a [Vec4],
-    /// Raw value in the middle of every frame interval (one fewer than frames): linear keys
-    /// between frames must stay within tolerance there too (slerp against nlerp, curves).
-    pub raw_mid: &'a [Vec4],
+    /// Raw value at [`SUB_AT`] of every frame interval ([`SUB`] per interval): keys must stay
+    /// within tolerance between frames too (nlerp drifts from slerp most near a quarter and
+    /// three quarters of an interval; curves bend anywhere).
+    pub raw_sub: &'a [Vec4],
     /// Tolerance at every frame (chord for rotations, distance for vectors).
     pub tol: &'a [f32],
     /// The rest pose's value.
@@ -126,21 +132,14 @@ pub(crate) fn error(rotation: bool, a: Vec4, b: Vec4) -> f32 {
     }
 }
 
-/// Interpolation as the runtime does it (nlerp, or slerp for distant rotation keys, keys as
-/// stored: signs continuous, the source's path; the runtime normalises rotations after).
-#[inline(always)]
-fn interp(rotation: bool, a: Vec4, b: Vec4, u: f32) -> Vec4 {
-    super::compact::interpolate(a, b, super::compact::pair_slerp(rotation, a, b), u)
-}
-
 /// Plans a track: rest, constant or keys, at `frame_pos` positions (the grid).
 pub(crate) fn plan(input: &TrackInput<'_>, frame_pos: &[f32]) -> Plan {
     let rot = input.target == Target::Rotation;
     let n = input.raw.len();
-    let mid_tol = |f: usize| input.tol[f].min(input.tol[f + 1]);
+    let sub_tol = |i: usize| input.tol[i / SUB].min(input.tol[i / SUB + 1]);
     let within = |v: Vec4| {
         (0..n).all(|f| error(rot, v, input.raw[f]) <= input.tol[f])
-            && (0..input.raw_mid.len()).all(|f| error(rot, v, input.raw_mid[f]) <= mid_tol(f))
+            && (0..input.raw_sub.len()).all(|i| error(rot, v, input.raw_sub[i]) <= sub_tol(i))
     };
     if within(input.rest) {
         return Plan::Rest;
@@ -168,12 +167,31 @@ pub(crate) fn plan(input: &TrackInput<'_>, frame_pos: &[f32]) -> Plan {
     if n < 2 {
         return Plan::Constant(mid);
     }
+    // Rotations: every nlerp threshold, the loosest (cheapest to play) kept unless a tighter
+    // one saves more than 2% of the bits (slerp can span more keys).
+    // (Unused by translations and scales: 2, what files store for them.)
+    let dots: &[f32] = if rot {
+        &super::compact::NLERP_DOTS
+    } else {
+        &[2.0]
+    };
     let mut best: Option<EncodedTrack> = None;
-    for alpha in [0.3f32, 0.45, 0.6, 0.75, 0.9] {
-        if let Some(e) = encode(input, frame_pos, alpha) {
-            if best.as_ref().is_none_or(|b| e.bits() < b.bits()) {
-                best = Some(e);
+    for &dot in dots {
+        let mut here: Option<EncodedTrack> = None;
+        for alpha in [0.3f32, 0.45, 0.6, 0.75, 0.9] {
+            if let Some(e) = encode(input, frame_pos, alpha, dot) {
+                if here.as_ref().is_none_or(|b| e.bits() < b.bits()) {
+                    here = Some(e);
+                }
             }
+        }
+        match (here, &best) {
+            (Some(h), None) => best = Some(h),
+            (Some(h), Some(b)) if (h.bits() as f64) < 0.98 * b.bits() as f64 => best = Some(h),
+            // A tighter threshold that saves nothing: the tighter ones after it will not
+            // either (the interpolation only gets closer to the source's).
+            (Some(_), Some(_)) => break,
+            (None, _) => {}
         }
     }
     // Quantisation alone was too coarse at every share: the finest quantisation, every key.
@@ -279,7 +297,12 @@ fn quantize(track: &CompactTrack, v: Vec4) -> [i32; 4] {
 
 /// Encodes with quantisation share `alpha` of the tightest tolerance; `None` if the
 /// quantisation alone exceeds the tolerance somewhere.
-fn encode(input: &TrackInput<'_>, frame_pos: &[f32], alpha: f32) -> Option<EncodedTrack> {
+fn encode(
+    input: &TrackInput<'_>,
+    frame_pos: &[f32],
+    alpha: f32,
+    nlerp_dot: f32,
+) -> Option<EncodedTrack> {
     let rot = input.target == Target::Rotation;
     let values = continuous(rot, input.raw);
     let drops = drops(rot, &values);
@@ -289,7 +312,22 @@ fn encode(input: &TrackInput<'_>, frame_pos: &[f32], alpha: f32) -> Option<Encod
     let amp = drops.iter().map(|d| d.2).fold(1.0f32, f32::min).max(0.05);
     let step = 2.0 * alpha * tol_min * amp / 3f32.sqrt();
     let (bits, min, scale) = quantization(&values, if rot { 4 } else { 3 }, step);
-    encode_with(input, frame_pos, &values, &drops, bits, min, scale, true)
+    let q = Quantization {
+        bits,
+        min,
+        scale,
+        nlerp_dot,
+    };
+    encode_with(input, frame_pos, &values, &drops, q, true)
+}
+
+/// A track's quantisation and interpolation choices.
+#[derive(Clone, Copy)]
+struct Quantization {
+    bits: [u8; 4],
+    min: [f32; 4],
+    scale: [f32; 4],
+    nlerp_dot: f32,
 }
 
 /// Every component at the maximum precision, every key: the last resort.
@@ -298,7 +336,14 @@ fn encode_finest(input: &TrackInput<'_>, frame_pos: &[f32]) -> EncodedTrack {
     let values = continuous(rot, input.raw);
     let drops = drops(rot, &values);
     let (bits, min, scale) = quantization(&values, if rot { 4 } else { 3 }, 0.0);
-    encode_with(input, frame_pos, &values, &drops, bits, min, scale, false)
+    let q = Quantization {
+        bits,
+        min,
+        scale,
+        // Always slerp: the closest to the source between keys.
+        nlerp_dot: 2.0,
+    };
+    encode_with(input, frame_pos, &values, &drops, q, false)
         .unwrap_or_else(|| unreachable_track(input))
 }
 
@@ -313,21 +358,19 @@ fn unreachable_track(input: &TrackInput<'_>) -> EncodedTrack {
             bits: [0; 4],
             min: input.raw.first().copied().unwrap_or(Vec4::W).to_array(),
             scale: [0.0; 4],
+            nlerp_dot: 2.0,
         },
         segments: Vec::new(),
         keys: 0,
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn encode_with(
     input: &TrackInput<'_>,
     frame_pos: &[f32],
     values: &[Vec4],
     drops: &[(u8, bool, f32)],
-    bits: [u8; 4],
-    min: [f32; 4],
-    scale: [f32; 4],
+    quant: Quantization,
     check: bool,
 ) -> Option<EncodedTrack> {
     let rot = input.target == Target::Rotation;
@@ -335,9 +378,10 @@ fn encode_with(
         joint: input.joint,
         target: input.target,
         step: input.step,
-        bits,
-        min,
-        scale,
+        bits: quant.bits,
+        min: quant.min,
+        scale: quant.scale,
+        nlerp_dot: quant.nlerp_dot,
     };
     let q: Vec<[i32; 4]> = values.iter().map(|&v| quantize(&track, v)).collect();
     // What the decoder will rebuild, frame by frame, with each segment's dropped component.
@@ -356,8 +400,10 @@ fn encode_with(
     // Quantisation alone must fit, with every frame kept (midpoints included).
     if check
         && ((0..q.len()).any(|f| error(rot, deq[f], input.raw[f]) > input.tol[f])
-            || (0..q.len().saturating_sub(1))
-                .any(|f| !fits_mid(input, rot, &deq, f, f + 1, frame_pos, f)))
+            || (0..q.len().saturating_sub(1)).any(|f| {
+                let seg = super::compact::pair_slerp(&track, deq[f], deq[f + 1]);
+                !fits_mid(input, &track, &deq, f, f + 1, seg, frame_pos, f)
+            }))
     {
         return None;
     }
@@ -370,7 +416,7 @@ fn encode_with(
         let end = (first + SEG_LEN).min(n); // frames of this segment: first..end
         let last = end.min(n - 1); // the key the segment interpolates towards
         let kept = if check {
-            reduce(input, frame_pos, &deq, first, last, rot)
+            reduce(input, &track, frame_pos, &deq, first, last)
         } else {
             (first..=last).collect()
         };
@@ -409,27 +455,29 @@ fn count_keys(b: &Bits, track: &CompactTrack, s: u32, n: u32) -> usize {
 /// it spans. Returns the kept frames.
 fn reduce(
     input: &TrackInput<'_>,
+    track: &CompactTrack,
     frame_pos: &[f32],
     deq: &[Vec4],
     first: u32,
     last: u32,
-    rot: bool,
 ) -> Vec<u32> {
+    let rot = track.target == Target::Rotation;
     let mut kept = vec![first];
     if last == first {
         return kept;
     }
     let mut start = first as usize;
     let fits = |a: usize, b: usize| -> bool {
+        let seg = super::compact::pair_slerp(track, deq[a], deq[b]);
         (a + 1..b).all(|f| {
             let v = if input.step {
                 deq[a]
             } else {
                 let u = (frame_pos[f] - frame_pos[a]) / (frame_pos[b] - frame_pos[a]);
-                interp(rot, deq[a], deq[b], u)
+                super::compact::interpolate(deq[a], deq[b], seg, u)
             };
             error(rot, v, input.raw[f]) <= input.tol[f]
-        }) && (a..b).all(|f| fits_mid(input, rot, deq, a, b, frame_pos, f))
+        }) && (a..b).all(|f| fits_mid(input, track, deq, a, b, seg, frame_pos, f))
     };
     for end in first as usize + 2..=last as usize {
         if !fits(start, end) {
@@ -441,29 +489,37 @@ fn reduce(
     kept
 }
 
-/// Keys `a` and `b` interpolated at the middle of frame interval `f` (within `a..b`) stay
-/// within tolerance of the raw value there.
+/// Keys `a` and `b` interpolated at the points inside frame interval `f` (within `a..b`)
+/// stay within tolerance of the raw values there.
 #[inline]
+#[allow(clippy::too_many_arguments)]
 fn fits_mid(
     input: &TrackInput<'_>,
-    rot: bool,
+    track: &CompactTrack,
     deq: &[Vec4],
     a: usize,
     b: usize,
+    seg: super::compact::PairSlerp,
     frame_pos: &[f32],
     f: usize,
 ) -> bool {
-    let Some(&raw) = input.raw_mid.get(f) else {
+    let Some(raw) = input.raw_sub.get(f * SUB..(f + 1) * SUB) else {
         return true;
     };
-    let x = 0.5 * (frame_pos[f] + frame_pos[f + 1]);
-    let v = if input.step {
-        deq[a]
-    } else {
-        let u = (x - frame_pos[a]) / (frame_pos[b] - frame_pos[a]);
-        interp(rot, deq[a], deq[b], u)
-    };
-    error(rot, v, raw) <= input.tol[f].min(input.tol[f + 1])
+    let rot = track.target == Target::Rotation;
+    let tol = input.tol[f].min(input.tol[f + 1]);
+    let seg = (!input.step).then_some(seg);
+    raw.iter().zip(SUB_AT).all(|(&raw, at)| {
+        let v = match seg {
+            None => deq[a],
+            Some(seg) => {
+                let x = frame_pos[f] + (frame_pos[f + 1] - frame_pos[f]) * at;
+                let u = (x - frame_pos[a]) / (frame_pos[b] - frame_pos[a]);
+                super::compact::interpolate(deq[a], deq[b], seg, u)
+            }
+        };
+        error(rot, v, raw) <= tol
+    })
 }
 
 /// Zigzag: signed to unsigned, small magnitudes small.

@@ -1,0 +1,79 @@
+//! Whole folders for `convert` and `compress`: every animation file below a folder, each
+//! mapped to a file of the same relative path under the output folder, in parallel with a
+//! progress bar.
+
+use std::path::{Path, PathBuf};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+
+pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// What a folder run did: each input file with its result, and the files skipped (not an
+/// animation format).
+pub struct Batch<T> {
+    pub results: Vec<(PathBuf, Result<T>)>,
+    pub skipped: Vec<PathBuf>,
+}
+
+/// Every file below `dir`, sorted.
+fn files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))? {
+            let p = e?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Runs `job(input file, output file)` on every animation file below `input`, in parallel,
+/// the output at the same relative path under `output` with extension `ext` (folders made
+/// as needed).
+pub fn run<T: Send>(
+    input: &Path,
+    output: &Path,
+    ext: &str,
+    job: impl Fn(&Path, &Path) -> Result<T> + Sync,
+) -> Result<Batch<T>> {
+    std::fs::create_dir_all(output).map_err(|e| format!("{}: {e}", output.display()))?;
+    let (inputs, skipped): (Vec<PathBuf>, Vec<PathBuf>) = files(input)?
+        .into_iter()
+        .partition(|p| skelett_io::is_known_extension(p));
+    let bar = ProgressBar::new(inputs.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed_precise} {wide_msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let results = inputs
+        .par_iter()
+        .map(|p| {
+            let rel = p.strip_prefix(input).unwrap_or(p);
+            let target = output.join(rel).with_extension(ext);
+            let r = target
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .map_err(|e| e.into())
+                .and_then(|()| job(p, &target));
+            bar.set_message(rel.display().to_string());
+            bar.inc(1);
+            (p.clone(), r)
+        })
+        .collect();
+    bar.finish_and_clear();
+    Ok(Batch { results, skipped })
+}
+
+impl<T> Batch<T> {
+    /// Files that failed.
+    pub fn failed(&self) -> usize {
+        self.results.iter().filter(|r| r.1.is_err()).count()
+    }
+}

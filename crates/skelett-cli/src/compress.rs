@@ -1,0 +1,301 @@
+//! `skelett compress`: clips compressed within an error bound, written as a `.skl` file, with
+//! per clip and in total the raw size (ACL's convention: 10 f32 per joint per sample),
+//! the compressed size, the ratio, the maximum and 99th-percentile error measured in model
+//! space, and the time taken. A folder is compressed in parallel with a progress bar and a
+//! corpus summary.
+//!
+//! The unit comes from `--cm-per-unit`, else from the file where it says (glTF, FBX), else
+//! from the skeleton's height ([`skelett::compress::detect_cm_per_unit`]).
+
+use std::path::Path;
+
+use rayon::prelude::*;
+use serde_json::{json, Value};
+use skelett::compress::{compress, CompressOptions, CompressReport, UnitSource};
+
+use crate::batch::Result;
+use crate::outln;
+
+/// What to do.
+pub struct Options {
+    /// Largest allowed error, centimetres.
+    pub error_cm: f32,
+    /// Virtual vertex distance, centimetres.
+    pub shell_cm: f32,
+    /// Centimetres per unit (overrides the file and the detection).
+    pub cm_per_unit: Option<f32>,
+    /// Resample at this rate first.
+    pub rate: Option<f32>,
+    /// Only this clip.
+    pub clip: Option<String>,
+}
+
+/// One file's outcome.
+pub struct FileReport {
+    source: String,
+    written: String,
+    units: String,
+    clips: Vec<(String, CompressReport)>,
+}
+
+impl FileReport {
+    fn raw(&self) -> usize {
+        self.clips.iter().map(|c| c.1.raw_bytes).sum()
+    }
+    fn compressed(&self) -> usize {
+        self.clips.iter().map(|c| c.1.compressed_bytes).sum()
+    }
+    fn worst(&self) -> f32 {
+        self.clips
+            .iter()
+            .map(|c| c.1.max_error_cm)
+            .fold(0.0, f32::max)
+    }
+    fn seconds(&self) -> f64 {
+        self.clips.iter().map(|c| c.1.seconds).sum()
+    }
+}
+
+fn units(source: &str, report: Option<&CompressReport>) -> String {
+    match report.map(|r| (r.cm_per_unit, r.units)) {
+        Some((cm, UnitSource::Given)) => format!("{cm} cm per unit ({source})"),
+        Some((cm, UnitSource::Detected { unit, height })) => {
+            format!("{cm} cm per unit (detected: {height:.4} units tall, so {unit})")
+        }
+        Some((cm, UnitSource::AssumedHeight { height })) => {
+            format!("{cm:.4} cm per unit (assumed 1.75 m tall: {height:.4} units, no unit fits)")
+        }
+        None => "no clips".into(),
+    }
+}
+
+fn compress_file(input: &Path, output: &Path, opts: &Options) -> Result<FileReport> {
+    let mut asset = skelett_io::load_with(input, &crate::load_options())?;
+    if let Some(c) = &opts.clip {
+        let i = asset.clip_index(c).ok_or_else(|| {
+            let names: Vec<&str> = asset.clips.iter().map(|c| c.name()).collect();
+            format!(
+                "{}: no clip {c:?} (it has: {})",
+                input.display(),
+                names.join(", ")
+            )
+        })?;
+        asset = asset.with_only_clip(i);
+    }
+    let (cm_per_unit, from) = match (opts.cm_per_unit, asset.model_cm_per_unit()) {
+        (Some(c), _) => (Some(c), "given"),
+        (None, Some(c)) => (Some(c), "the file's unit"),
+        (None, None) => (None, ""),
+    };
+    let options = CompressOptions {
+        error_cm: opts.error_cm,
+        shell_cm: opts.shell_cm,
+        cm_per_unit,
+        sample_rate: opts.rate,
+    };
+    let results = asset
+        .clips
+        .par_iter()
+        .map(|clip| compress(&asset.skeleton, clip, &options))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| format!("{}: {e}", input.display()))?;
+    let mut clips = Vec::with_capacity(results.len());
+    let mut compact = Vec::with_capacity(results.len());
+    for (clip, report) in results {
+        clips.push((clip.name().to_string(), report));
+        compact.push(std::sync::Arc::new(clip));
+    }
+    asset.clips = compact;
+    skelett_io::native::save(&asset, output)?;
+    Ok(FileReport {
+        source: input.display().to_string(),
+        written: output.display().to_string(),
+        units: units(from, clips.first().map(|c| &c.1)),
+        clips,
+    })
+}
+
+fn kib(bytes: usize) -> String {
+    if bytes >= 1 << 20 {
+        format!("{:.2} MiB", bytes as f64 / (1 << 20) as f64)
+    } else {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    }
+}
+
+fn ratio(raw: usize, compressed: usize) -> f64 {
+    raw as f64 / compressed.max(1) as f64
+}
+
+fn text(out: &mut String, f: &FileReport) {
+    outln!(out, "{} -> {}", f.source, f.written);
+    outln!(out, "  units: {}", f.units);
+    outln!(
+        out,
+        "  {:<24} {:>8} {:>7} {:>10} {:>10} {:>8} {:>11} {:>11} {:>8}",
+        "clip",
+        "rate",
+        "samples",
+        "raw",
+        "compressed",
+        "ratio",
+        "max error",
+        "p99 error",
+        "time"
+    );
+    for (name, r) in &f.clips {
+        outln!(
+            out,
+            "  {:<24} {:>8.3} {:>7} {:>10} {:>10} {:>7.2}:1 {:>8.5} cm {:>8.5} cm {:>6.2} s",
+            name,
+            r.source_rate,
+            r.samples,
+            kib(r.raw_bytes),
+            kib(r.compressed_bytes),
+            r.ratio(),
+            r.max_error_cm,
+            r.p99_error_cm,
+            r.seconds
+        );
+    }
+    if f.clips.len() > 1 {
+        outln!(
+            out,
+            "  {:<24} {:>8} {:>7} {:>10} {:>10} {:>7.2}:1 {:>8.5} cm {:>11} {:>6.2} s",
+            "total",
+            "",
+            "",
+            kib(f.raw()),
+            kib(f.compressed()),
+            ratio(f.raw(), f.compressed()),
+            f.worst(),
+            "",
+            f.seconds()
+        );
+    }
+}
+
+fn clip_json(name: &str, r: &CompressReport) -> Value {
+    json!({
+        "name": name,
+        "source_rate": r.source_rate,
+        "sample_rate": r.sample_rate,
+        "samples": r.samples,
+        "resampled": r.resampled,
+        "raw_bytes": r.raw_bytes,
+        "compressed_bytes": r.compressed_bytes,
+        "ratio": r.ratio(),
+        "max_error_cm": r.max_error_cm,
+        "p99_error_cm": r.p99_error_cm,
+        "worst_joint": r.worst_joint,
+        "worst_time": r.worst_time,
+        "animated_channels": r.animated_channels,
+        "constant_channels": r.constant_channels,
+        "rest_channels": r.rest_channels,
+        "keys": r.keys,
+        "seconds": r.seconds,
+    })
+}
+
+fn file_json(f: &FileReport) -> Value {
+    let first = f.clips.first().map(|c| &c.1);
+    json!({
+        "source": f.source,
+        "written": f.written,
+        "cm_per_unit": first.map(|r| r.cm_per_unit),
+        "units": f.units,
+        "clips": f.clips.iter().map(|(n, r)| clip_json(n, r)).collect::<Vec<_>>(),
+        "raw_bytes": f.raw(),
+        "compressed_bytes": f.compressed(),
+        "ratio": ratio(f.raw(), f.compressed()),
+        "max_error_cm": f.worst(),
+        "seconds": f.seconds(),
+    })
+}
+
+/// Runs `skelett compress`.
+pub fn run(
+    out: &mut String,
+    input: &Path,
+    output: &Path,
+    opts: &Options,
+    json: bool,
+) -> std::result::Result<(), Box<dyn std::error::Error>> {
+    if !input.is_dir() {
+        let f = compress_file(input, output, opts).map_err(|e| e.to_string())?;
+        if json {
+            outln!(out, "{:#}", file_json(&f));
+        } else {
+            text(out, &f);
+        }
+        return Ok(());
+    }
+    let batch = crate::batch::run(input, output, "skl", |p, target| {
+        compress_file(p, target, opts)
+    })
+    .map_err(|e| e.to_string())?;
+    let done: Vec<&FileReport> = batch
+        .results
+        .iter()
+        .filter_map(|r| r.1.as_ref().ok())
+        .collect();
+    let raw: usize = done.iter().map(|f| f.raw()).sum();
+    let compressed: usize = done.iter().map(|f| f.compressed()).sum();
+    let worst = done.iter().map(|f| f.worst()).fold(0.0, f32::max);
+    let clips: usize = done.iter().map(|f| f.clips.len()).sum();
+    let seconds: f64 = done.iter().map(|f| f.seconds()).sum();
+    let errors: Vec<String> = batch
+        .results
+        .iter()
+        .filter_map(|(p, r)| r.as_ref().err().map(|e| format!("{}: {e}", p.display())))
+        .collect();
+    if json {
+        outln!(
+            out,
+            "{:#}",
+            json!({
+                "files": done.iter().map(|f| file_json(f)).collect::<Vec<_>>(),
+                "failed": errors,
+                "skipped": batch.skipped.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+                "total": {
+                    "files": done.len(),
+                    "clips": clips,
+                    "raw_bytes": raw,
+                    "compressed_bytes": compressed,
+                    "ratio": ratio(raw, compressed),
+                    "max_error_cm": worst,
+                    "seconds": seconds,
+                },
+            })
+        );
+    } else {
+        for f in &done {
+            text(out, f);
+        }
+        for e in &errors {
+            outln!(out, "failed  {e}");
+        }
+        for p in &batch.skipped {
+            outln!(out, "skipped {} (not an animation format)", p.display());
+        }
+        outln!(
+            out,
+            "corpus: {} files, {} clips, {} -> {}, {:.2}:1, largest error {:.5} cm, {:.2} s \
+             of compression ({} failed, {} skipped)",
+            done.len(),
+            clips,
+            kib(raw),
+            kib(compressed),
+            ratio(raw, compressed),
+            worst,
+            seconds,
+            errors.len(),
+            batch.skipped.len()
+        );
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} file(s) failed to compress", errors.len()).into())
+    }
+}

@@ -1,0 +1,312 @@
+//! Compression on every clip of `../shared/data` (glTF, FBX, BVH, .x), checked independently
+//! of the compressor's own measurement: both clips sampled as any user samples them, the
+//! virtual vertices composed through the hierarchy here in f64, at 32 points per frame
+//! interval of the grid (offset from the compressor's check times) plus random times.
+//! Also: the ratios against ACL on the clips the issue names, `.skl` round trips that sample
+//! bit for bit alike, and cached against uncached sampling of compact clips.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use glam::{DMat4, DVec3};
+use skelett::compress::{compress, CompressOptions, CompressReport};
+use skelett::{sample, sample_uncached, Clip, Pose, SamplingCache, Skeleton, Transform};
+
+/// Every animation file of the shared data.
+fn data_files() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for dir in ["gltf", "bvh", "x", "fbx"] {
+        let d = common::data(dir);
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&d)
+            .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
+            .map(|e| e.unwrap().path())
+            .filter(|p| skelett_io::is_known_extension(p))
+            .collect();
+        files.sort();
+        out.extend(files);
+    }
+    out
+}
+
+/// Model-space matrices of a pose, composed in f64.
+fn model(skeleton: &Skeleton, pose: &[Transform]) -> Vec<DMat4> {
+    let mut out: Vec<DMat4> = Vec::with_capacity(pose.len());
+    for (j, t) in pose.iter().enumerate() {
+        let local = DMat4::from_scale_rotation_translation(
+            t.scale.as_dvec3(),
+            t.rotation.as_dquat().normalize(),
+            t.translation.as_dvec3(),
+        );
+        let m = match skeleton.parent(j as u16) {
+            Some(p) => out[p as usize] * local,
+            None => local,
+        };
+        out.push(m);
+    }
+    out
+}
+
+/// The largest distance between virtual vertices `shell` from every joint on its axes,
+/// under `raw` and under `compact`, over `times`.
+fn independent_error(
+    skeleton: &Skeleton,
+    raw: &Clip,
+    compact: &Clip,
+    shell: f64,
+    times: &[f32],
+) -> (f64, f32, usize) {
+    let mut a = Pose::rest(skeleton);
+    let mut b = Pose::rest(skeleton);
+    let mut cache = SamplingCache::for_clip(compact);
+    let mut worst = (0.0f64, 0.0f32, 0usize);
+    for &t in times {
+        sample_uncached(raw, t, &mut a).unwrap();
+        sample(compact, t, &mut cache, &mut b).unwrap();
+        let (ma, mb) = (model(skeleton, &a), model(skeleton, &b));
+        for j in 0..skeleton.len() {
+            for axis in [DVec3::X, DVec3::Y, DVec3::Z] {
+                let p = ma[j].transform_point3(axis * shell);
+                let q = mb[j].transform_point3(axis * shell);
+                let d = (p - q).length();
+                if d > worst.0 {
+                    worst = (d, t, j);
+                }
+            }
+        }
+    }
+    worst
+}
+
+/// 32 points per interval of the compact clip's grid (twice the compressor's final check,
+/// and offset from it), then 64 pseudo-random times.
+fn check_times(clip: &Clip, report: &CompressReport) -> Vec<f32> {
+    let n = (clip.duration() * report.sample_rate).ceil() as usize * 32;
+    let mut times: Vec<f32> = (0..=n)
+        .map(|i| clip.start() + clip.duration() * (i as f32 + 0.37) / n.max(1) as f32)
+        .filter(|&t| t <= clip.end())
+        .collect();
+    let mut x = 0x2545_f491u32;
+    for _ in 0..64 {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        times.push(clip.start() + clip.duration() * (x as f32 / u32::MAX as f32));
+    }
+    times
+}
+
+fn options(asset: &skelett_io::Asset, cm: Option<f32>, rate: Option<f32>) -> CompressOptions {
+    CompressOptions {
+        cm_per_unit: cm.or(asset.model_cm_per_unit()),
+        sample_rate: rate,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn every_clip_of_the_data_set_stays_within_the_budget() {
+    let mut clips = 0;
+    let (mut raw, mut small) = (0usize, 0usize);
+    for file in data_files() {
+        let asset = skelett_io::load(&file).unwrap_or_else(|e| panic!("{e}"));
+        let opts = options(&asset, None, None);
+        for clip in &asset.clips {
+            let (c, r) = compress(&asset.skeleton, clip, &opts).unwrap();
+            let name = format!("{} {:?}", file.display(), clip.name());
+            assert!(c.is_compact(), "{name}");
+            let budget = f64::from(opts.error_cm / r.cm_per_unit);
+            let shell = f64::from(opts.shell_cm / r.cm_per_unit);
+            let (e, t, j) =
+                independent_error(&asset.skeleton, clip, &c, shell, &check_times(clip, &r));
+            assert!(
+                e <= budget,
+                "{name}: {:.6} cm at t={t} joint {j} ({}), over the budget {} cm (the \
+                 compressor reported {:.6} cm)",
+                e * f64::from(r.cm_per_unit),
+                asset.skeleton.name(j as u16),
+                opts.error_cm,
+                r.max_error_cm
+            );
+            assert!(r.max_error_cm <= opts.error_cm, "{name}: report {r:?}");
+            assert_eq!(r.compressed_bytes, c.size_bytes(), "{name}");
+            clips += 1;
+            raw += r.raw_bytes;
+            small += r.compressed_bytes;
+        }
+    }
+    assert!(clips >= 60, "{clips} clips");
+    let ratio = raw as f64 / small as f64;
+    eprintln!("{clips} clips: {raw} -> {small} bytes, {ratio:.2}:1");
+    assert!(ratio > 10.0, "corpus ratio {ratio:.2}:1");
+}
+
+/// ACL (develop, 2024) on the same clips, its defaults, budget 0.01 cm, 3 cm shell, the
+/// skeleton taken as 1.75 m tall (the issue's table). skelett must compress more and stay
+/// within the budget, which ACL does not.
+#[test]
+fn more_than_acl_within_the_budget() {
+    let cases = [
+        ("bvh/01_01.bvh", 6.822, None, 13.3),
+        ("bvh/01_01.bvh", 6.822, Some(24.0), 11.1),
+        ("bvh/01_03.bvh", 6.822, None, 12.9),
+        ("bvh/Boxing_Toes.bvh", 1.010, None, 9.8),
+    ];
+    for (file, cm, rate, acl) in cases {
+        let asset = skelett_io::load(common::data(file)).unwrap();
+        let clip = &asset.clips[0];
+        let opts = options(&asset, Some(cm), rate);
+        let (c, r) = compress(&asset.skeleton, clip, &opts).unwrap();
+        eprintln!(
+            "{file} at {} fps: {:.2}:1 (ACL {acl}:1), max {:.5} cm, p99 {:.5} cm, {:.2} s",
+            r.source_rate,
+            r.ratio(),
+            r.max_error_cm,
+            r.p99_error_cm,
+            r.seconds
+        );
+        assert!(r.ratio() > acl, "{file} {rate:?}: {:.2}:1", r.ratio());
+        assert!(r.max_error_cm <= 0.01, "{file} {rate:?}: {r:?}");
+        assert_eq!(r.sample_rate, r.source_rate, "{file}: grid refined");
+        if let Some(rate) = rate {
+            assert!(r.resampled);
+            assert_eq!(r.samples, (clip.duration() * rate).floor() as usize + 2);
+        }
+        // Reported honestly: an independent look at the resampled reference when resampled.
+        if rate.is_none() {
+            let shell = f64::from(3.0 / cm);
+            let (e, _, _) =
+                independent_error(&asset.skeleton, clip, &c, shell, &check_times(clip, &r));
+            assert!(e * f64::from(cm) <= 0.01, "{file}: {e}");
+        }
+    }
+}
+
+fn round_trip(file: &Path) {
+    let asset = skelett_io::load(file).unwrap();
+    let opts = options(&asset, None, None);
+    let mut small = asset.clone();
+    small.clips = asset
+        .clips
+        .iter()
+        .map(|c| std::sync::Arc::new(compress(&asset.skeleton, c, &opts).unwrap().0))
+        .collect();
+    let bytes = skelett_io::native::to_bytes(&small);
+    let back = skelett_io::native::load_bytes(&bytes, Path::new("round.skl")).unwrap();
+    assert_eq!(back.meters_per_unit, small.meters_per_unit);
+    for (a, b) in small.clips.iter().zip(&back.clips) {
+        assert!(
+            **a == **b,
+            "{}: {} differs after the round trip",
+            file.display(),
+            a.name()
+        );
+        let mut pa = Pose::rest(&small.skeleton);
+        let mut pb = Pose::rest(&back.skeleton);
+        for i in 0..=100 {
+            let t = a.start() - 0.05 + (a.duration() + 0.1) * i as f32 / 100.0;
+            sample_uncached(a, t, &mut pa).unwrap();
+            sample_uncached(b, t, &mut pb).unwrap();
+            assert_eq!(*pa, *pb, "{} {} t={t}", file.display(), a.name());
+        }
+    }
+}
+
+#[test]
+fn skl_round_trip_samples_bit_for_bit() {
+    for f in [
+        "bvh/Boxing_Toes.bvh",
+        "gltf/Fox.glb",
+        "fbx/ozz_pab_locomotions.fbx",
+        "x/Testwuson.X",
+    ] {
+        round_trip(&common::data(f));
+    }
+}
+
+#[test]
+fn cached_sampling_equals_uncached_forward_backward_and_random() {
+    let asset = skelett_io::load(common::data("bvh/01_03.bvh")).unwrap();
+    let opts = options(&asset, Some(6.822), None);
+    let (c, _) = compress(&asset.skeleton, &asset.clips[0], &opts).unwrap();
+    let mut cache = SamplingCache::for_clip(&c);
+    let (mut a, mut b) = (Pose::rest(&asset.skeleton), Pose::rest(&asset.skeleton));
+    let mut times: Vec<f32> = (0..2400).map(|i| i as f32 / 60.0).collect(); // 60 Hz forward
+    times.extend((0..400).rev().map(|i| i as f32 / 17.0)); // backward
+    let mut x = 12345u32;
+    for _ in 0..400 {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        times.push((x >> 8) as f32 / (1u32 << 24) as f32 * 40.0 - 1.0); // random, some outside
+    }
+    times.extend([f32::NAN, f32::INFINITY, f32::NEG_INFINITY]);
+    for &t in &times {
+        sample(&c, t, &mut cache, &mut a).unwrap();
+        sample_uncached(&c, t, &mut b).unwrap();
+        assert_eq!(*a, *b, "t={t}");
+    }
+}
+
+#[test]
+fn compact_clips_export_to_glb_and_come_back() {
+    let asset = skelett_io::load(common::data("gltf/CesiumMan.glb")).unwrap();
+    let opts = options(&asset, None, None);
+    let mut small = asset.clone();
+    small.clips = vec![std::sync::Arc::new(
+        compress(&asset.skeleton, &asset.clips[0], &opts).unwrap().0,
+    )];
+    let glb = skelett_io::gltf::export_glb(&small);
+    let back = skelett_io::gltf::load_bytes(&glb, Path::new("c.glb"), None).unwrap();
+    let (a, b) = (&small.clips[0], &back.clips[0]);
+    assert!(!b.is_compact() && b.track_count() > 0);
+    let (mut pa, mut pb) = (Pose::rest(&small.skeleton), Pose::rest(&back.skeleton));
+    for i in 0..=50 {
+        let t = a.start() + a.duration() * i as f32 / 50.0;
+        sample_uncached(a, t, &mut pa).unwrap();
+        sample_uncached(b, t, &mut pb).unwrap();
+        for (x, y) in pa.iter().zip(pb.iter()) {
+            assert!((x.translation - y.translation).length() < 1e-5, "t={t}");
+            assert!(x.rotation.dot(y.rotation).abs() > 1.0 - 1e-6, "t={t}");
+        }
+    }
+}
+
+/// A `.skl` whose compact clip bytes are damaged (and the checksum made to match) is an
+/// error or a clip that samples without panicking, never a crash.
+#[test]
+fn damaged_compact_clips_are_refused_or_harmless() {
+    let asset = skelett_io::load(common::data("gltf/RiggedFigure.glb")).unwrap();
+    let opts = options(&asset, None, None);
+    let mut small = asset.clone();
+    small.clips = vec![std::sync::Arc::new(
+        compress(&asset.skeleton, &asset.clips[0], &opts).unwrap().0,
+    )];
+    let bytes = skelett_io::native::to_bytes(&small);
+    let (mut refused, mut loaded) = (0, 0);
+    for i in (20..bytes.len()).step_by(3) {
+        for flip in [0x01u8, 0x80, 0xff] {
+            let mut b = bytes.clone();
+            b[i] ^= flip;
+            let crc = crc32fast::hash(&b[20..]);
+            b[16..20].copy_from_slice(&crc.to_le_bytes());
+            match skelett_io::native::load_bytes(&b, Path::new("damaged.skl")) {
+                Err(_) => refused += 1,
+                Ok(a) => {
+                    loaded += 1;
+                    let mut pose = Pose::rest(&a.skeleton);
+                    for c in &a.clips {
+                        let mut cache = SamplingCache::for_clip(c);
+                        for k in 0..20 {
+                            let t = c.start() + c.duration() * k as f32 / 19.0;
+                            let _ = sample(c, t, &mut cache, &mut pose);
+                            let _ = sample_uncached(c, t, &mut pose);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        refused > 0 && loaded > 0,
+        "refused {refused}, loaded {loaded}"
+    );
+}
