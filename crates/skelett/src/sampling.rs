@@ -32,8 +32,9 @@ struct Cursor {
     /// last key). A fresh cursor has `lo > hi`: it applies nowhere.
     lo: f32,
     hi: f32,
-    /// Time of the segment's first key, and the reciprocal of its length.
+    /// Times of the segment's keys, and the reciprocal of its length.
     t0: f32,
+    t1: f32,
     inv_dt: f32,
     /// The segment's first key.
     k: u32,
@@ -45,6 +46,7 @@ impl Default for Cursor {
             lo: f32::INFINITY,
             hi: f32::NEG_INFINITY,
             t0: 0.0,
+            t1: 0.0,
             inv_dt: 0.0,
             k: 0,
         }
@@ -60,7 +62,7 @@ impl Cursor {
             let k = find_segment(times, self.k as usize, t);
             self.set(times, k);
         }
-        (self.k, unit(t, self.t0, self.inv_dt))
+        (self.k, unit(t, self.t0, self.t1, self.inv_dt))
     }
 
     #[inline(always)]
@@ -68,6 +70,7 @@ impl Cursor {
         let last = times.len() - 2;
         self.k = k as u32;
         self.t0 = times[k];
+        self.t1 = times[k + 1];
         self.inv_dt = (1.0 / (times[k + 1] - times[k])).min(f32::MAX);
         self.lo = if k == 0 { f32::NEG_INFINITY } else { times[k] };
         self.hi = if k == last {
@@ -88,11 +91,18 @@ fn not_nan(t: f32) -> f32 {
     }
 }
 
-/// Position within a segment, clamped to 0..=1 (a NaN time gives 0, which `clamp` would not).
+/// Position within a segment, clamped to 0..=1 (a NaN time gives 0, which `clamp` would
+/// not); exactly 1 at and after the segment's second key, whose time times the reciprocal
+/// length can round to just below 1 (so that sampling at the last key's time, say a clip's
+/// end, gives what holding it gives).
 #[inline(always)]
 #[allow(clippy::manual_clamp)]
-fn unit(t: f32, t0: f32, inv_dt: f32) -> f32 {
-    ((t - t0) * inv_dt).max(0.0).min(1.0)
+fn unit(t: f32, t0: f32, t1: f32, inv_dt: f32) -> f32 {
+    if t >= t1 {
+        1.0
+    } else {
+        ((t - t0) * inv_dt).max(0.0).min(1.0)
+    }
 }
 
 /// Per-character sampling state: where each timeline of a clip was last sampled.
@@ -282,7 +292,7 @@ fn locate_fresh(times: &[f32], time: f32) -> (u32, f32) {
         .min(times.len() - 2);
     let mut c = Cursor::default();
     c.set(times, k);
-    (c.k, unit(time, c.t0, c.inv_dt))
+    (c.k, unit(time, c.t0, c.t1, c.inv_dt))
 }
 
 /// Copies the base pose into the joints some component of which no track writes.

@@ -544,3 +544,43 @@ fn keys_off_the_line_stay() {
     let clip = raw.build(&s).unwrap();
     assert_eq!(clip.channels().next().unwrap().3, 3);
 }
+
+proptest! {
+    /// At the last key's time (where `(t - t0) / dt` can round to just below 1) sampling
+    /// gives exactly what holding the last key gives, cached or not.
+    #[test]
+    fn the_last_key_time_gives_the_held_value(
+        start in -5.0f32..5.0,
+        steps in proptest::collection::vec(0.001f32..0.5, 2..8),
+        values in proptest::collection::vec(prop::array::uniform3(-1e3f32..1e3), 8),
+    ) {
+        let s = skeleton();
+        let mut times = vec![start];
+        for d in &steps {
+            times.push(times.last().unwrap() + d);
+        }
+        times.dedup();
+        prop_assume!(times.len() >= 2);
+        let n = times.len();
+        let raw = RawClip {
+            name: "end".into(),
+            start,
+            duration: times[n - 1] - start,
+            channels: vec![RawChannel {
+                joint: "root".into(),
+                target: Target::Translation,
+                interpolation: Interpolation::Linear,
+                times: times.clone(),
+                values: RawValues::Vec3(values[..n].iter().map(|v| Vec3::from(*v)).collect()),
+            }],
+        };
+        let clip = raw.build(&s).unwrap();
+        let (mut at, mut held) = (Pose::rest(&s), Pose::rest(&s));
+        sample_uncached(&clip, times[n - 1], &mut at).unwrap();
+        sample_uncached(&clip, times[n - 1] + 1.0, &mut held).unwrap();
+        prop_assert_eq!(at[0], held[0]);
+        let mut cache = SamplingCache::for_clip(&clip);
+        sample(&clip, times[n - 1], &mut cache, &mut at).unwrap();
+        prop_assert_eq!(at[0], held[0]);
+    }
+}
