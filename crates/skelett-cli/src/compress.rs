@@ -56,15 +56,32 @@ impl FileReport {
     }
 }
 
-fn units(source: &str, report: Option<&CompressReport>) -> String {
+fn units(report: Option<&CompressReport>) -> String {
+    let why = |declared: Option<f32>, height: f32| match declared {
+        Some(d) => format!(
+            "; the file's unit, {d} cm, would make it {:.1} m tall",
+            d * height / 100.0
+        ),
+        None => String::new(),
+    };
     match report.map(|r| (r.cm_per_unit, r.units)) {
-        Some((cm, UnitSource::Given)) => format!("{cm} cm per unit ({source})"),
-        Some((cm, UnitSource::Detected { unit, height })) => {
-            format!("{cm} cm per unit (detected: {height:.4} units tall, so {unit})")
-        }
-        Some((cm, UnitSource::AssumedHeight { height })) => {
-            format!("{cm:.4} cm per unit (assumed 1.75 m tall: {height:.4} units, no unit fits)")
-        }
+        Some((cm, UnitSource::Given)) => format!("{cm} cm per unit (given)"),
+        Some((cm, UnitSource::Declared)) => format!("{cm} cm per unit (the file's unit)"),
+        Some((
+            cm,
+            UnitSource::Detected {
+                unit,
+                height,
+                declared,
+            },
+        )) => format!(
+            "{cm} cm per unit (detected: {height:.4} units tall, so {unit}{})",
+            why(declared, height)
+        ),
+        Some((cm, UnitSource::AssumedHeight { height, declared })) => format!(
+            "{cm:.4} cm per unit (assumed 1.75 m tall: {height:.4} units, no unit fits{})",
+            why(declared, height)
+        ),
         None => "no clips".into(),
     }
 }
@@ -82,15 +99,11 @@ fn compress_file(input: &Path, output: &Path, opts: &Options) -> Result<FileRepo
         })?;
         asset = asset.with_only_clip(i);
     }
-    let (cm_per_unit, from) = match (opts.cm_per_unit, asset.model_cm_per_unit()) {
-        (Some(c), _) => (Some(c), "given"),
-        (None, Some(c)) => (Some(c), "the file's unit"),
-        (None, None) => (None, ""),
-    };
     let options = CompressOptions {
         error_cm: opts.error_cm,
         shell_cm: opts.shell_cm,
-        cm_per_unit,
+        cm_per_unit: opts.cm_per_unit,
+        declared_cm_per_unit: asset.model_cm_per_unit(),
         sample_rate: opts.rate,
     };
     let results = asset
@@ -110,7 +123,7 @@ fn compress_file(input: &Path, output: &Path, opts: &Options) -> Result<FileRepo
     Ok(FileReport {
         source: input.display().to_string(),
         written: output.display().to_string(),
-        units: units(from, clips.first().map(|c| &c.1)),
+        units: units(clips.first().map(|c| &c.1)),
         clips,
     })
 }

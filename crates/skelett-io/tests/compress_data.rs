@@ -96,9 +96,11 @@ fn check_times(clip: &Clip, report: &CompressReport) -> Vec<f32> {
     times
 }
 
+/// What `skelett compress` does: the given unit, else the file's where plausible.
 fn options(asset: &skelett_io::Asset, cm: Option<f32>, rate: Option<f32>) -> CompressOptions {
     CompressOptions {
-        cm_per_unit: cm.or(asset.model_cm_per_unit()),
+        cm_per_unit: cm,
+        declared_cm_per_unit: asset.model_cm_per_unit(),
         sample_rate: rate,
         ..Default::default()
     }

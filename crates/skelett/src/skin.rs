@@ -790,30 +790,9 @@ fn unit(v: Vec3A, fallback: Vec3) -> Vec3 {
     let l = v.length_squared();
     // Normal numbers only: the SSE estimate treats subnormals as zero.
     if (f32::MIN_POSITIVE..=f32::MAX).contains(&l) {
-        Vec3::from(v * inv_sqrt(l))
+        Vec3::from(v * crate::transform::inv_sqrt(l))
     } else {
         fallback
-    }
-}
-
-/// `1 / sqrt(x)` for finite `x > 0`: the SSE estimate refined by one Newton-Raphson step
-/// (relative error about 5e-7 instead of 2e-4), a third of the latency of a square root
-/// followed by a division.
-#[inline(always)]
-fn inv_sqrt(x: f32) -> f32 {
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse"))]
-    {
-        use std::arch::x86_64::{_mm_cvtss_f32, _mm_rsqrt_ss, _mm_set_ss};
-        // SAFETY: these intrinsics only require the `sse` target feature, which this block is
-        // compiled for (the cfg above; it is part of every x86_64 target's baseline). They
-        // take and return values in registers: no memory is accessed. `inv_sqrt_is_accurate`
-        // exercises this path.
-        let y = unsafe { _mm_cvtss_f32(_mm_rsqrt_ss(_mm_set_ss(x))) };
-        y * (1.5 - 0.5 * x * y * y)
-    }
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse")))]
-    {
-        x.sqrt().recip()
     }
 }
 
@@ -1032,20 +1011,6 @@ mod tests {
             );
             assert!((a.1[v] - b.1[v]).length() < 1e-5);
             assert!((a.2[v] - b.2[v]).length() < 1e-5);
-        }
-    }
-
-    #[test]
-    fn inv_sqrt_is_accurate() {
-        let mut x = 1e-30f32;
-        while x < 1e30 {
-            for f in [1.0, 1.37, 2.0, 3.99] {
-                let v = x * f;
-                let want = 1.0 / (v as f64).sqrt();
-                let err = ((inv_sqrt(v) as f64 - want) / want).abs();
-                assert!(err < 2e-6, "1/sqrt({v}): relative error {err:e}");
-            }
-            x *= 10.0;
         }
     }
 

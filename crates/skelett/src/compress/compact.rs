@@ -29,7 +29,7 @@
 //! start in a segment is found by walking the segment's track headers once and kept in a
 //! small table in the cache.
 
-use glam::{Quat, Vec4};
+use glam::{IVec4, Quat, Vec4};
 
 use crate::{JointIndex, Target, Transform};
 
@@ -100,23 +100,32 @@ impl CompactTrack {
         std::array::from_fn(|k| if k < n { self.bits[c[k]] } else { 0 })
     }
 
-    /// The value of integers `q` (the stored components), as a 4-vector: rotations x, y, z,
-    /// w with a dropped component rebuilt with its sign; translations and scales x, y, z, 0.
+    /// The value of integers `q` (in lane order: x, y, z, w; a dropped lane's integer is
+    /// ignored), as a 4-vector: rotations x, y, z, w with a dropped component rebuilt with
+    /// its sign (unit length either way); translations and scales x, y, z, 0.
     #[inline(always)]
     pub(crate) fn dequantize(&self, q: [i32; 4], drop: u8, negative: bool) -> Vec4 {
-        let (c, n) = stored(drop);
-        let mut v = [0f32; 4];
-        let mut sq = 0.0;
-        for k in 0..n {
-            let x = self.min[c[k]] + q[k] as f32 * self.scale[c[k]];
-            v[c[k]] = x;
-            sq += x * x;
+        // Lanes kept, per dropped component (4: all kept).
+        const KEEP: [Vec4; 5] = [
+            Vec4::new(0.0, 1.0, 1.0, 1.0),
+            Vec4::new(1.0, 0.0, 1.0, 1.0),
+            Vec4::new(1.0, 1.0, 0.0, 1.0),
+            Vec4::new(1.0, 1.0, 1.0, 0.0),
+            Vec4::ONE,
+        ];
+        const AXIS: [Vec4; 4] = [Vec4::X, Vec4::Y, Vec4::Z, Vec4::W];
+        let q = glam::IVec4::from_array(q).as_vec4();
+        let v = (Vec4::from_array(self.min) + q * Vec4::from_array(self.scale))
+            * KEEP[usize::from(drop.min(4))];
+        if self.target != Target::Rotation {
+            return v;
         }
-        if self.target == Target::Rotation && n == 3 {
-            let r = (1.0 - sq).max(0.0).sqrt();
-            v[drop as usize & 3] = if negative { -r } else { r };
+        if drop >= 4 {
+            // All four stored: unit length by normalising (zero stays the identity).
+            return v.normalize_or(Vec4::W);
         }
-        Vec4::from_array(v)
+        let r = (1.0 - v.length_squared()).max(0.0).sqrt();
+        v + AXIS[usize::from(drop & 3)] * if negative { -r } else { r }
     }
 }
 
@@ -157,6 +166,23 @@ pub(crate) fn read_bits(data: &[u8], pos: u32, n: u32) -> u32 {
         }
     };
     ((word >> (pos & 7)) & ((1u64 << n) - 1)) as u32
+}
+
+/// The 57 or more bits from bit `pos` on, in the low bits (zeros past the end).
+#[inline(always)]
+fn load_bits(data: &[u8], pos: u32) -> u64 {
+    let byte = (pos >> 3) as usize;
+    let word = match data.get(byte..byte + 8) {
+        Some(b) => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+        None => {
+            let mut w = [0u8; 8];
+            for (i, x) in w.iter_mut().enumerate() {
+                *x = data.get(byte + i).copied().unwrap_or(0);
+            }
+            u64::from_le_bytes(w)
+        }
+    };
+    word >> (pos & 7)
 }
 
 #[inline(always)]
@@ -312,12 +338,12 @@ impl Compact {
             for s in 0..self.segment_count() {
                 let p = pos[s as usize];
                 pos[s as usize] += self.track_bits(tr, s, p);
-                let (mut dec, f, v) = SegDecoder::start(self, tr, s, p);
-                times.push(time(f));
-                values.push(v);
-                while let Some((f, v)) = dec.next(self, tr) {
-                    times.push(time(f));
-                    values.push(v);
+                let (mut dec, first) = SegDecoder::start(self, tr, s, p);
+                times.push(time(first.frame));
+                values.push(first.value(tr));
+                while let Some(k) = dec.next(self) {
+                    times.push(time(k.frame));
+                    values.push(k.value(tr));
                 }
             }
             // f32 times of the last two frames can coincide only for a last span far below
@@ -452,7 +478,26 @@ impl Compact {
     }
 }
 
-/// Decodes one track's keys in one segment, in order, as values.
+/// A decoded key: its frame and integers, with what dequantising them needs from its
+/// segment's header.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Key {
+    frame: u32,
+    q: [i32; 4],
+    drop: u8,
+    negative: bool,
+}
+
+impl Key {
+    #[inline(always)]
+    fn value(&self, track: &CompactTrack) -> Vec4 {
+        track.dequantize(self.q, self.drop, self.negative)
+    }
+}
+
+/// Decodes one track's keys in one segment, in order, as integers. Everything is kept in
+/// lane order (x, y, z, w), a dropped component being a lane of width 0: the stream stores
+/// components in lane order, so reading four lanes reads the same bits.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct SegDecoder {
     /// Bit position of the next thing to read.
@@ -462,22 +507,28 @@ pub(crate) struct SegDecoder {
     mask: u32,
     /// First frame of the segment.
     first: u32,
-    /// The last two keys decoded (`q1` the latest), as integers of the stored components.
-    q1: [i32; 4],
-    q0: [i32; 4],
-    header: SegHeader,
-    /// Bits of the stored components, and their number.
-    bits: [u8; 4],
-    stored: u8,
+    /// The last two keys decoded (`q1` the latest).
+    q1: IVec4,
+    q0: IVec4,
+    /// The largest integer per lane.
+    hi: IVec4,
+    /// Bits of an absolute value, and of a residual, per lane (0 for a dropped lane).
+    abs_bits: [u32; 4],
+    widths: [u32; 4],
+    /// Bits of one key's residuals (the sum of `widths`).
+    key_bits: u32,
+    order2: bool,
+    drop: u8,
+    negative: bool,
     /// Keys decoded so far in this segment.
     count: u32,
 }
 
 impl SegDecoder {
     /// Starts decoding `track` in segment `s` at `pos` (its header); returns the decoder and
-    /// the segment's first key (frame, value).
+    /// the segment's first key.
     #[inline(always)]
-    pub fn start(c: &Compact, track: &CompactTrack, s: u32, pos: u32) -> (Self, u32, Vec4) {
+    pub fn start(c: &Compact, track: &CompactTrack, s: u32, pos: u32) -> (Self, Key) {
         let rot = track.target == Target::Rotation;
         let (h, hb) = SegHeader::read(&c.data, pos, rot);
         let len = c.segment_len(s);
@@ -490,83 +541,111 @@ impl SegDecoder {
             // Every frame after the first.
             ((1u64 << (len - 1)) - 1) as u32
         };
-        let bits = track.stored_bits(h.drop);
-        let stored = stored(h.drop).1;
-        let mut q = [0i32; 4];
+        let (lanes, stored) = stored(h.drop);
+        let mut abs_bits = [0u32; 4];
+        let mut widths = [0u32; 4];
         for k in 0..stored {
-            q[k] = read_bits(&c.data, p, u32::from(bits[k])) as i32;
-            p += u32::from(bits[k]);
+            abs_bits[lanes[k]] = u32::from(track.bits[lanes[k]]);
+            widths[lanes[k]] = u32::from(h.widths[k]);
         }
+        let q = read_lanes(&c.data, &mut p, abs_bits);
         let d = Self {
             pos: p,
             mask,
             first: s * SEG_LEN,
             q1: q,
             q0: q,
-            header: h,
-            bits,
-            stored: stored as u8,
+            hi: IVec4::from_array(track.bits.map(|b| ((1u64 << b) - 1) as i32)),
+            abs_bits,
+            widths,
+            key_bits: widths.iter().sum(),
+            order2: h.order2,
+            drop: h.drop,
+            negative: h.negative,
             count: 1,
         };
-        (d, s * SEG_LEN, track.dequantize(q, h.drop, h.negative))
+        let key = Key {
+            frame: s * SEG_LEN,
+            q: q.to_array(),
+            drop: h.drop,
+            negative: h.negative,
+        };
+        (d, key)
     }
 
-    /// The next key of the segment (frame, value), or `None` after its last.
+    /// The next key of the segment, or `None` after its last.
     #[inline(always)]
-    pub fn next(&mut self, c: &Compact, track: &CompactTrack) -> Option<(u32, Vec4)> {
+    pub fn next(&mut self, c: &Compact) -> Option<Key> {
         if self.mask == 0 {
             return None;
         }
         let i = self.mask.trailing_zeros();
         self.mask &= self.mask - 1;
-        let frame = self.first + 1 + i;
-        let mut q = [0i32; 4];
-        let n = usize::from(self.stored);
-        if self.header.order2 && self.count == 1 {
+        let q = if self.order2 && self.count == 1 {
             // The second anchor, absolute.
-            for (qk, &b) in q.iter_mut().zip(&self.bits).take(n) {
-                *qk = read_bits(&c.data, self.pos, u32::from(b)) as i32;
-                self.pos += u32::from(b);
-            }
+            read_lanes(&c.data, &mut self.pos, self.abs_bits)
         } else {
-            #[allow(clippy::needless_range_loop)] // five arrays indexed alike
-            for k in 0..n {
-                let w = u32::from(self.header.widths[k]);
-                let r = unzigzag(read_bits(&c.data, self.pos, w));
-                self.pos += w;
-                let pred = if self.header.order2 {
-                    self.q1[k].wrapping_mul(2).wrapping_sub(self.q0[k])
-                } else {
-                    self.q1[k]
-                };
-                let hi = ((1u64 << self.bits[k]) - 1) as i32;
-                q[k] = pred.wrapping_add(r).clamp(0, hi);
-            }
-        }
+            let raw = if self.key_bits <= 57 {
+                // One load for the whole key (widths of a few bits each: nearly always).
+                let mut word = load_bits(&c.data, self.pos);
+                self.pos += self.key_bits;
+                self.widths.map(|w| {
+                    let v = (word & ((1u64 << w) - 1)) as u32;
+                    word >>= w;
+                    v
+                })
+            } else {
+                self.widths.map(|w| {
+                    let v = read_bits(&c.data, self.pos, w);
+                    self.pos += w;
+                    v
+                })
+            };
+            let r = IVec4::from_array(raw.map(unzigzag));
+            let pred = if self.order2 {
+                (self.q1 * 2) - self.q0
+            } else {
+                self.q1
+            };
+            (pred + r).clamp(IVec4::ZERO, self.hi)
+        };
         self.q0 = self.q1;
         self.q1 = q;
         self.count += 1;
-        Some((
-            frame,
-            track.dequantize(q, self.header.drop, self.header.negative),
-        ))
+        Some(Key {
+            frame: self.first + 1 + i,
+            q: q.to_array(),
+            drop: self.drop,
+            negative: self.negative,
+        })
     }
 }
 
-/// Per character and track: the keys around the last sampled time and the decoder after
-/// them.
+/// Reads four lanes of `bits[lane]` bits each (0 bits: 0) from `*pos`, advancing it.
+#[inline(always)]
+fn read_lanes(data: &[u8], pos: &mut u32, bits: [u32; 4]) -> IVec4 {
+    IVec4::from_array(bits.map(|b| {
+        let v = read_bits(data, *pos, b) as i32;
+        *pos += b;
+        v
+    }))
+}
+
+/// Per character and track: the keys around the last sampled time (as integers, and as
+/// values with their interpolation) and the decoder after them.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TrackCursor {
     /// Frame positions of the two keys (`x1 = +inf` after the last key).
     x0: f32,
     x1: f32,
     inv: f32,
+    k1: Key,
     v0: Vec4,
     v1: Vec4,
     /// How to interpolate between `v0` and `v1`.
     slerp: PairSlerp,
-    /// Segment whose keys `dec` reads; the key at `x1` is the last one it returned (or the
-    /// first of segment `seg + 1` when `next_is_anchor`).
+    /// Segment whose keys `dec` reads; `k1` is the last key it returned, or the first of
+    /// segment `seg + 1` when `next_is_anchor`.
     seg: u32,
     dec: SegDecoder,
     next_is_anchor: bool,
@@ -578,6 +657,7 @@ impl Default for TrackCursor {
             x0: f32::INFINITY,
             x1: f32::NEG_INFINITY,
             inv: 0.0,
+            k1: Key::default(),
             v0: Vec4::ZERO,
             v1: Vec4::ZERO,
             slerp: PairSlerp::default(),
@@ -614,26 +694,6 @@ impl CompactCache {
             t.offsets.resize(n, 0);
         }
     }
-
-    /// The table of segment `s`, computing it into the older slot if neither holds it.
-    #[inline]
-    fn table(&mut self, c: &Compact, s: u32) -> usize {
-        if self.tables[0].seg == s {
-            return 0;
-        }
-        if self.tables[1].seg == s {
-            return 1;
-        }
-        // Keep the lower segment in slot 0 for forward play (s, s + 1).
-        let slot = if self.tables[0].seg != u32::MAX && self.tables[0].seg + 1 == s {
-            1
-        } else {
-            0
-        };
-        self.tables[slot].seg = s;
-        c.track_offsets(s, &mut self.tables[slot].offsets);
-        slot
-    }
 }
 
 /// The nlerp thresholds an encoder may choose ([`CompactTrack::nlerp_dot`]), loosest (and
@@ -649,23 +709,61 @@ pub struct PairSlerp {
     inv_sin: f32,
 }
 
-/// The interpolation a key pair of `track` needs.
+/// `acos(d)` for `d` in `[0, 1]`, to about 2e-7 (Abramowitz and Stegun 4.4.46, evaluated
+/// in f32): a square root and seven multiply-adds, an order of magnitude cheaper than
+/// `atan2`.
+#[inline(always)]
+fn acos_0_1(d: f32) -> f32 {
+    const A: [f32; 8] = [
+        std::f32::consts::FRAC_PI_2,
+        -0.214_598_8,
+        0.088_978_99,
+        -0.050_174_305,
+        0.030_891_88,
+        -0.017_088_126,
+        0.006_670_09,
+        -0.001_262_491_1,
+    ];
+    let mut p = A[7];
+    for &a in A[..7].iter().rev() {
+        p = p * d + a;
+    }
+    (1.0 - d).max(0.0).sqrt() * p
+}
+
+/// `sin(x)` for `x` in `[0, pi]`, from the `[0, pi/2]` polynomial by symmetry.
+#[inline(always)]
+fn sin_0_pi(x: f32) -> f32 {
+    let x = if x > std::f32::consts::FRAC_PI_2 {
+        std::f32::consts::PI - x
+    } else {
+        x
+    };
+    crate::transform::sin_0_half_pi(x)
+}
+
+/// The interpolation a key pair of `track` needs (one function for the encoder and the
+/// runtime, so that what the encoder measured is what plays).
 #[inline(always)]
 pub(crate) fn pair_slerp(track: &CompactTrack, a: Vec4, b: Vec4) -> PairSlerp {
     if track.step || track.target != Target::Rotation {
         return PairSlerp::default();
     }
-    let (la, lb) = (a.length(), b.length());
+    // Rotation keys are unit 4-vectors (to f32 precision) as dequantised.
     let d = a.dot(b);
-    if d >= track.nlerp_dot * la * lb || la == 0.0 || lb == 0.0 {
+    if d >= track.nlerp_dot {
         return PairSlerp::default();
     }
-    let d = (d / (la * lb)).clamp(-1.0, 1.0);
-    // atan2 keeps precision near the ends where acos does not.
-    let angle = (1.0 - d * d).max(0.0).sqrt().atan2(d).max(1e-3);
+    let d = d.clamp(-1.0, 1.0);
+    let angle = if d >= 0.0 {
+        acos_0_1(d)
+    } else {
+        std::f32::consts::PI - acos_0_1(-d)
+    }
+    .max(1e-3);
     PairSlerp {
         angle,
-        inv_sin: 1.0 / angle.sin().max(1e-6),
+        inv_sin: 1.0 / sin_0_pi(angle).max(1e-6),
     }
 }
 
@@ -676,95 +774,123 @@ pub(crate) fn interpolate(a: Vec4, b: Vec4, seg: PairSlerp, u: f32) -> Vec4 {
     if seg.angle > 0.0 {
         let a = a.normalize_or(Vec4::W);
         let b = b.normalize_or(Vec4::W);
-        let (w0, w1) = if seg.angle <= std::f32::consts::FRAC_PI_2 {
-            (
-                crate::transform::sin_0_half_pi((1.0 - u) * seg.angle),
-                crate::transform::sin_0_half_pi(u * seg.angle),
-            )
-        } else {
-            // Keys more than 180 degrees of rotation apart (a flip in the source): rare.
-            (((1.0 - u) * seg.angle).sin(), (u * seg.angle).sin())
-        };
-        a * (w0 * seg.inv_sin) + b * (w1 * seg.inv_sin)
+        let w0 = sin_0_pi((1.0 - u) * seg.angle) * seg.inv_sin;
+        let w1 = sin_0_pi(u * seg.angle) * seg.inv_sin;
+        a * w0 + b * w1
     } else {
         a + (b - a) * u
     }
 }
 
-/// Moves track `i`'s cursor so that `x0 <= x < x1` (or past the last key).
+/// `1 / span` for spans of whole frames (the common case), else the division.
+#[inline(always)]
+fn reciprocal(span: f32) -> f32 {
+    const R: [f32; SEG_LEN as usize + 1] = {
+        let mut r = [0f32; SEG_LEN as usize + 1];
+        let mut i = 1;
+        while i <= SEG_LEN as usize {
+            r[i] = 1.0 / i as f32;
+            i += 1;
+        }
+        r
+    };
+    let k = span as usize;
+    if k as f32 == span && k <= SEG_LEN as usize {
+        R[k]
+    } else {
+        1.0 / span
+    }
+}
+
+/// Moves track `i`'s cursor so that `x0 <= x < x1` (or past the last key), stepping over
+/// keys as integers and dequantising only the pair it ends on.
 #[inline(always)]
 fn advance(c: &Compact, cache: &mut CompactCache, i: usize, x: f32) {
     let tr = &c.tracks[i];
     let seg_x = ((x as u32) / SEG_LEN).min(c.segment_count() - 1);
-    let cur = cache.cursors[i];
-    // A seek: backward, never started, or more than one segment ahead.
+    let CompactCache { cursors, tables } = cache;
+    let cur = &mut cursors[i];
+    let mut k0 = cur.k1;
+    // Keys stepped over: 1 lets the old `v1` become `v0`.
+    let mut steps = 0u32;
     if x < cur.x0 || cur.seg == u32::MAX || seg_x > cur.seg + 1 {
-        let slot = cache.table(c, seg_x);
-        let pos = cache.tables[slot].offsets[i];
-        let (dec, f, v) = SegDecoder::start(c, tr, seg_x, pos);
-        let cur = &mut cache.cursors[i];
+        // A seek (backward, first use, or more than a segment ahead): from the anchor.
+        let (dec, key) = SegDecoder::start(c, tr, seg_x, offset(tables, c, seg_x, i));
         cur.seg = seg_x;
         cur.dec = dec;
-        cur.x0 = c.frame_pos(f);
-        cur.v0 = v;
-        cur.x1 = cur.x0;
-        cur.v1 = v;
+        cur.k1 = key;
+        cur.x1 = c.frame_pos(key.frame);
         cur.next_is_anchor = false;
-        // The key after the anchor becomes x1 below (x >= x1 holds now).
+        k0 = key;
+        steps = 2;
     }
-    while x >= cache.cursors[i].x1 {
-        let cur = cache.cursors[i];
-        // The next key: in the decoder's segment, or the next segment's anchor.
-        let next = if cur.next_is_anchor {
-            // x1 is segment seg+1's first key: continue inside that segment.
+    let mut past_end = false;
+    while x >= cur.x1 {
+        if cur.next_is_anchor {
+            // `k1` is segment seg + 1's anchor: continue inside that segment.
             let s = cur.seg + 1;
-            let slot = cache.table(c, s);
-            let pos = cache.tables[slot].offsets[i];
-            let (mut dec, _, _) = SegDecoder::start(c, tr, s, pos);
-            let k = dec.next(c, tr);
-            let cur = &mut cache.cursors[i];
+            cur.dec = SegDecoder::start(c, tr, s, offset(tables, c, s, i)).0;
             cur.seg = s;
-            cur.dec = dec;
             cur.next_is_anchor = false;
-            k.map(|k| (k, false))
-        } else {
-            let cur = &mut cache.cursors[i];
-            cur.dec.next(c, tr).map(|k| (k, false))
-        };
-        let (key, anchor) = match next {
-            Some(k) => (Some(k.0), k.1),
-            None => {
-                let s = cache.cursors[i].seg + 1;
-                if s < c.segment_count() {
-                    let slot = cache.table(c, s);
-                    let pos = cache.tables[slot].offsets[i];
-                    let (_, f, v) = SegDecoder::start(c, tr, s, pos);
-                    (Some((f, v)), true)
-                } else {
-                    (None, false)
-                }
+        }
+        let next = match cur.dec.next(c) {
+            Some(k) => Some(k),
+            None if cur.seg + 1 < c.segment_count() => {
+                cur.next_is_anchor = true;
+                let s = cur.seg + 1;
+                Some(SegDecoder::start(c, tr, s, offset(tables, c, s, i)).1)
             }
+            None => None,
         };
-        let cur = &mut cache.cursors[i];
-        match key {
-            Some((f, v)) => {
+        match next {
+            Some(k) => {
+                k0 = cur.k1;
+                cur.k1 = k;
                 cur.x0 = cur.x1;
-                cur.v0 = cur.v1;
-                cur.x1 = c.frame_pos(f);
-                cur.v1 = v;
-                cur.inv = 1.0 / (cur.x1 - cur.x0);
-                cur.slerp = pair_slerp(tr, cur.v0, cur.v1);
-                cur.next_is_anchor = anchor;
+                cur.x1 = c.frame_pos(k.frame);
+                steps += 1;
             }
             None => {
-                // Past the last key: hold it.
-                cur.x0 = cur.x1;
-                cur.v0 = cur.v1;
-                cur.x1 = f32::INFINITY;
-                cur.inv = 0.0;
+                past_end = true;
+                break;
             }
         }
     }
+    if past_end {
+        // Hold the last key.
+        cur.v0 = if steps == 0 { cur.v1 } else { cur.k1.value(tr) };
+        cur.x0 = cur.x1;
+        cur.x1 = f32::INFINITY;
+        cur.inv = 0.0;
+        cur.slerp = PairSlerp::default();
+    } else {
+        cur.v0 = if steps == 1 { cur.v1 } else { k0.value(tr) };
+        cur.v1 = cur.k1.value(tr);
+        cur.inv = reciprocal(cur.x1 - cur.x0);
+        cur.slerp = pair_slerp(tr, cur.v0, cur.v1);
+    }
+}
+
+/// Where track `i` starts in segment `s`, from the two-segment table (computing it into the
+/// older slot if neither holds it).
+#[inline]
+fn offset(tables: &mut [OffsetTable; 2], c: &Compact, s: u32, i: usize) -> u32 {
+    let slot = if tables[0].seg == s {
+        0
+    } else if tables[1].seg == s {
+        1
+    } else {
+        // Keep the lower segment in slot 0 for forward play (s, s + 1).
+        let slot = if tables[0].seg != u32::MAX && tables[0].seg + 1 == s {
+            1
+        } else {
+            0
+        };
+        tables[slot].seg = s;
+        c.track_offsets(s, &mut tables[slot].offsets);
+        slot
+    };
+    tables[slot].offsets[i]
 }
 
 /// The value of a track at frame position `x`, from its cursor.
@@ -781,7 +907,14 @@ fn value(tr: &CompactTrack, cur: &TrackCursor, x: f32) -> Vec4 {
 fn write(tr: &CompactTrack, v: Vec4, out: &mut Transform) {
     match tr.target {
         Target::Rotation => {
-            out.rotation = Quat::from_vec4(v.normalize_or(Vec4::W));
+            // Interpolated keys are near unit length: the SSE estimate refined by a Newton
+            // step (5e-7 relative) instead of a square root and a division.
+            let l = v.length_squared();
+            out.rotation = if (f32::MIN_POSITIVE..=f32::MAX).contains(&l) {
+                Quat::from_vec4(v * crate::transform::inv_sqrt(l))
+            } else {
+                Quat::IDENTITY
+            };
         }
         Target::Translation => out.translation = v.truncate(),
         Target::Scale => out.scale = v.truncate(),
@@ -797,7 +930,7 @@ pub(crate) fn sample_tracks(
 ) {
     let x = c.pos_of(t_from_start);
     for i in 0..c.tracks.len() {
-        let cur = cache.cursors[i];
+        let cur = &cache.cursors[i];
         if !(x >= cur.x0 && x < cur.x1) {
             advance(c, cache, i, x);
         }
@@ -835,36 +968,27 @@ pub(crate) fn sample_tracks_uncached(
         if only_joint.is_some_and(|j| j != tr.joint) {
             continue;
         }
-        let (mut dec, f, v) = SegDecoder::start(c, tr, s, here);
-        let (mut x0, mut v0) = (c.frame_pos(f), v);
-        let mut next = None;
-        loop {
-            let k = dec.next(c, tr).or_else(|| {
-                has_next.then(|| {
-                    let (_, f, v) = SegDecoder::start(c, tr, s + 1, there);
-                    (f, v)
-                })
-            });
-            match k {
-                Some((f, v)) if c.frame_pos(f) <= x => {
-                    x0 = c.frame_pos(f);
-                    v0 = v;
-                    // The next segment's anchor is the last key this segment can reach.
-                    if f == (s + 1) * SEG_LEN {
-                        break;
-                    }
-                }
-                Some((f, v)) => {
-                    next = Some((c.frame_pos(f), v));
-                    break;
-                }
-                None => break,
+        let (mut dec, first) = SegDecoder::start(c, tr, s, here);
+        let mut k0 = first;
+        let mut k1 = None;
+        while let Some(k) = dec
+            .next(c)
+            .or_else(|| has_next.then(|| SegDecoder::start(c, tr, s + 1, there).1))
+        {
+            if c.frame_pos(k.frame) <= x && k.frame < (s + 1) * SEG_LEN {
+                k0 = k;
+            } else {
+                k1 = Some(k);
+                break;
             }
         }
-        let v = match next {
-            Some((x1, v1)) if !tr.step => {
+        let v0 = k0.value(tr);
+        let v = match k1 {
+            Some(k1) if !tr.step => {
                 // As the cursor computes it, bit for bit.
-                let inv = 1.0 / (x1 - x0);
+                let (x0, x1) = (c.frame_pos(k0.frame), c.frame_pos(k1.frame));
+                let v1 = k1.value(tr);
+                let inv = reciprocal(x1 - x0);
                 let u = ((x - x0) * inv).clamp(0.0, 1.0);
                 interpolate(v0, v1, pair_slerp(tr, v0, v1), u)
             }

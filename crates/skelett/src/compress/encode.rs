@@ -393,8 +393,9 @@ fn encode_with(
         .iter()
         .enumerate()
         .map(|(f, q)| {
+            // Lane order, as the decoder rebuilds it (the dropped lane is ignored).
             let (drop, negative, _) = drops[f / SEG_LEN as usize];
-            track.dequantize(pick(q, drop), drop, negative)
+            track.dequantize(*q, drop, negative)
         })
         .collect();
     // Quantisation alone must fit, with every frame kept (midpoints included).

@@ -4,8 +4,8 @@
 //! under one and under the other. A parent's error reaches every vertex below it.
 //!
 //! ```text
-//! reference clip ──sample, local_to_model──▶ vertices per (time, joint) ─┐
-//! candidate clip ──sample, local_to_model──▶ vertices per (time, joint) ─┴▶ distances ──▶ max, p99
+//! reference clip ──sample, model space (f64)──▶ vertices per (time, joint) ─┐
+//! candidate clip ──sample, model space (f64)──▶ vertices per (time, joint) ─┴▶ distances ──▶ max, p99
 //! ```
 //!
 //! For the encoder, [`Sensitivity`] bounds how far a local error of a joint's channel can
@@ -13,9 +13,9 @@
 //! to the farthest vertex below, a translation error times the parent's scale), so that a
 //! share of the error budget becomes a tolerance per channel and frame.
 
-use glam::{Mat4, Vec3};
+use glam::{DMat4, DVec3, Mat4, Vec3};
 
-use crate::{local_to_model, sample, sample_uncached, Clip, Error, Pose, SamplingCache, Skeleton};
+use crate::{sample, sample_uncached, Clip, Error, Pose, SamplingCache, Skeleton};
 
 /// Maximum and 99th-percentile error, in skeleton units, over every (time, joint) pair.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -33,49 +33,65 @@ pub struct ErrorStats {
 }
 
 /// The three virtual vertices of every joint at `times`, in model space: `out[t * joints + j]`.
+///
+/// The hierarchy is composed in f64: at a budget of 0.01 cm on a skeleton a few metres in
+/// size (or one that declares a unit that makes it large), f32's own rounding is a tenth of
+/// the budget, too much for the measurement the guarantee rests on.
 pub(crate) fn vertices(
     skeleton: &Skeleton,
     clip: &Clip,
     shell: f32,
     times: &[f32],
     cached: bool,
-) -> Result<Vec<[Vec3; 3]>, Error> {
+) -> Result<Vec<[DVec3; 3]>, Error> {
     let n = skeleton.len();
     let mut pose = Pose::rest(skeleton);
-    let mut model = vec![Mat4::IDENTITY; n];
+    let mut model = vec![DMat4::IDENTITY; n];
     let mut cache = SamplingCache::for_clip(clip);
     let mut out = Vec::with_capacity(times.len() * n);
+    let shell = f64::from(shell);
+    let parents = skeleton.parents();
     for &t in times {
         if cached {
             sample(clip, t, &mut cache, &mut pose)?;
         } else {
             sample_uncached(clip, t, &mut pose)?;
         }
-        local_to_model(skeleton, &pose, 0, &mut model)?;
-        out.extend(model.iter().map(|m| shell_points(m, shell)));
+        for j in 0..n {
+            let l = &pose[j];
+            let local = DMat4::from_scale_rotation_translation(
+                l.scale.as_dvec3(),
+                l.rotation.as_dquat().normalize(),
+                l.translation.as_dvec3(),
+            );
+            let p = parents[j];
+            model[j] = if p == crate::JointIndex::MAX {
+                local
+            } else {
+                model[p as usize] * local
+            };
+        }
+        out.extend(model.iter().map(|m| {
+            let o = m.w_axis.truncate();
+            [
+                o + m.x_axis.truncate() * shell,
+                o + m.y_axis.truncate() * shell,
+                o + m.z_axis.truncate() * shell,
+            ]
+        }));
     }
     Ok(out)
 }
 
-#[inline]
-fn shell_points(m: &Mat4, shell: f32) -> [Vec3; 3] {
-    let o = m.w_axis.truncate();
-    [
-        o + m.x_axis.truncate() * shell,
-        o + m.y_axis.truncate() * shell,
-        o + m.z_axis.truncate() * shell,
-    ]
-}
-
 /// Per-(time, joint) errors between two vertex sets from [`vertices`].
-pub(crate) fn errors(a: &[[Vec3; 3]], b: &[[Vec3; 3]]) -> Vec<f32> {
+pub(crate) fn errors(a: &[[DVec3; 3]], b: &[[DVec3; 3]]) -> Vec<f32> {
     a.iter()
         .zip(b)
         .map(|(a, b)| {
             (a[0] - b[0])
                 .length()
                 .max((a[1] - b[1]).length())
-                .max((a[2] - b[2]).length())
+                .max((a[2] - b[2]).length()) as f32
         })
         .collect()
 }

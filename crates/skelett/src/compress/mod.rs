@@ -57,9 +57,12 @@ pub struct CompressOptions {
     pub error_cm: f32,
     /// Distance of the virtual vertices from their joint, in centimetres (ACL's 3).
     pub shell_cm: f32,
-    /// Length of one skeleton unit in centimetres; `None`: detected from the skeleton's
-    /// size ([`detect_cm_per_unit`]).
+    /// Length of one skeleton unit in centimetres, as the caller knows it; `None`: the
+    /// source's declared unit if plausible, else detected ([`choose_cm_per_unit`]).
     pub cm_per_unit: Option<f32>,
+    /// The unit the source declares (glTF: metres; FBX: its unit), used when `cm_per_unit`
+    /// is `None` and it makes the skeleton between 0.3 and 30 m tall.
+    pub declared_cm_per_unit: Option<f32>,
     /// Resample the clip at this rate first (samples at `start + i / rate`), as ACL does when
     /// told a rate; `None`: the clip's own key rate.
     pub sample_rate: Option<f32>,
@@ -71,6 +74,7 @@ impl Default for CompressOptions {
             error_cm: 0.01,
             shell_cm: 3.0,
             cm_per_unit: None,
+            declared_cm_per_unit: None,
             sample_rate: None,
         }
     }
@@ -81,18 +85,54 @@ impl Default for CompressOptions {
 pub enum UnitSource {
     /// The caller said ([`CompressOptions::cm_per_unit`]).
     Given,
+    /// The source's declared unit ([`CompressOptions::declared_cm_per_unit`]).
+    Declared,
     /// The skeleton's height (largest extent of its rest pose) fits a human in this unit.
     Detected {
         /// The unit's name: "m", "cm", "in" or "mm".
         unit: &'static str,
         /// The height in skeleton units.
         height: f32,
+        /// The declared unit, which was not used because it made the skeleton implausibly
+        /// tall (below 0.3 m or above 30 m).
+        declared: Option<f32>,
     },
     /// No unit fits: the skeleton is taken as 1.75 m tall.
     AssumedHeight {
         /// The height in skeleton units.
         height: f32,
+        /// As in `Detected`.
+        declared: Option<f32>,
     },
+}
+
+/// Centimetres per skeleton unit: `declared` where it makes the skeleton between 0.3 m and
+/// 30 m tall, else [`detect_cm_per_unit`] (a file that declares metres but is modelled in
+/// centimetres, as Khronos' Fox, would otherwise be a 100 m fox, and a 0.01 cm budget would be
+/// a millionth of its size: below f32's precision).
+pub fn choose_cm_per_unit(skeleton: &Skeleton, declared: Option<f32>) -> (f32, UnitSource) {
+    let (detected, source) = detect_cm_per_unit(skeleton);
+    let height = match source {
+        UnitSource::Detected { height, .. } | UnitSource::AssumedHeight { height, .. } => height,
+        _ => 0.0,
+    };
+    match declared {
+        Some(cm) if (30.0..=3000.0).contains(&(height * cm)) || height == 0.0 => {
+            (cm, UnitSource::Declared)
+        }
+        Some(_) => (
+            detected,
+            match source {
+                UnitSource::Detected { unit, height, .. } => UnitSource::Detected {
+                    unit,
+                    height,
+                    declared,
+                },
+                _ => UnitSource::AssumedHeight { height, declared },
+            },
+        ),
+        None => (detected, source),
+    }
 }
 
 /// What [`compress`] did.
@@ -174,7 +214,13 @@ pub fn detect_cm_per_unit(skeleton: &Skeleton) -> (f32, UnitSource) {
     );
     let height = (hi - lo).max_element();
     if !(height.is_finite() && height > 0.0) {
-        return (1.0, UnitSource::AssumedHeight { height: 0.0 });
+        return (
+            1.0,
+            UnitSource::AssumedHeight {
+                height: 0.0,
+                declared: None,
+            },
+        );
     }
     let best = [("m", 100.0f32), ("cm", 1.0), ("in", 2.54), ("mm", 0.1)]
         .into_iter()
@@ -184,8 +230,21 @@ pub fn detect_cm_per_unit(skeleton: &Skeleton) -> (f32, UnitSource) {
             d(a.1).total_cmp(&d(b.1))
         });
     match best {
-        Some((unit, cm)) => (cm, UnitSource::Detected { unit, height }),
-        None => (175.0 / height, UnitSource::AssumedHeight { height }),
+        Some((unit, cm)) => (
+            cm,
+            UnitSource::Detected {
+                unit,
+                height,
+                declared: None,
+            },
+        ),
+        None => (
+            175.0 / height,
+            UnitSource::AssumedHeight {
+                height,
+                declared: None,
+            },
+        ),
     }
 }
 
@@ -351,7 +410,11 @@ pub fn compress(
             options.error_cm, options.shell_cm
         )));
     }
-    if let Some(c) = options.cm_per_unit.filter(|&c| !positive(c)) {
+    if let Some(c) = [options.cm_per_unit, options.declared_cm_per_unit]
+        .into_iter()
+        .flatten()
+        .find(|&c| !positive(c))
+    {
         return Err(bad(format!("{c} cm per unit: a positive number is needed")));
     }
     if let Some(r) = options
@@ -370,7 +433,7 @@ pub fn compress(
     }
     let (cm_per_unit, units) = match options.cm_per_unit {
         Some(c) => (c, UnitSource::Given),
-        None => detect_cm_per_unit(skeleton),
+        None => choose_cm_per_unit(skeleton, options.declared_cm_per_unit),
     };
     let budget = options.error_cm / cm_per_unit;
     let shell = options.shell_cm / cm_per_unit;
@@ -504,9 +567,9 @@ struct Prepared {
     share: Vec<f32>,
     /// Reference vertices at four points per frame interval, and at sixteen.
     check_times: Vec<f32>,
-    check_ref: Vec<[Vec3; 3]>,
+    check_ref: Vec<[glam::DVec3; 3]>,
     dense_times: Vec<f32>,
-    dense_ref: Vec<[Vec3; 3]>,
+    dense_ref: Vec<[glam::DVec3; 3]>,
 }
 
 const TARGETS: [Target; 3] = [Target::Translation, Target::Rotation, Target::Scale];

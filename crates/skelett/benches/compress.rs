@@ -1,0 +1,129 @@
+//! Sampling compact clips beside the same clips with keys (criterion), on real clips from
+//! `../shared/data`, compressed at 0.01 cm (ACL's default metric).
+//!
+//! Throughput is the skeleton's joint count, so ns/joint = 1000 / (Melem/s). Workloads:
+//! - `forward_60hz`: one character playing the clip at 60 Hz (warm caches and cursors);
+//! - `random_seek`: a new random time each sample (warm data, cursors restarted);
+//! - `cold_seek`: 256 copies of the clip's data, each its own character, sampled in turn at
+//!   random times, so the data comes from memory (ACL's "cold" decompression).
+//!
+//! For comparison (issue 6): ozz-animation samples its compressed clips at about 6 ns/joint
+//! warm on this machine; ACL decompresses a pose in 23-30 ns per bone cold (01_01: 524 ns
+//! warm, 1203 ns cold for the pose).
+//!
+//! `cargo bench -p skelett --bench compress`
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use skelett::compress::{compress, CompressOptions};
+use skelett::{sample, Clip, Pose, SamplingCache};
+
+fn data(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(rel)
+}
+
+/// (label, file, clip, centimetres per unit: the issue's for the CMU clips, else the file's).
+const CASES: &[(&str, &str, &str, Option<f32>)] = &[
+    ("cmu_01_01", "bvh/01_01.bvh", "0", Some(6.822)),
+    ("boxing_toes", "bvh/Boxing_Toes.bvh", "0", Some(1.010)),
+    (
+        "robot_running",
+        "gltf/robot_quaternius.glb",
+        "Robot_Running",
+        Some(100.0),
+    ),
+    ("fox_run", "gltf/Fox.glb", "Run", Some(1.0)),
+    ("cesium_man", "gltf/CesiumMan.glb", "0", Some(100.0)),
+];
+
+fn forward_times(clip: &Clip) -> Vec<f32> {
+    let frames = ((clip.duration() * 60.0).ceil() as usize).max(1);
+    (0..=frames)
+        .map(|i| clip.start() + (i as f32 / 60.0).min(clip.duration()))
+        .collect()
+}
+
+fn random_times(clip: &Clip, count: usize) -> Vec<f32> {
+    let mut s = 0x9E37_79B9_7F4A_7C15u64;
+    (0..count)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            clip.start() + clip.duration() * ((s >> 40) as f32 / (1u64 << 24) as f32)
+        })
+        .collect()
+}
+
+fn bench_compact(c: &mut Criterion) {
+    for &(label, file, clip_name, cm) in CASES {
+        let asset = skelett_io::load(data(file)).expect("shared data beside the repository");
+        let skeleton = &asset.skeleton;
+        let raw = asset.clip(clip_name).expect("clip").clone();
+        let opts = CompressOptions {
+            cm_per_unit: cm,
+            ..Default::default()
+        };
+        let (small, report) = compress(skeleton, &raw, &opts).expect("compress");
+        eprintln!(
+            "{label}: {} joints, {:.2}:1, max {:.5} cm, {} -> {} bytes",
+            skeleton.len(),
+            report.ratio(),
+            report.max_error_cm,
+            raw.size_bytes(),
+            small.size_bytes()
+        );
+        let small = Arc::new(small);
+        let mut group = c.benchmark_group(label);
+        group.throughput(Throughput::Elements(skeleton.len() as u64));
+        for (kind, clip) in [("keys", &raw), ("compact", &small)] {
+            let mut pose = Pose::rest(skeleton);
+            let mut cache = SamplingCache::for_clip(clip);
+            let times = forward_times(clip);
+            let mut i = 0;
+            group.bench_function(format!("{kind}/forward_60hz"), |b| {
+                b.iter(|| {
+                    i = if i + 1 < times.len() { i + 1 } else { 0 };
+                    sample(clip, black_box(times[i]), &mut cache, &mut pose).unwrap();
+                })
+            });
+            let seeks = random_times(clip, 256);
+            let mut k = 0;
+            group.bench_function(format!("{kind}/random_seek"), |b| {
+                b.iter(|| {
+                    k = (k + 1) & 255;
+                    sample(clip, black_box(seeks[k]), &mut cache, &mut pose).unwrap();
+                })
+            });
+            // Cold: 256 separate copies of the data (deep clones, each its own allocation).
+            let copies: Vec<Clip> = (0..256).map(|_| (**clip).clone()).collect();
+            let mut caches: Vec<SamplingCache> =
+                copies.iter().map(SamplingCache::for_clip).collect();
+            let seeks = random_times(clip, 1024);
+            let mut k = 0;
+            group.bench_function(format!("{kind}/cold_seek"), |b| {
+                b.iter(|| {
+                    k = (k + 1) & 1023;
+                    let c = k & 255;
+                    sample(&copies[c], black_box(seeks[k]), &mut caches[c], &mut pose).unwrap();
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(30)
+        .warm_up_time(std::time::Duration::from_millis(500))
+        .measurement_time(std::time::Duration::from_secs(2));
+    targets = bench_compact
+}
+criterion_main!(benches);
