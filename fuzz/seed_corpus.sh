@@ -22,6 +22,11 @@ cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
   convert "$data/gltf/Fox.glb" "$here/corpus/native_import/Fox.skl" >/dev/null
 cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
   convert "$data/gltf/CesiumMan_cubic.glb" "$here/corpus/native_import/CesiumMan_cubic.skl" >/dev/null
+# Compressed clips (compact data, version 2).
+for f in gltf/RiggedFigure.glb gltf/Fox.glb; do
+  cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
+    compress "$data/$f" "$here/corpus/native_import/$(basename "$f" .glb)_compact.skl" >/dev/null
+done
 # RAM + NUL + RAA pairs written by the CLI.
 mkdir -p "$here/corpus/rite_import"
 tmp=$(mktemp -d)

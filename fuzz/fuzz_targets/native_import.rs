@@ -1,6 +1,7 @@
 //! Fuzzes `.skl` loading behind the checksum: the input's header is re-sealed with the
 //! payload's real length and CRC-32 so that mutations reach the parser, which must refuse
-//! them (or load a valid asset) without panicking or allocating what counts claim.
+//! them (or load a valid asset) without panicking or allocating what counts claim; whatever
+//! loads is sampled, with and without a cache (compact clips' decoders included).
 #![no_main]
 
 use std::path::Path;
@@ -20,6 +21,12 @@ fuzz_target!(|data: &[u8]| {
         for clip in &asset.clips {
             skelett::sample_uncached(clip, clip.start() + clip.duration() * 0.5, &mut pose)
                 .unwrap();
+            // Forward through a cache, then back (compact clips: the cursors' paths).
+            let mut cache = skelett::SamplingCache::for_clip(clip);
+            for k in [0.0, 0.2, 0.45, 0.7, 1.0, 1.2, 0.1] {
+                let t = clip.start() + clip.duration() * k;
+                skelett::sample(clip, t, &mut cache, &mut pose).unwrap();
+            }
         }
     }
 });

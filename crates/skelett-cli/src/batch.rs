@@ -1,6 +1,7 @@
 //! Whole folders for `convert` and `compress`: every animation file below a folder, each
-//! mapped to a file of the same relative path under the output folder, in parallel with a
-//! progress bar.
+//! mapped to a file of the same relative path under the output folder (the source's
+//! extension kept in the name where two sources would write the same file), in parallel with
+//! a progress bar.
 
 use std::path::{Path, PathBuf};
 
@@ -52,11 +53,30 @@ pub fn run<T: Send>(
         ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed_precise} {wide_msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    // Files that would write the same output (walk.fbx and walk.glb) keep their source's
+    // extension in its name (walk.fbx.skl, walk.glb.skl).
+    let target_of = |p: &Path| {
+        output
+            .join(p.strip_prefix(input).unwrap_or(p))
+            .with_extension(ext)
+    };
+    let mut seen = std::collections::HashMap::new();
+    for p in &inputs {
+        *seen.entry(target_of(p)).or_insert(0) += 1;
+    }
     let results = inputs
         .par_iter()
         .map(|p| {
             let rel = p.strip_prefix(input).unwrap_or(p);
-            let target = output.join(rel).with_extension(ext);
+            let plain = target_of(p);
+            let target = if seen.get(&plain).copied().unwrap_or(0) > 1 {
+                let mut name = rel.file_name().unwrap_or_default().to_os_string();
+                name.push(".");
+                name.push(ext);
+                output.join(rel).with_file_name(name)
+            } else {
+                plain
+            };
             let r = target
                 .parent()
                 .map_or(Ok(()), std::fs::create_dir_all)

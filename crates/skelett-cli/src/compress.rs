@@ -11,7 +11,7 @@ use std::path::Path;
 
 use rayon::prelude::*;
 use serde_json::{json, Value};
-use skelett::compress::{compress, CompressOptions, CompressReport, UnitSource};
+use skelett::compress::{compress, CompressOptions, CompressReport, ErrorHistogram, UnitSource};
 
 use crate::batch::Result;
 use crate::outln;
@@ -54,6 +54,26 @@ impl FileReport {
     fn seconds(&self) -> f64 {
         self.clips.iter().map(|c| c.1.seconds).sum()
     }
+    /// The errors of every clip, binned alike (one budget per run).
+    fn histogram(&self) -> Option<ErrorHistogram> {
+        merged(self.clips.iter().map(|c| &c.1.error_histogram))
+    }
+}
+
+fn merged<'a>(hists: impl Iterator<Item = &'a ErrorHistogram>) -> Option<ErrorHistogram> {
+    let mut out: Option<ErrorHistogram> = None;
+    for h in hists {
+        match &mut out {
+            Some(o) => o.merge(h),
+            None => out = Some(h.clone()),
+        }
+    }
+    out
+}
+
+/// The 99th percentile of all the errors measured.
+fn p99(h: Option<ErrorHistogram>, max: f32) -> f32 {
+    h.map_or(0.0, |h| h.quantile(0.99, max))
 }
 
 fn units(report: Option<&CompressReport>) -> String {
@@ -77,6 +97,9 @@ fn units(report: Option<&CompressReport>) -> String {
         )) => format!(
             "{cm} cm per unit (detected: {height:.4} units tall, so {unit}{})",
             why(declared, height)
+        ),
+        Some((cm, UnitSource::AssumedHeight { height: 0.0, .. })) => format!(
+            "{cm} cm per unit (the skeleton has no extent to tell its unit: pass --cm-per-unit)"
         ),
         Some((cm, UnitSource::AssumedHeight { height, declared })) => format!(
             "{cm:.4} cm per unit (assumed 1.75 m tall: {height:.4} units, no unit fits{})",
@@ -174,7 +197,7 @@ fn text(out: &mut String, f: &FileReport) {
     if f.clips.len() > 1 {
         outln!(
             out,
-            "  {:<24} {:>8} {:>7} {:>10} {:>10} {:>7.2}:1 {:>8.5} cm {:>11} {:>6.2} s",
+            "  {:<24} {:>8} {:>7} {:>10} {:>10} {:>7.2}:1 {:>8.5} cm {:>8.5} cm {:>6.2} s",
             "total",
             "",
             "",
@@ -182,9 +205,20 @@ fn text(out: &mut String, f: &FileReport) {
             kib(f.compressed()),
             ratio(f.raw(), f.compressed()),
             f.worst(),
-            "",
+            p99(f.histogram(), f.worst()),
             f.seconds()
         );
+    }
+    for (name, r) in &f.clips {
+        if r.max_error_cm > r.error_cm {
+            outln!(
+                out,
+                "  warning: {name} could not be kept within the budget (f32 precision at this \
+                 size, or a source that jumps between samples): {:.5} cm at {} s",
+                r.max_error_cm,
+                r.worst_time
+            );
+        }
     }
 }
 
@@ -200,6 +234,7 @@ fn clip_json(name: &str, r: &CompressReport) -> Value {
         "ratio": r.ratio(),
         "max_error_cm": r.max_error_cm,
         "p99_error_cm": r.p99_error_cm,
+        "within_budget": r.max_error_cm <= r.error_cm,
         "worst_joint": r.worst_joint,
         "worst_time": r.worst_time,
         "animated_channels": r.animated_channels,
@@ -222,6 +257,7 @@ fn file_json(f: &FileReport) -> Value {
         "compressed_bytes": f.compressed(),
         "ratio": ratio(f.raw(), f.compressed()),
         "max_error_cm": f.worst(),
+        "p99_error_cm": p99(f.histogram(), f.worst()),
         "seconds": f.seconds(),
     })
 }
@@ -255,6 +291,13 @@ pub fn run(
     let raw: usize = done.iter().map(|f| f.raw()).sum();
     let compressed: usize = done.iter().map(|f| f.compressed()).sum();
     let worst = done.iter().map(|f| f.worst()).fold(0.0, f32::max);
+    let all_p99 = p99(
+        merged(
+            done.iter()
+                .flat_map(|f| f.clips.iter().map(|c| &c.1.error_histogram)),
+        ),
+        worst,
+    );
     let clips: usize = done.iter().map(|f| f.clips.len()).sum();
     let seconds: f64 = done.iter().map(|f| f.seconds()).sum();
     let errors: Vec<String> = batch
@@ -277,6 +320,7 @@ pub fn run(
                     "compressed_bytes": compressed,
                     "ratio": ratio(raw, compressed),
                     "max_error_cm": worst,
+                    "p99_error_cm": all_p99,
                     "seconds": seconds,
                 },
             })
@@ -293,14 +337,15 @@ pub fn run(
         }
         outln!(
             out,
-            "corpus: {} files, {} clips, {} -> {}, {:.2}:1, largest error {:.5} cm, {:.2} s \
-             of compression ({} failed, {} skipped)",
+            "corpus: {} files, {} clips, {} -> {}, {:.2}:1, largest error {:.5} cm, p99 \
+             {:.5} cm, {:.2} s of compression ({} failed, {} skipped)",
             done.len(),
             clips,
             kib(raw),
             kib(compressed),
             ratio(raw, compressed),
             worst,
+            all_p99,
             seconds,
             errors.len(),
             batch.skipped.len()

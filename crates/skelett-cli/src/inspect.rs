@@ -46,6 +46,9 @@ struct ClipInfo {
     constant_channels: usize,
     keys: KeysByInterpolation,
     bytes: usize,
+    /// For a compressed clip: the frames per second of its grid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compact_rate: Option<f32>,
 }
 
 #[derive(Serialize)]
@@ -84,6 +87,7 @@ fn clip_info(index: usize, c: &Clip) -> ClipInfo {
             cubic: counts.keys[2],
         },
         bytes: c.size_bytes(),
+        compact_rate: c.compact_grid().map(|g| g.0),
     }
 }
 
@@ -228,6 +232,9 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool) -> Result<()> {
             c.keys.cubic,
             kib(c.bytes)
         );
+        if let Some(rate) = c.compact_rate {
+            outln!(out, "      compressed: {rate} fps grid (skelett compress)");
+        }
     }
     outln!(out, "meshes: {}", r.meshes.len());
     for m in &r.meshes {

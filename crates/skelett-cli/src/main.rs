@@ -249,7 +249,8 @@ enum Command {
     /// maximum and 99th-percentile error and the time.
     ///
     /// The error is ACL's: the largest distance a virtual vertex SHELL cm from any joint (on
-    /// its axes, in model space) moves, measured at every frame and three points between. The
+    /// its axes, in model space) moves, measured at every frame, fifteen points between and
+    /// the source's own key times. The
     /// raw size is ACL's: 10 f32 per joint per sample. The unit comes from --cm-per-unit, else
     /// from the file (glTF: metres; FBX: its unit), else from the skeleton's height.
     Compress {

@@ -740,3 +740,117 @@ fn load_flags_convert_units_axes_and_handedness() {
         );
     }
 }
+
+/// `skelett compress`: a file (the CMU setting), its .skl read back and sampled, a
+/// folder as JSON with a corpus summary, and bad arguments.
+#[test]
+fn compress_files_and_folders() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("compress");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let bvh = data("bvh/01_01.bvh");
+    let skl = dir.join("01_01.skl");
+    let (ok, out, err) = skelett(&[
+        "compress",
+        bvh.to_str().unwrap(),
+        skl.to_str().unwrap(),
+        "--cm-per-unit",
+        "6.822",
+        "--error",
+        "0.01cm",
+        "--rate",
+        "24",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("6.822 cm per unit (given)"), "{out}");
+    // The clip line: rate 24, ratio above ACL's 11.1:1, error within 0.01 cm.
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("01_01"))
+        .unwrap();
+    let ratio: f64 = line
+        .split_whitespace()
+        .find(|w| w.ends_with(":1"))
+        .unwrap()
+        .trim_end_matches(":1")
+        .parse()
+        .unwrap();
+    assert!(ratio > 11.1, "{line}");
+    let max: f64 = line
+        .split(" cm")
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .last()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(max <= 0.01, "{line}");
+    let asset = skelett_io::load(&skl).unwrap();
+    assert!(asset.clips[0].is_compact());
+    assert_eq!(asset.clips[0].compact_grid().unwrap().0, 24.0);
+    let (ok, out, err) = skelett(&["sample", skl.to_str().unwrap(), "--times", "1.5", "--json"]);
+    assert!(ok && out.contains("\"world\""), "{err}");
+
+    // A folder: every file, JSON, totals.
+    let src = dir.join("in");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    std::fs::copy(data("gltf/RiggedFigure.glb"), src.join("RiggedFigure.glb")).unwrap();
+    std::fs::copy(data("gltf/Fox.glb"), src.join("sub/Fox.glb")).unwrap();
+    std::fs::write(src.join("notes.txt"), "not an animation").unwrap();
+    let (ok, out, err) = skelett(&[
+        "compress",
+        src.to_str().unwrap(),
+        dir.join("out").to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["total"]["files"], 2, "{v:#}");
+    assert_eq!(v["total"]["clips"], 4, "{v:#}");
+    assert!(v["total"]["max_error_cm"].as_f64().unwrap() <= 0.01);
+    assert!(v["total"]["ratio"].as_f64().unwrap() > 5.0);
+    assert_eq!(v["skipped"].as_array().unwrap().len(), 1);
+    assert!(dir.join("out/sub/Fox.skl").exists());
+    // Fox declares metres but is modelled in centimetres: the height decides, and says why.
+    let fox = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["source"].as_str().unwrap().ends_with("Fox.glb"))
+        .unwrap();
+    assert!(
+        fox["units"].as_str().unwrap().contains("would make it"),
+        "{fox:#}"
+    );
+
+    // Bad arguments: clear errors.
+    for args in [
+        vec![
+            "compress",
+            bvh.to_str().unwrap(),
+            skl.to_str().unwrap(),
+            "--error",
+            "-1",
+        ],
+        vec![
+            "compress",
+            bvh.to_str().unwrap(),
+            skl.to_str().unwrap(),
+            "--error",
+            "abc",
+        ],
+        vec![
+            "compress",
+            bvh.to_str().unwrap(),
+            skl.to_str().unwrap(),
+            "--clip",
+            "nope",
+        ],
+        vec!["compress", "missing.bvh", skl.to_str().unwrap()],
+    ] {
+        let (ok, _, err) = skelett(&args);
+        assert!(!ok && !err.is_empty(), "{args:?}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

@@ -101,6 +101,8 @@ impl Asset {
     /// centimetres to metres.
     pub fn scaled(&self, factor: f32) -> Asset {
         let mut a = self.clone();
+        // A unit of the scaled model is 1/factor of the old one.
+        a.meters_per_unit = self.meters_per_unit.map(|m| m / factor);
         a.skeleton = Arc::new(self.skeleton.scaled(factor));
         a.clips = self
             .clips

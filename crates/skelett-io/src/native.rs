@@ -4,7 +4,8 @@
 //! "SKLT" | version u32 | payload length u64 | CRC-32 of the payload u32 | payload
 //! payload (little-endian): skeleton, skins, meshes, clips, warnings, metres per unit
 //!   clip: kind u8 (0: keys as built, via skelett::ClipParts; 1: compact, via
-//!         skelett::CompactParts: exactly the bytes Clip::size_bytes counts), then its data
+//!         skelett::CompactParts: the bytes Clip::size_bytes counts, plus the clip's name,
+//!         start, duration and events), then its data
 //! ```
 //!
 //! Clips are stored as built (reduced keys, timelines, slerp angles) or as compressed, so

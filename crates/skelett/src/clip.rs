@@ -1101,7 +1101,8 @@ impl Clip {
     /// joint's frame, scale divided), so that applying the additive clip with weight 1 on top
     /// of `reference` gives this clip back. Joints without channels become the delta of their
     /// base pose. Use the clip's own first frame as the reference for "what changes over the
-    /// clip" ([`Clip::to_additive_from_first_frame`]).
+    /// clip" ([`Clip::to_additive_from_first_frame`]). A compact clip gives a clip with keys
+    /// (its decoded keys' deltas).
     ///
     /// The deltas are exact for every interpolation: they are affine in the keys (tangents
     /// are transformed alike), and left-multiplying rotation keys by a fixed unit quaternion
@@ -1187,9 +1188,10 @@ impl Clip {
     }
 
     /// The clip with its keys as arrays: for a compact clip, every stored key decoded (LINEAR
-    /// or STEP channels at the grid's frame times, which sample exactly like the compact
-    /// clip up to the slerp/nlerp difference between keys), for exporters and edits; any
-    /// other clip is returned as it is.
+    /// or STEP channels at the grid's frame times, with a key added in the middle of any
+    /// rotation pair more than 180 degrees apart so the path stays the same; this samples like
+    /// the compact clip up to the slerp/nlerp difference between keys), for exporters and
+    /// edits; any other clip is returned as it is. Never a compact clip.
     pub fn decompressed(&self) -> std::borrow::Cow<'_, Clip> {
         let Some(c) = &self.compact else {
             return std::borrow::Cow::Borrowed(self);
@@ -1221,12 +1223,34 @@ impl Clip {
             k.base = self.base.clone();
             k
         });
-        match built {
-            Ok(k) => std::borrow::Cow::Owned(k),
-            // Decoded keys are finite and increasing, the base pose is a built clip's:
-            // unreachable, but a compact clip is still a valid answer.
-            Err(_) => std::borrow::Cow::Borrowed(self),
-        }
+        std::borrow::Cow::Owned(built.unwrap_or_else(|_| {
+            // Unreachable for a validated compact clip (finite, increasing times and finite
+            // values); the clip's pose alone keeps this total, never the compact clip again.
+            Clip::from_compact(
+                self.name.clone(),
+                self.start,
+                self.duration,
+                self.base.to_vec(),
+                (0..self.base.len() as JointIndex).collect(),
+                crate::compress::Compact::new(
+                    1.0,
+                    1,
+                    1.0,
+                    Vec::new(),
+                    Vec::new(),
+                    vec![0],
+                    vec![0; 8],
+                ),
+                self.events.to_vec(),
+            )
+            .without_compact()
+        }))
+    }
+
+    /// The clip with its compact data dropped: its base pose alone.
+    fn without_compact(mut self) -> Clip {
+        self.compact = None;
+        self
     }
 
     /// [`Clip::to_additive`] relative to this clip's own first frame.

@@ -342,11 +342,29 @@ impl Clip {
         if n > crate::MAX_JOINTS {
             return Err(bad(format!("{n} joints")));
         }
-        if !p.start.is_finite() || !p.duration.is_finite() || p.duration < 0.0 {
+        if !p.start.is_finite()
+            || !p.duration.is_finite()
+            || p.duration < 0.0
+            || !(p.start + p.duration).is_finite()
+        {
             return Err(bad(format!("time range {} + {}", p.start, p.duration)));
         }
         if !(p.rate.is_finite() && p.rate > 0.0 && p.rate <= 10_000.0) {
             return Err(bad(format!("grid rate {}", p.rate)));
+        }
+        // The grid the compressor makes: the frames that cover the duration (whole frames,
+        // plus one for a shorter last interval), so that decoded times increase.
+        let x = f64::from(p.duration) * f64::from(p.rate);
+        let lo = if p.duration > 0.0 {
+            x.floor().max(1.0) + 1.0
+        } else {
+            1.0
+        };
+        if (f64::from(p.frames) < lo - 1.0) || f64::from(p.frames) > x.floor() + 2.0 {
+            return Err(bad(format!(
+                "{} grid frames for {} s at {} fps",
+                p.frames, p.duration, p.rate
+            )));
         }
         if p.frames == 0 || (!p.tracks.is_empty() && p.frames < 2) || p.frames > 1 << 26 {
             return Err(bad(format!(
@@ -376,9 +394,13 @@ impl Clip {
                     t.joint, t.target
                 )));
             }
+            // Every value the integers can give must be finite.
+            let top =
+                |c: usize| t.min[c] + ((1u32 << t.bits[c].min(MAX_BITS)) - 1) as f32 * t.scale[c];
             if t.bits.iter().any(|&b| b > MAX_BITS)
                 || (t.target != Target::Rotation && t.bits[3] != 0)
                 || t.min.iter().chain(&t.scale).any(|v| !v.is_finite())
+                || (0..4).any(|c| !top(c).is_finite())
                 || !t.nlerp_dot.is_finite()
             {
                 return Err(bad(format!("track {i}: bad quantisation {t:?}")));

@@ -13,9 +13,9 @@
 //! to the farthest vertex below, a translation error times the parent's scale), so that a
 //! share of the error budget becomes a tolerance per channel and frame.
 
-use glam::{DMat4, DVec3, Mat4, Vec3};
+use glam::{DMat4, Mat4, Vec3};
 
-use crate::{sample, sample_uncached, Clip, Error, Pose, SamplingCache, Skeleton};
+use crate::{sample, Clip, Error, Pose, SamplingCache, Skeleton};
 
 /// Maximum and 99th-percentile error, in skeleton units, over every (time, joint) pair.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -32,71 +32,66 @@ pub struct ErrorStats {
     pub samples: usize,
 }
 
-/// The three virtual vertices of every joint at `times`, in model space: `out[t * joints + j]`.
-///
-/// The hierarchy is composed in f64: at a budget of 0.01 cm on a skeleton a few metres in
-/// size (or one that declares a unit that makes it large), f32's own rounding is a tenth of
-/// the budget, too much for the measurement the guarantee rests on.
-pub(crate) fn vertices(
+/// Both clips sampled at each of `times` (in that order, each through a sampling cache),
+/// their model space composed in f64, and `on_error(time index, joint, error)` called with the
+/// largest distance between the joint's three virtual vertices under each. Memory is a pose
+/// and a model per clip, whatever the number of times.
+pub(crate) fn measure(
     skeleton: &Skeleton,
-    clip: &Clip,
+    reference: &Clip,
+    candidate: &Clip,
     shell: f32,
     times: &[f32],
-    cached: bool,
-) -> Result<Vec<[DVec3; 3]>, Error> {
+    mut on_error: impl FnMut(usize, usize, f32),
+) -> Result<(), Error> {
     let n = skeleton.len();
-    let mut pose = Pose::rest(skeleton);
-    let mut model = vec![DMat4::IDENTITY; n];
-    let mut cache = SamplingCache::for_clip(clip);
-    let mut out = Vec::with_capacity(times.len() * n);
+    let (mut pa, mut pb) = (Pose::rest(skeleton), Pose::rest(skeleton));
+    let (mut ma, mut mb) = (vec![DMat4::IDENTITY; n], vec![DMat4::IDENTITY; n]);
+    let (mut ca, mut cb) = (
+        SamplingCache::for_clip(reference),
+        SamplingCache::for_clip(candidate),
+    );
     let shell = f64::from(shell);
-    let parents = skeleton.parents();
-    for &t in times {
-        if cached {
-            sample(clip, t, &mut cache, &mut pose)?;
-        } else {
-            sample_uncached(clip, t, &mut pose)?;
-        }
+    for (i, &t) in times.iter().enumerate() {
+        sample(reference, t, &mut ca, &mut pa)?;
+        sample(candidate, t, &mut cb, &mut pb)?;
+        compose(skeleton, &pa, &mut ma);
+        compose(skeleton, &pb, &mut mb);
         for j in 0..n {
-            let l = &pose[j];
-            let local = DMat4::from_scale_rotation_translation(
-                l.scale.as_dvec3(),
-                l.rotation.as_dquat().normalize(),
-                l.translation.as_dvec3(),
-            );
-            let p = parents[j];
-            model[j] = if p == crate::JointIndex::MAX {
-                local
-            } else {
-                model[p as usize] * local
-            };
-        }
-        out.extend(model.iter().map(|m| {
-            let o = m.w_axis.truncate();
-            [
-                o + m.x_axis.truncate() * shell,
-                o + m.y_axis.truncate() * shell,
-                o + m.z_axis.truncate() * shell,
-            ]
-        }));
-    }
-    Ok(out)
-}
-
-/// Per-(time, joint) errors between two vertex sets from [`vertices`].
-pub(crate) fn errors(a: &[[DVec3; 3]], b: &[[DVec3; 3]]) -> Vec<f32> {
-    a.iter()
-        .zip(b)
-        .map(|(a, b)| {
-            (a[0] - b[0])
+            let d = mb[j] - ma[j];
+            // The vertex error is the origin's difference plus the axis' difference.
+            let o = d.w_axis.truncate();
+            let e = (o + d.x_axis.truncate() * shell)
                 .length()
-                .max((a[1] - b[1]).length())
-                .max((a[2] - b[2]).length()) as f32
-        })
-        .collect()
+                .max((o + d.y_axis.truncate() * shell).length())
+                .max((o + d.z_axis.truncate() * shell).length());
+            on_error(i, j, e as f32);
+        }
+    }
+    Ok(())
 }
 
-/// Statistics of per-(time, joint) errors (`joints` per time).
+/// Model-space matrices of `pose`, composed in f64: at a budget of 0.01 cm on a skeleton a
+/// few metres in size, f32's own rounding is a tenth of the budget, too much for the
+/// measurement the guarantee rests on.
+fn compose(skeleton: &Skeleton, pose: &[crate::Transform], model: &mut [DMat4]) {
+    let parents = skeleton.parents();
+    for (j, l) in pose.iter().enumerate().take(model.len()) {
+        let local = DMat4::from_scale_rotation_translation(
+            l.scale.as_dvec3(),
+            l.rotation.as_dquat().normalize(),
+            l.translation.as_dvec3(),
+        );
+        let p = parents[j];
+        model[j] = if p == crate::JointIndex::MAX {
+            local
+        } else {
+            model[p as usize] * local
+        };
+    }
+}
+
+/// Statistics of per-(time, joint) errors collected in order (`joints` per time).
 pub(crate) fn stats(errors: &[f32], joints: usize, times: &[f32]) -> ErrorStats {
     let mut s = ErrorStats {
         samples: errors.len(),
@@ -118,12 +113,68 @@ pub(crate) fn stats(errors: &[f32], joints: usize, times: &[f32]) -> ErrorStats 
     s
 }
 
+/// Errors in bins of 1/200 of a budget up to twice the budget (the last bin: beyond): what
+/// a 99th percentile needs, in constant memory, and mergeable over clips with one budget.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ErrorHistogram {
+    /// The width of a bin, in the unit the errors were given in.
+    pub step: f32,
+    /// Counts per bin; `counts[k]` holds errors in `[k * step, (k + 1) * step)`, the last one
+    /// everything above.
+    pub counts: Vec<u64>,
+}
+
+impl ErrorHistogram {
+    /// Bins for errors of a budget `budget`.
+    pub fn new(budget: f32) -> Self {
+        Self {
+            step: budget / 200.0,
+            counts: vec![0; 401],
+        }
+    }
+
+    /// Counts `e`.
+    pub fn add(&mut self, e: f32) {
+        let k = if e.is_finite() {
+            ((e / self.step) as usize).min(400)
+        } else {
+            400
+        };
+        self.counts[k] += 1;
+    }
+
+    /// Adds another histogram of the same bins.
+    pub fn merge(&mut self, other: &ErrorHistogram) {
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+    }
+
+    /// The `q` quantile (0..=1) as the upper edge of its bin (`max` for the last bin).
+    pub fn quantile(&self, q: f64, max: f32) -> f32 {
+        let total: u64 = self.counts.iter().sum();
+        let want = (total as f64 * q).ceil() as u64;
+        let mut seen = 0;
+        for (k, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= want && c > 0 {
+                return if k == 400 {
+                    max
+                } else {
+                    ((k + 1) as f32 * self.step).min(max)
+                };
+            }
+        }
+        max
+    }
+}
+
 /// Measures how far `candidate` strays from `reference`: the largest distance, over `times`
 /// and every joint, between virtual vertices `shell` units from the joint on its local axes,
 /// in model space (skeleton units).
 ///
-/// Both clips are sampled as the runtime samples them: `candidate` through a
-/// [`SamplingCache`] in the order of `times`, `reference` without one.
+/// Both clips are sampled as the runtime samples them, through a [`SamplingCache`] in the
+/// order of `times`; model space is composed in f64.
 ///
 /// ```
 /// # use skelett::*;
@@ -157,9 +208,11 @@ pub fn measure_error(
             });
         }
     }
-    let a = vertices(skeleton, reference, shell, times, false)?;
-    let b = vertices(skeleton, candidate, shell, times, true)?;
-    Ok(stats(&errors(&a, &b), skeleton.len(), times))
+    let mut errors = Vec::with_capacity(times.len() * skeleton.len());
+    measure(skeleton, reference, candidate, shell, times, |_, _, e| {
+        errors.push(e)
+    })?;
+    Ok(stats(&errors, skeleton.len(), times))
 }
 
 /// How far a local error of each joint's channels can move vertices, per frame.

@@ -43,7 +43,7 @@ pub use compact::{CompactTrack, MAX_BITS, SEG_LEN};
 pub(crate) mod compact_format {
     pub(crate) use super::compact::{read_bits, SegHeader, MAX_WIDTH};
 }
-pub use metric::{measure_error, ErrorStats};
+pub use metric::{measure_error, ErrorHistogram, ErrorStats};
 
 use crate::{
     local_to_model, sample_uncached, Clip, Error, Interpolation, JointIndex, RawChannel, RawClip,
@@ -156,7 +156,12 @@ pub struct CompressReport {
     pub raw_bytes: usize,
     /// What the compact clip stores ([`Clip::size_bytes`]).
     pub compressed_bytes: usize,
-    /// Largest error measured (frames and fifteen points inside every frame interval), cm.
+    /// The budget asked for, cm ([`CompressOptions::error_cm`]).
+    pub error_cm: f32,
+    /// Largest error measured (frames, fifteen points inside every frame interval, and the
+    /// source's key times), cm; above `error_cm` only where the budget could not be met
+    /// (below f32's precision for the skeleton's size, or a source that jumps between the
+    /// finest grid's samples).
     pub max_error_cm: f32,
     /// 99th percentile of the per-(time, joint) errors, cm.
     pub p99_error_cm: f32,
@@ -164,6 +169,9 @@ pub struct CompressReport {
     pub worst_joint: JointIndex,
     /// See `worst_joint`.
     pub worst_time: f32,
+    /// The per-(time, joint) errors of the final measurement, in centimetres, binned (for
+    /// percentiles over several clips: [`ErrorHistogram::merge`]).
+    pub error_histogram: ErrorHistogram,
     /// Channels stored as keys.
     pub animated_channels: usize,
     /// Channels stored as one value.
@@ -296,6 +304,12 @@ pub fn detect_rate(clip: &Clip) -> f32 {
     (1.0 / d_min).clamp(1.0, 240.0) as f32
 }
 
+/// Frames a compact clip may have, and joint-frames (joints times frames) a clip may have to
+/// be compressed: the compressor keeps a few hundred bytes per joint-frame (values between
+/// frames, sensitivities), about 2 GB at this limit; split longer clips.
+pub const MAX_FRAMES: u32 = 1 << 24;
+const MAX_JOINT_FRAMES: u64 = 1 << 23;
+
 /// The sampling grid: `frames` samples at `start + f / rate`, the last at the clip's end.
 #[derive(Clone, Copy, Debug)]
 struct Grid {
@@ -307,24 +321,33 @@ struct Grid {
 }
 
 impl Grid {
-    fn new(start: f32, duration: f32, rate: f32) -> Grid {
+    /// The grid over `duration` at `rate`: whole frames, and one more where the last
+    /// interval is shorter than a frame (at least a start and an end for any positive
+    /// duration); `None` past [`MAX_FRAMES`].
+    fn new(start: f32, duration: f32, rate: f32) -> Option<Grid> {
         let x = f64::from(duration) * f64::from(rate);
+        if x.is_nan() || x >= f64::from(MAX_FRAMES) {
+            return None;
+        }
         let whole = (x + 1e-3).floor();
         let rem = x - whole;
         let (frames, last_span) = if duration <= 0.0 {
             (1, 1.0)
+        } else if whole < 1.0 {
+            // Shorter than a frame: its start and its end.
+            (2, (x as f32).max(1e-6))
         } else if rem > 1e-3 {
             (whole as u32 + 2, rem as f32)
         } else {
             (whole as u32 + 1, 1.0)
         };
-        Grid {
+        Some(Grid {
             start,
             duration,
             rate,
-            frames: frames.max(1),
+            frames,
             last_span,
-        }
+        })
     }
 
     fn time(&self, f: u32) -> f32 {
@@ -392,7 +415,8 @@ impl Grid {
 /// # Errors
 /// - [`Error::SkeletonMismatch`] if the clip was built for another skeleton.
 /// - [`Error::ClipRange`] if an option is not a positive, finite number, or the clip is too
-///   long for the format (more than 2^32 bits).
+///   long to compress at once (more than [`MAX_FRAMES`] frames, or 2^23 joints times frames)
+///   or for the format (more than 2^32 bits of keys).
 pub fn compress(
     skeleton: &Skeleton,
     clip: &Clip,
@@ -437,35 +461,49 @@ pub fn compress(
     };
     let budget = options.error_cm / cm_per_unit;
     let shell = options.shell_cm / cm_per_unit;
+    // A grid the format and the compressor's memory allow, or a clear error.
+    let grid_at = |rate: f32| -> Result<Grid, Error> {
+        Grid::new(clip.start, clip.duration, rate)
+            .filter(|g| u64::from(g.frames) * skeleton.len() as u64 <= MAX_JOINT_FRAMES)
+            .ok_or_else(|| {
+                bad(format!(
+                    "{} s at {rate} fps for {} joints is longer than skelett compresses at \
+                     once ({MAX_JOINT_FRAMES} joint-frames): split the clip",
+                    clip.duration,
+                    skeleton.len()
+                ))
+            })
+    };
     let (reference, rate) = match options.sample_rate {
-        Some(r) => (Cow::Owned(resample(skeleton, clip, r)?), r),
+        Some(r) => (Cow::Owned(resample(skeleton, clip, grid_at(r)?)?), r),
         None => (Cow::Borrowed(clip), detect_rate(clip)),
     };
     // ACL's raw size counts the source's samples, whatever grid the compact clip needs.
-    let source = Grid::new(reference.start, reference.duration, rate);
+    let source = grid_at(rate)?;
 
     // A grid too coarse for the source (cubic curves between sparse keys) cannot meet the
     // budget even keeping every frame: refine it.
-    let mut rate = rate;
+    let mut last = source;
     let mut found = None;
-    for _ in 0..4 {
-        let grid = Grid::new(reference.start, reference.duration, rate);
+    for k in 0..4 {
+        let grid = match grid_at(rate * (1 << k) as f32) {
+            Ok(g) => g,
+            Err(e) if k == 0 => return Err(e),
+            Err(_) => break,
+        };
+        last = grid;
         if let Some(r) = compress_on(skeleton, &reference, grid, budget, shell)? {
             found = Some((grid, r));
             break;
         }
-        rate *= 2.0;
     }
     let (grid, out) = match found {
         Some(f) => f,
-        None => {
-            // Keep the finest attempt: the report says how far it is off.
-            let grid = Grid::new(reference.start, reference.duration, rate / 2.0);
-            (
-                grid,
-                compress_fallback(skeleton, &reference, grid, budget, shell)?,
-            )
-        }
+        // Keep the finest attempt: the report says how far it is off.
+        None => (
+            last,
+            compress_fallback(skeleton, &reference, last, budget, shell)?,
+        ),
     };
     let mut compact = out.clip;
     compact.events = clip.events.clone();
@@ -478,10 +516,15 @@ pub fn compress(
         units,
         raw_bytes: skeleton.len() * source.frames as usize * 40,
         compressed_bytes: compact.size_bytes(),
-        max_error_cm: out.dense.max * cm_per_unit,
-        p99_error_cm: out.dense.p99 * cm_per_unit,
-        worst_joint: out.dense.worst_joint,
-        worst_time: out.dense.worst_time,
+        error_cm: options.error_cm,
+        max_error_cm: out.dense.stats.max * cm_per_unit,
+        p99_error_cm: out.dense.stats.p99 * cm_per_unit,
+        worst_joint: out.dense.stats.worst_joint,
+        worst_time: out.dense.stats.worst_time,
+        error_histogram: ErrorHistogram {
+            step: out.dense.histogram.step * cm_per_unit,
+            counts: out.dense.histogram.counts.clone(),
+        },
         animated_channels: out.animated,
         constant_channels: out.constant,
         rest_channels: out.rest,
@@ -493,8 +536,7 @@ pub fn compress(
 
 /// The clip resampled at `rate`: LINEAR keys at every frame of the grid (ACL's input when
 /// it is given a rate).
-fn resample(skeleton: &Skeleton, clip: &Clip, rate: f32) -> Result<Clip, Error> {
-    let grid = Grid::new(clip.start, clip.duration, rate);
+fn resample(skeleton: &Skeleton, clip: &Clip, grid: Grid) -> Result<Clip, Error> {
     let times: Vec<f32> = (0..grid.frames).map(|f| grid.time(f)).collect();
     let n = skeleton.len();
     let mut pose = vec![Transform::IDENTITY; n];
@@ -545,7 +587,7 @@ fn resample(skeleton: &Skeleton, clip: &Clip, rate: f32) -> Result<Clip, Error> 
 struct Outcome {
     clip: Clip,
     plans: Vec<encode::Plan>,
-    dense: ErrorStats,
+    dense: Checked,
     animated: usize,
     constant: usize,
     rest: usize,
@@ -566,10 +608,10 @@ struct Prepared {
     /// Share of the budget of each joint's channels (before the multiplier).
     share: Vec<f32>,
     /// Reference vertices at four points per frame interval, and at sixteen.
+    /// Where the search measures (frames and three points between, and the source's own key
+    /// times with the f32 before each), and where the final check does (fifteen between).
     check_times: Vec<f32>,
-    check_ref: Vec<[glam::DVec3; 3]>,
     dense_times: Vec<f32>,
-    dense_ref: Vec<[glam::DVec3; 3]>,
 }
 
 const TARGETS: [Target; 3] = [Target::Translation, Target::Rotation, Target::Scale];
@@ -633,11 +675,6 @@ fn prepare(
             step[j as usize * 3 + target as usize] = true;
         }
     }
-    if let Some(c) = &reference.compact {
-        for tr in c.tracks.iter() {
-            step[tr.joint as usize * 3 + tr.target as usize] = tr.step;
-        }
-    }
     // Channels that move (or leave the rest pose) share the budget along every chain: a
     // joint's channels get the budget divided by the most such channels on any path from
     // a root through it to a leaf.
@@ -670,10 +707,32 @@ fn prepare(
         }
     }
     let share = chain.iter().map(|&c| budget / c.max(1) as f32).collect();
-    let check_times = grid.times(4);
-    let dense_times = grid.times(16);
-    let check_ref = metric::vertices(skeleton, reference, shell, &check_times, false)?;
-    let dense_ref = metric::vertices(skeleton, reference, shell, &dense_times, false)?;
+    // The source's key times, and just before each: a STEP key, or a kink, between the
+    // grid's points is measured where it happens. "Just before" is twice the tolerance
+    // within which a time counts as its grid frame (see `Compact::pos_of`), outside the f32
+    // rounding of frame times that a compact STEP key switches at.
+    let before = |t: f32| {
+        let x = ((t - reference.start) * grid.rate).abs();
+        t - (2e-4f32).max(16.0 * f32::EPSILON * x) / grid.rate
+    };
+    let mut keys: Vec<f32> = reference
+        .times
+        .iter()
+        .filter(|&&t| t >= reference.start && t <= reference.end())
+        .flat_map(|&t| [before(t), t])
+        .filter(|&t| t >= reference.start)
+        .collect();
+    keys.sort_by(f32::total_cmp);
+    keys.dedup();
+    let with_keys = |mut t: Vec<f32>| {
+        t.extend_from_slice(&keys);
+        t.sort_by(f32::total_cmp);
+        t.dedup();
+        t
+    };
+    let check_times = with_keys(grid.times(4));
+    let dense_times = with_keys(grid.times(16));
+    let _ = shell;
     Ok(Prepared {
         grid,
         pos: (0..grid.frames).map(|f| grid.pos(f)).collect(),
@@ -684,9 +743,7 @@ fn prepare(
         sens,
         share,
         check_times,
-        check_ref,
         dense_times,
-        dense_ref,
     })
 }
 
@@ -742,7 +799,7 @@ fn assemble(
     skeleton: &Skeleton,
     p: &Prepared,
     plans: &[encode::Plan],
-) -> Outcome {
+) -> Result<Outcome, Error> {
     let n = skeleton.len();
     let mut base: Vec<Transform> = skeleton.rest_pose().to_vec();
     let mut constants = Vec::new();
@@ -778,6 +835,15 @@ fn assemble(
             bits.append(&e.segments[s]);
         }
     }
+    if bits.len > u64::from(u32::MAX) - 64 {
+        return Err(Error::ClipRange {
+            clip: reference.name.clone(),
+            problem: format!(
+                "{} bits of keys: more than a compact clip can index (2^32); split the clip",
+                bits.len
+            ),
+        });
+    }
     let compact = Compact::new(
         p.grid.rate,
         p.grid.frames,
@@ -800,15 +866,19 @@ fn assemble(
         compact,
         Vec::new(),
     );
-    Outcome {
+    Ok(Outcome {
         clip,
         plans: plans.to_vec(),
-        dense: ErrorStats::default(),
+        dense: Checked {
+            stats: ErrorStats::default(),
+            over: Vec::new(),
+            histogram: metric::ErrorHistogram::new(1.0),
+        },
         animated,
         constant,
         rest,
         keys,
-    }
+    })
 }
 
 fn set(t: &mut Transform, target: Target, v: Vec4) {
@@ -819,23 +889,49 @@ fn set(t: &mut Transform, target: Target, v: Vec4) {
     }
 }
 
-/// The errors of an assembled clip per (time, joint) at the check times (four per frame
-/// interval) or the dense ones (sixteen), and their statistics.
+/// What a measurement of an assembled clip found.
+struct Checked {
+    stats: ErrorStats,
+    /// Joints with an error above the budget somewhere.
+    over: Vec<bool>,
+    histogram: metric::ErrorHistogram,
+}
+
+/// Measures an assembled clip against the reference at the check times (four per frame
+/// interval and the source's keys) or the dense ones (sixteen).
 fn check(
     skeleton: &Skeleton,
     p: &Prepared,
+    reference: &Clip,
     clip: &Clip,
     shell: f32,
+    budget: f32,
     dense: bool,
-) -> Result<(ErrorStats, Vec<f32>), Error> {
-    let (times, reference) = if dense {
-        (&p.dense_times, &p.dense_ref)
+) -> Result<Checked, Error> {
+    let times = if dense {
+        &p.dense_times
     } else {
-        (&p.check_times, &p.check_ref)
+        &p.check_times
     };
-    let got = metric::vertices(skeleton, clip, shell, times, true)?;
-    let errors = metric::errors(reference, &got);
-    Ok((metric::stats(&errors, skeleton.len(), times), errors))
+    let mut stats = ErrorStats::default();
+    let mut over = vec![false; skeleton.len()];
+    let mut histogram = metric::ErrorHistogram::new(budget);
+    metric::measure(skeleton, reference, clip, shell, times, |i, j, e| {
+        stats.samples += 1;
+        if e > stats.max || e.is_nan() {
+            stats.max = if e.is_nan() { f32::INFINITY } else { e };
+            stats.worst_joint = j as JointIndex;
+            stats.worst_time = times[i];
+        }
+        over[j] |= e.is_nan() || e > budget;
+        histogram.add(e);
+    })?;
+    stats.p99 = histogram.quantile(0.99, stats.max);
+    Ok(Checked {
+        stats,
+        over,
+        histogram,
+    })
 }
 
 /// The largest budget multiplier whose clip measures within the budget; `None` if even the
@@ -851,18 +947,20 @@ fn compress_on(
     let target = 0.97 * budget;
     let n = skeleton.len();
     let ones = vec![1.0f32; n];
-    let attempt_scaled = |m: f32, scale: &[f32]| -> Result<(Outcome, ErrorStats), Error> {
-        let out = assemble(reference, skeleton, &p, &plan_all(&p, m, scale));
-        let (e, _) = check(skeleton, &p, &out.clip, shell, false)?;
-        Ok((out, e))
+    let measure =
+        |clip: &Clip, dense: bool| check(skeleton, &p, reference, clip, shell, budget, dense);
+    let attempt_scaled = |m: f32, scale: &[f32]| -> Result<(Outcome, f32), Error> {
+        let out = assemble(reference, skeleton, &p, &plan_all(&p, m, scale))?;
+        let max = measure(&out.clip, false)?.stats.max;
+        Ok((out, max))
     };
     let attempt = |m: f32| attempt_scaled(m, &ones);
     // Grow m from 1 while the error allows, then bisect (geometrically).
     let (mut lo, mut hi): (Option<(f32, Outcome)>, Option<f32>) = (None, None);
     let mut m = 1.0f32;
     for _ in 0..8 {
-        let (out, e) = attempt(m)?;
-        if e.max <= target {
+        let (out, max) = attempt(m)?;
+        if max <= target {
             lo = Some((m, out));
             m *= 4.0;
         } else {
@@ -874,8 +972,8 @@ fn compress_on(
         // Even m = 1 is too much (the first-order split is not a bound for large errors).
         m = 0.5;
         while m > 1.0 / 256.0 {
-            let (out, e) = attempt(m)?;
-            if e.max <= target {
+            let (out, max) = attempt(m)?;
+            if max <= target {
                 lo = Some((m, out));
                 break;
             }
@@ -889,8 +987,8 @@ fn compress_on(
     if let Some(mut hi_m) = hi {
         for _ in 0..5 {
             let mid = (lo_m * hi_m).sqrt();
-            let (out, e) = attempt(mid)?;
-            if e.max <= target {
+            let (out, max) = attempt(mid)?;
+            if max <= target {
                 lo_m = mid;
                 best = out;
             } else {
@@ -902,13 +1000,13 @@ fn compress_on(
     // changes fast inside an interval). Where that finds more, back off locally.
     let mut scale = ones.clone();
     for round in 0..12 {
-        let (dense, errors) = check(skeleton, &p, &best.clip, shell, true)?;
-        if dense.max <= budget {
+        let dense = measure(&best.clip, true)?;
+        if dense.stats.max <= budget {
             // Spend the slack: the multiplier stopped at the worst joint; give every other
             // joint more budget where the measured error allows.
-            let (loose, _) = loosen(skeleton, reference, &p, shell, target, lo_m, &scale, &best)?;
-            let (loose_dense, _) = check(skeleton, &p, &loose.clip, shell, true)?;
-            if loose_dense.max <= budget && loose.clip.size_bytes() < best.clip.size_bytes() {
+            let loose = loosen(skeleton, reference, &p, shell, target, lo_m, &scale, &best)?;
+            let loose_dense = measure(&loose.clip, true)?;
+            if loose_dense.stats.max <= budget && loose.clip.size_bytes() < best.clip.size_bytes() {
                 let mut out = loose;
                 out.dense = loose_dense;
                 return Ok(Some(out));
@@ -917,17 +1015,15 @@ fn compress_on(
             return Ok(Some(best));
         }
         // Tighten only the joints on the way from the root to each joint over the budget.
-        let mut over = vec![false; n];
-        for (i, &e) in errors.iter().enumerate() {
-            if e > budget {
-                let mut j = Some((i % n) as JointIndex);
-                while let Some(k) = j {
-                    over[k as usize] = true;
-                    j = skeleton.parent(k);
-                }
+        let mut chain = vec![false; n];
+        for j in (0..n).filter(|&j| dense.over[j]) {
+            let mut k = Some(j as JointIndex);
+            while let Some(i) = k {
+                chain[i as usize] = true;
+                k = skeleton.parent(i);
             }
         }
-        for (s, &o) in scale.iter_mut().zip(&over) {
+        for (s, &o) in scale.iter_mut().zip(&chain) {
             if o {
                 *s *= 0.7;
             }
@@ -943,8 +1039,7 @@ fn compress_on(
 }
 
 /// Joint by joint, leaves first, twice: half as much budget again for the joint's channels,
-/// kept where it saves bits and the clip still measures within `target`. Returns the
-/// loosened outcome and the joints' scales.
+/// kept where it saves bits and the clip still measures within `target`.
 #[allow(clippy::too_many_arguments)]
 fn loosen(
     skeleton: &Skeleton,
@@ -955,7 +1050,8 @@ fn loosen(
     m: f32,
     scale: &[f32],
     best: &Outcome,
-) -> Result<(Outcome, Vec<f32>), Error> {
+) -> Result<Outcome, Error> {
+    let budget = target / 0.97;
     let n = skeleton.len();
     let mut scale = scale.to_vec();
     let mut plans = best.plans.clone();
@@ -970,19 +1066,22 @@ fn loosen(
             }
             let mut candidate = plans.clone();
             candidate.splice(j * 3..j * 3 + 3, trial);
-            let o = assemble(reference, skeleton, p, &candidate);
-            if check(skeleton, p, &o.clip, shell, false)?.0.max <= target {
+            let o = assemble(reference, skeleton, p, &candidate)?;
+            if check(skeleton, p, reference, &o.clip, shell, budget, false)?
+                .stats
+                .max
+                <= target
+            {
                 scale[j] *= 1.5;
                 plans = candidate;
                 out = Some(o);
             }
         }
     }
-    let out = match out {
-        Some(o) => o,
+    match out {
+        Some(o) => Ok(o),
         None => assemble(reference, skeleton, p, &plans),
-    };
-    Ok((out, scale))
+    }
 }
 
 /// The tightest attempt on the finest grid, whatever its error (reported honestly).
@@ -995,7 +1094,7 @@ fn compress_fallback(
 ) -> Result<Outcome, Error> {
     let p = prepare(skeleton, reference, grid, budget, shell)?;
     let scale = vec![1.0; skeleton.len()];
-    let mut out = assemble(reference, skeleton, &p, &plan_all(&p, 1.0 / 256.0, &scale));
-    out.dense = check(skeleton, &p, &out.clip, shell, true)?.0;
+    let mut out = assemble(reference, skeleton, &p, &plan_all(&p, 1.0 / 256.0, &scale))?;
+    out.dense = check(skeleton, &p, reference, &out.clip, shell, budget, true)?;
     Ok(out)
 }
