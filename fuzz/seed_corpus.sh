@@ -27,6 +27,15 @@ for f in gltf/RiggedFigure.glb gltf/Fox.glb; do
   cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
     compress "$data/$f" "$here/corpus/native_import/$(basename "$f" .glb)_compact.skl" >/dev/null
 done
+# A dense mocap clip compressed (order-2 prediction, sparse and dense segments): the first
+# 100 frames of a CMU capture.
+tmp=$(mktemp -d)
+awk '/^Frames:/{print "Frames: 100"; next} {print} /^Frame Time/{n=NR} n && NR>n+100{exit}' \
+  "$data/bvh/01_01.bvh" > "$tmp/01_01_100.bvh"
+cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
+  compress "$tmp/01_01_100.bvh" "$here/corpus/native_import/01_01_100_compact.skl" \
+  --cm-per-unit 6.822 >/dev/null
+rm -rf "$tmp"
 # RAM + NUL + RAA pairs written by the CLI.
 mkdir -p "$here/corpus/rite_import"
 tmp=$(mktemp -d)

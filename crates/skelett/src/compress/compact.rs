@@ -586,13 +586,43 @@ impl SegDecoder {
         }
         let i = self.mask.trailing_zeros();
         self.mask &= self.mask - 1;
+        let q = self.step(&c.data);
+        Some(Key {
+            frame: self.first + 1 + i,
+            q: q.to_array(),
+            drop: self.drop,
+            negative: self.negative,
+        })
+    }
+
+    /// Steps over the keys at frames up to `frame` but the last of them, as integers only:
+    /// a seek's short way to the pair around its time ([`Self::next`] then returns that last
+    /// key, and the one after it).
+    #[inline(always)]
+    pub fn skip_before(&mut self, c: &Compact, frame: u32) {
+        let below = frame.saturating_sub(self.first);
+        // Bit i is frame first + 1 + i: the keys at frames up to `frame` are bits below.
+        let keys = if below >= 32 {
+            self.mask
+        } else {
+            self.mask & ((1u32 << below) - 1)
+        };
+        for _ in 1..keys.count_ones() {
+            self.mask &= self.mask - 1;
+            self.step(&c.data);
+        }
+    }
+
+    /// Decodes the next key's integers (the caller has taken its bit from `mask`).
+    #[inline(always)]
+    fn step(&mut self, data: &[u8]) -> IVec4 {
         let q = if self.order2 && self.count == 1 {
             // The second anchor, absolute.
-            read_lanes(&c.data, &mut self.pos, self.abs_bits)
+            read_lanes(data, &mut self.pos, self.abs_bits)
         } else {
             let raw = if self.key_bits <= 57 {
                 // One load for the whole key (widths of a few bits each: nearly always).
-                let mut word = load_bits(&c.data, self.pos);
+                let mut word = load_bits(data, self.pos);
                 self.pos += self.key_bits;
                 self.widths.map(|w| {
                     let v = (word & ((1u64 << w) - 1)) as u32;
@@ -601,7 +631,7 @@ impl SegDecoder {
                 })
             } else {
                 self.widths.map(|w| {
-                    let v = read_bits(&c.data, self.pos, w);
+                    let v = read_bits(data, self.pos, w);
                     self.pos += w;
                     v
                 })
@@ -617,12 +647,7 @@ impl SegDecoder {
         self.q0 = self.q1;
         self.q1 = q;
         self.count += 1;
-        Some(Key {
-            frame: self.first + 1 + i,
-            q: q.to_array(),
-            drop: self.drop,
-            negative: self.negative,
-        })
+        q
     }
 }
 
@@ -826,6 +851,9 @@ fn advance(c: &Compact, cache: &mut CompactCache, i: usize, x: f32) {
         cur.k1 = key;
         cur.x1 = c.frame_pos(key.frame);
         cur.next_is_anchor = false;
+        // Keys at whole frames up to x but the last are passed as integers; the loop below
+        // decodes the last one and the next (two steps: `v0` is dequantised from `k0`).
+        cur.dec.skip_before(c, x as u32);
         k0 = key;
         steps = 2;
     }
