@@ -17,6 +17,28 @@ pub struct Batch<T> {
     pub skipped: Vec<PathBuf>,
 }
 
+/// Loads `input`, keeping only the clip named (or numbered) `clip` when one is given; the
+/// error lists the file's clips when it has no such clip.
+pub fn load_selected(
+    input: &Path,
+    load: &skelett_io::LoadOptions,
+    clip: Option<&str>,
+) -> Result<skelett_io::Asset> {
+    let asset = skelett_io::load_with(input, load)?;
+    let Some(c) = clip else {
+        return Ok(asset);
+    };
+    let i = asset.clip_index(c).ok_or_else(|| {
+        let names: Vec<&str> = asset.clips.iter().map(|c| c.name()).collect();
+        format!(
+            "{}: no clip {c:?} (it has: {})",
+            input.display(),
+            names.join(", ")
+        )
+    })?;
+    Ok(asset.with_only_clip(i))
+}
+
 /// Every file below `dir`, sorted.
 fn files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();

@@ -110,18 +110,8 @@ fn units(report: Option<&CompressReport>) -> String {
 }
 
 fn compress_file(input: &Path, output: &Path, opts: &Options) -> Result<FileReport> {
-    let mut asset = skelett_io::load_with(input, &crate::load_options())?;
-    if let Some(c) = &opts.clip {
-        let i = asset.clip_index(c).ok_or_else(|| {
-            let names: Vec<&str> = asset.clips.iter().map(|c| c.name()).collect();
-            format!(
-                "{}: no clip {c:?} (it has: {})",
-                input.display(),
-                names.join(", ")
-            )
-        })?;
-        asset = asset.with_only_clip(i);
-    }
+    let mut asset =
+        crate::batch::load_selected(input, &crate::load_options(), opts.clip.as_deref())?;
     let options = CompressOptions {
         error_cm: opts.error_cm,
         shell_cm: opts.shell_cm,

@@ -35,18 +35,7 @@ fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
         )
         .into());
     }
-    let mut asset = skelett_io::load_with(input, &opts.load)?;
-    if let Some(c) = &opts.clip {
-        let i = asset.clip_index(c).ok_or_else(|| {
-            let names: Vec<&str> = asset.clips.iter().map(|c| c.name()).collect();
-            format!(
-                "{}: no clip {c:?} (it has: {})",
-                input.display(),
-                names.join(", ")
-            )
-        })?;
-        asset = asset.with_only_clip(i);
-    }
+    let mut asset = crate::batch::load_selected(input, &opts.load, opts.clip.as_deref())?;
     if let Some(s) = opts.scale {
         if !(s.is_finite() && s > 0.0) {
             return Err(format!("--scale {s}: a positive number is needed").into());
