@@ -825,29 +825,12 @@ fn compress_files_and_folders() {
     );
 
     // Bad arguments: clear errors.
+    let (b, o) = (bvh.to_str().unwrap(), skl.to_str().unwrap());
     for args in [
-        vec![
-            "compress",
-            bvh.to_str().unwrap(),
-            skl.to_str().unwrap(),
-            "--error",
-            "-1",
-        ],
-        vec![
-            "compress",
-            bvh.to_str().unwrap(),
-            skl.to_str().unwrap(),
-            "--error",
-            "abc",
-        ],
-        vec![
-            "compress",
-            bvh.to_str().unwrap(),
-            skl.to_str().unwrap(),
-            "--clip",
-            "nope",
-        ],
-        vec!["compress", "missing.bvh", skl.to_str().unwrap()],
+        vec!["compress", b, o, "--error", "-1"],
+        vec!["compress", b, o, "--error", "abc"],
+        vec!["compress", b, o, "--clip", "nope"],
+        vec!["compress", "missing.bvh", o],
     ] {
         let (ok, _, err) = skelett(&args);
         assert!(!ok && !err.is_empty(), "{args:?}");

@@ -207,6 +207,15 @@ proptest! {
     }
 }
 
+/// Compresses with the defaults, one skeleton unit taken as a centimetre.
+fn compress_cm(skeleton: &Skeleton, clip: &Clip) -> Clip {
+    let opts = CompressOptions {
+        cm_per_unit: Some(1.0),
+        ..Default::default()
+    };
+    compress(skeleton, clip, &opts).unwrap().0
+}
+
 #[test]
 fn compact_clips_scale_and_become_additive_like_clips() {
     let rig = Rig {
@@ -216,15 +225,7 @@ fn compact_clips_scale_and_become_additive_like_clips() {
         moves: vec![(true, true, false, false); 3],
     };
     let (skeleton, clip) = build(&rig, 60, 30.0);
-    let (c, _) = compress(
-        &skeleton,
-        &clip,
-        &CompressOptions {
-            cm_per_unit: Some(1.0),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let c = compress_cm(&skeleton, &clip);
     let doubled = c.scaled(2.0);
     assert!(doubled.is_compact());
     let (mut a, mut b) = (Pose::rest(&skeleton), Pose::rest(&skeleton));
@@ -263,15 +264,7 @@ fn the_animator_plays_compact_clips_with_their_events() {
             payload: None,
         }])
         .unwrap();
-    let (c, _) = compress(
-        &skeleton,
-        &clip,
-        &CompressOptions {
-            cm_per_unit: Some(1.0),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let c = compress_cm(&skeleton, &clip);
     assert_eq!(c.events(), clip.events());
     let mut animator = Animator::new(std::sync::Arc::new(skeleton.clone()));
     animator
