@@ -27,6 +27,13 @@
 //!   as cubic channels: their tangents are Bezier handles in time and value (often weighted),
 //!   which glTF-style Hermite keys cannot hold in general.
 //!
+//! Joint names are the file's. Where ufbx adds helper nodes (Maya's segment scale
+//! compensation and other non-standard scale inheritance; geometric transforms), the joint
+//! whose world matrix is the file's node's, scale included (the one the skin binds to), keeps
+//! the file's name; the node above a scale helper is `name<unscaled>` ([`UNSCALED_SUFFIX`])
+//! and a geometry helper `name<geometry>` ([`GEOMETRY_SUFFIX`]). A helper never takes a name
+//! the file uses.
+//!
 //! ufbx is a C library; it is the most complete FBX reader there is, and no Rust crate reads
 //! FBX as faithfully, so skelett binds it rather than parse FBX by hand. Units and axes are
 //! the file's own unless [`Options`] asks for metres or Y-up right-handed. Clip times are the
@@ -77,6 +84,101 @@ fn mat(m: &ufbx::Matrix) -> Mat4 {
         Vec4::new(m.m02 as f32, m.m12 as f32, m.m22 as f32, 0.0),
         Vec4::new(m.m03 as f32, m.m13 as f32, m.m23 as f32, 1.0),
     )
+}
+
+/// What a joint's name comes from: the file, or a helper node ufbx added.
+enum NameSource<'a> {
+    /// The file's own name.
+    File(&'a str),
+    /// A node whose scale ufbx moved to its scale helper, which carries the file's name: the
+    /// name with this suffix.
+    Derived(&'a str, &'static str),
+}
+
+/// Suffix of a node whose scale (and the file's name) went to its scale helper.
+pub const UNSCALED_SUFFIX: &str = "<unscaled>";
+/// Suffix of a geometry-transform helper (the node's geometric offset, between the node and
+/// its mesh).
+pub const GEOMETRY_SUFFIX: &str = "<geometry>";
+
+/// Joint names for the nodes `ids`.
+///
+/// ufbx represents two FBX features with helper nodes it adds to the scene:
+/// - non-standard scale inheritance (Maya's segment scale compensation, FBX `InheritType`
+///   1 and 2): a node whose scale must not reach some children gets a *scale helper* child
+///   that carries the scale; the skin clusters, the bone attribute and the children that do
+///   inherit scale move to the helper. The helper's world matrix is the file's joint's (scale
+///   included), so the helper takes the file's name, and the node above it (translation and
+///   rotation only, parent of the children that ignore its scale) is called
+///   `name<unscaled>`;
+/// - geometric transforms: a *geometry helper* between a node and its mesh, called
+///   `name<geometry>`.
+///
+/// File names are kept as they are (two equal file names are told apart with `#index` and a
+/// warning, as in every importer); a helper's name that a file name already uses gets `#index`
+/// (`#1`, `#2`, ... until it is unique), so no file name is ever changed because of a helper.
+fn joint_names(
+    scene: &ufbx::Scene,
+    ids: &[usize],
+    is_joint: &[bool],
+    warnings: &mut Vec<String>,
+) -> Vec<String> {
+    let joint_helper = |node: &ufbx::Node| {
+        node.scale_helper
+            .as_deref()
+            .map(|h| h.element.typed_id as usize)
+            .is_some_and(|h| h < is_joint.len() && is_joint[h])
+    };
+    let sources: Vec<NameSource> = ids
+        .iter()
+        .map(|&i| {
+            let node = &scene.nodes[i];
+            let parent_name = node
+                .parent
+                .as_deref()
+                .map_or("", |p| p.element.name.as_ref());
+            if node.is_scale_helper {
+                NameSource::File(parent_name)
+            } else if node.is_geometry_transform_helper {
+                NameSource::Derived(parent_name, GEOMETRY_SUFFIX)
+            } else if joint_helper(node) {
+                NameSource::Derived(node.element.name.as_ref(), UNSCALED_SUFFIX)
+            } else {
+                NameSource::File(node.element.name.as_ref())
+            }
+        })
+        .collect();
+    let mut names: Vec<String> = sources
+        .iter()
+        .map(|s| match s {
+            NameSource::File(n) => n.to_string(),
+            NameSource::Derived(..) => String::new(),
+        })
+        .collect();
+    let file: Vec<usize> = (0..ids.len())
+        .filter(|&k| matches!(sources[k], NameSource::File(_)))
+        .collect();
+    let mut file_names: Vec<String> = file.iter().map(|&k| names[k].clone()).collect();
+    let tags: Vec<usize> = file.iter().map(|&k| ids[k]).collect();
+    crate::dedupe_names(&mut file_names, &tags, warnings);
+    let mut taken = std::collections::HashSet::with_capacity(ids.len());
+    for (&k, name) in file.iter().zip(file_names) {
+        taken.insert(name.clone());
+        names[k] = name;
+    }
+    for (k, s) in sources.iter().enumerate() {
+        if let NameSource::Derived(base, suffix) = s {
+            let mut name = format!("{base}{suffix}");
+            let mut n = 0;
+            while taken.contains(&name) {
+                n += 1;
+                name = format!("{base}{suffix}#{n}");
+            }
+            taken.insert(name.clone());
+            names[k] = name;
+        }
+    }
+    names
 }
 
 /// Reads FBX bytes; `name` is used in errors.
@@ -183,11 +285,7 @@ pub fn load_bytes(bytes: &[u8], name: &Path, options: Options) -> Result<Asset, 
     for (k, &i) in ids.iter().enumerate() {
         index_of[i] = k;
     }
-    let mut names = Vec::with_capacity(ids.len());
-    for &i in &ids {
-        names.push(scene.nodes[i].element.name.to_string());
-    }
-    crate::dedupe_names(&mut names, &ids, &mut warnings);
+    let names = joint_names(&scene, &ids, &is_joint, &mut warnings);
     let joints = ids
         .iter()
         .enumerate()
