@@ -1,0 +1,174 @@
+//! Advancing players: sync groups follow their heaviest player (the leader) by normalised
+//! time, other players advance by their own speed, blend spaces move every entry by the
+//! same fraction; every crossing of a clip event becomes a [`FiredEvent`], in the order
+//! crossed.
+
+use std::sync::Arc;
+
+use super::layer::Source;
+use super::player::Crossing;
+use super::{Animator, FiredEvent, Player};
+use crate::Clip;
+
+impl Animator {
+    /// Advances every player: sync groups by their leader's normalised time, the rest by
+    /// their own speed; collects events.
+    pub(super) fn advance(&mut self, dt: f32) {
+        let policy = self.policy;
+        // Leaders of sync groups: (group, layer, slot, weight).
+        let mut leaders: [(u32, usize, usize, f32); 8] = [(u32::MAX, 0, 0, -1.0); 8];
+        let mut n_leaders = 0;
+        for (li, l) in self.layers.iter().enumerate() {
+            for (si, s) in l.slots.iter().enumerate() {
+                let (Some(g), Source::Clip(p)) = (s.sync, &s.source) else {
+                    continue;
+                };
+                // Paused or zero-length players follow; they do not lead.
+                if p.paused || p.clip.duration() <= 0.0 {
+                    continue;
+                }
+                let w = l.weight * s.weight;
+                let capacity = leaders.len();
+                match leaders[..n_leaders].iter_mut().find(|x| x.0 == g) {
+                    Some(x) if w > x.3 => *x = (g, li, si, w),
+                    Some(_) => {}
+                    None if n_leaders < capacity => {
+                        leaders[n_leaders] = (g, li, si, w);
+                        n_leaders += 1;
+                    }
+                    None => {}
+                }
+            }
+        }
+        // Leaders first: their new normalised positions drive their groups.
+        let mut group_pos: [(u32, f64, f64); 8] = [(u32::MAX, 0.0, 0.0); 8];
+        for (k, &(g, li, si, _)) in leaders[..n_leaders].iter().enumerate() {
+            let l = &mut self.layers[li];
+            let weight = l.weight * l.slots[si].weight;
+            if let Source::Clip(p) = &mut l.slots[si].source {
+                let d = p.clip.duration() as f64;
+                let delta = own_step(p, dt);
+                let fires = weight >= policy.min_weight;
+                let out = (&mut self.crossings, &mut self.events);
+                let (a, b) = step(p, delta, fires, out, li, weight, Some(delta));
+                l.slots[si].advanced = (a, b);
+                group_pos[k] = (
+                    g,
+                    if d > 0.0 { a / d } else { 0.0 },
+                    if d > 0.0 { b / d } else { 0.0 },
+                );
+            }
+        }
+        for (li, l) in self.layers.iter_mut().enumerate() {
+            let lw = l.weight;
+            for (si, s) in l.slots.iter_mut().enumerate() {
+                let weight = lw * s.weight;
+                let is_leader = leaders[..n_leaders].iter().any(|x| x.1 == li && x.2 == si);
+                if is_leader {
+                    continue;
+                }
+                match &mut s.source {
+                    Source::Clip(p) => {
+                        let d = p.clip.duration() as f64;
+                        let group = s
+                            .sync
+                            .and_then(|g| group_pos[..n_leaders].iter().find(|x| x.0 == g));
+                        let fires = weight >= policy.min_weight
+                            && !(group.is_some() && policy.sync_leader_only);
+                        let delta = match group {
+                            Some(_) if p.paused => 0.0,
+                            // Followers move to their leader's normalised position.
+                            Some(&(_, _, nb)) => nb * d - p.position(),
+                            None => own_step(p, dt),
+                        };
+                        let out = (&mut self.crossings, &mut self.events);
+                        s.advanced = step(p, delta, fires, out, li, weight, None);
+                    }
+                    Source::Space(space) => {
+                        // Normalised rate from the blended duration; every entry keeps the
+                        // same phase; events from the heaviest entry.
+                        let (ia, ib, w) = space.bracket();
+                        let da = space.entries[ia].1.clip.duration() as f64;
+                        let db = space.entries[ib].1.clip.duration() as f64;
+                        let blended = da * (1.0 - w as f64) + db * w as f64;
+                        let heaviest = if w > 0.5 { ib } else { ia };
+                        let lead = &space.entries[heaviest].1;
+                        let speed = if lead.paused { 0.0 } else { lead.speed as f64 };
+                        let nd = if blended > 0.0 {
+                            dt as f64 * speed / blended
+                        } else {
+                            0.0
+                        };
+                        for (i, (_, p)) in space.entries.iter_mut().enumerate() {
+                            let d = p.clip.duration() as f64;
+                            let fires = i == heaviest && weight >= policy.min_weight;
+                            let out = (&mut self.crossings, &mut self.events);
+                            let (a, b) = step(p, nd * d, fires, out, li, weight, None);
+                            if i == 0 {
+                                s.advanced = (a, b);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn push_events(
+    out: &mut Vec<FiredEvent>,
+    crossings: &[Crossing],
+    layer: usize,
+    clip: &Arc<Clip>,
+    weight: f32,
+    delta: f64,
+) {
+    for c in crossings {
+        out.push(FiredEvent {
+            layer,
+            clip: clip.clone(),
+            index: c.event,
+            at: if delta != 0.0 {
+                (c.distance / delta.abs()).clamp(0.0, 1.0) as f32
+            } else {
+                0.0
+            },
+            backward: c.backward,
+            weight,
+        });
+    }
+}
+
+/// The step a player takes on its own: `dt` at its speed, nothing while paused.
+fn own_step(p: &Player, dt: f32) -> f64 {
+    if p.paused {
+        0.0
+    } else {
+        dt as f64 * p.speed as f64
+    }
+}
+
+/// Advances `p` by `delta` seconds of clip time and, when it `fires`, turns the events it
+/// crossed into [`FiredEvent`]s (their place in the update measured against `span`, or the
+/// distance actually moved when `None`). Returns the unwrapped positions before and after.
+fn step(
+    p: &mut Player,
+    delta: f64,
+    fires: bool,
+    (crossings, events): (&mut Vec<Crossing>, &mut Vec<FiredEvent>),
+    layer: usize,
+    weight: f32,
+    span: Option<f64>,
+) -> (f64, f64) {
+    crossings.clear();
+    let (a, b) = p.advance(delta, fires.then_some(&mut *crossings));
+    push_events(
+        events,
+        crossings,
+        layer,
+        &p.clip,
+        weight,
+        span.unwrap_or(b - a),
+    );
+    (a, b)
+}

@@ -1,0 +1,276 @@
+//! Playback control: starting clips and blend spaces on a layer (one path,
+//! [`Animator::play_with`], behind `play`, `crossfade` and `inertialize`), stopping,
+//! pausing, speed, seeking and blend-space parameters. Clips are checked against the
+//! animator's skeleton here, once, so the per-frame stages need not.
+
+use std::sync::Arc;
+
+use super::layer::Source;
+use super::{Animator, BlendSpace1D, Curve, FiredEvent, PlayOptions, Player, Transition};
+use crate::{Clip, Error, Skeleton};
+
+pub(super) fn check_clip(skeleton: &Skeleton, clip: &Clip) -> Result<(), Error> {
+    if clip.joint_count() != skeleton.len() {
+        return Err(Error::SkeletonMismatch {
+            clip: clip.joint_count(),
+            skeleton: skeleton.len(),
+        });
+    }
+    Ok(())
+}
+
+impl Animator {
+    /// Plays `clip` on `layer` with `transition`: [`Transition::Immediate`] replaces what was
+    /// playing there, [`Transition::Crossfade`] fades everything playing there out from its
+    /// current weight while the clip fades in, [`Transition::Inertial`] switches at once and
+    /// decays the pose difference. [`Animator::play`], [`Animator::crossfade`] and
+    /// [`Animator::inertialize`] are shorthands for it.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchLayer`], or [`Error::SkeletonMismatch`] for a clip of another skeleton.
+    pub fn play_with(
+        &mut self,
+        layer: usize,
+        clip: Arc<Clip>,
+        transition: Transition,
+        options: PlayOptions,
+    ) -> Result<(), Error> {
+        check_clip(&self.skeleton, &clip)?;
+        let p = self.new_player(clip, &options);
+        self.start(layer, Source::Clip(p), options.sync_group, transition)
+    }
+
+    /// Starts `source` on `layer` with `transition`.
+    pub(super) fn start(
+        &mut self,
+        layer: usize,
+        source: Source,
+        sync: Option<u32>,
+        transition: Transition,
+    ) -> Result<(), Error> {
+        self.layer(layer)?.start(source, sync, transition);
+        Ok(())
+    }
+
+    pub(super) fn new_player(&self, clip: Arc<Clip>, options: &PlayOptions) -> Player {
+        let mut p = Player::new(clip);
+        p.speed = if options.speed.is_finite() {
+            options.speed
+        } else {
+            1.0
+        };
+        p.wrap = options.wrap;
+        // Join a running sync group at its leader's (normalised, unwrapped) position;
+        // otherwise start where asked.
+        match options.sync_group.and_then(|g| self.group_position(g)) {
+            Some(pos) => p.set_position(pos * p.clip.duration() as f64),
+            None => p.seek_normalized(options.start.clamp(0.0, 1.0)),
+        }
+        p
+    }
+
+    /// The normalised unwrapped position of a sync group's leader.
+    fn group_position(&self, group: u32) -> Option<f64> {
+        let mut best: Option<(f32, f64)> = None;
+        for l in &self.layers {
+            for s in &l.slots {
+                if s.sync != Some(group) {
+                    continue;
+                }
+                if let Source::Clip(p) = &s.source {
+                    let w = l.weight * s.weight;
+                    let d = p.clip.duration() as f64;
+                    if d > 0.0 && best.is_none_or(|b| w > b.0) {
+                        best = Some((w, p.position() / d));
+                    }
+                }
+            }
+        }
+        best.map(|b| b.1)
+    }
+
+    /// Plays `clip` on `layer` at once, replacing what was playing there.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchLayer`], or [`Error::SkeletonMismatch`] for a clip of another skeleton.
+    pub fn play(
+        &mut self,
+        layer: usize,
+        clip: Arc<Clip>,
+        options: PlayOptions,
+    ) -> Result<(), Error> {
+        self.play_with(layer, clip, Transition::Immediate, options)
+    }
+
+    /// Cross-fades `layer` to `clip` over `duration` seconds: everything playing there fades
+    /// out from its current weight while the clip fades in.
+    ///
+    /// # Errors
+    /// As [`Animator::play`].
+    pub fn crossfade(
+        &mut self,
+        layer: usize,
+        clip: Arc<Clip>,
+        duration: f32,
+        curve: Curve,
+        options: PlayOptions,
+    ) -> Result<(), Error> {
+        self.play_with(layer, clip, Transition::Crossfade(duration, curve), options)
+    }
+
+    /// Switches `layer` to `clip` at once and decays the pose difference over `duration`
+    /// seconds (inertialization): only the new clip is sampled.
+    ///
+    /// # Errors
+    /// As [`Animator::play`].
+    pub fn inertialize(
+        &mut self,
+        layer: usize,
+        clip: Arc<Clip>,
+        duration: f32,
+        options: PlayOptions,
+    ) -> Result<(), Error> {
+        self.play_with(layer, clip, Transition::Inertial(duration), options)
+    }
+
+    /// Plays a blend space on `layer`, with the given transition.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchLayer`], [`Error::SkeletonMismatch`], or [`Error::ClipRange`] for a
+    /// space without clips.
+    pub fn play_blend_space(
+        &mut self,
+        layer: usize,
+        space: BlendSpace1D,
+        transition: Transition,
+    ) -> Result<(), Error> {
+        if space.entries.is_empty() {
+            return Err(Error::ClipRange {
+                clip: "blend space".into(),
+                problem: "has no clips".into(),
+            });
+        }
+        for (_, p) in &space.entries {
+            check_clip(&self.skeleton, &p.clip)?;
+        }
+        self.start(layer, Source::Space(space), None, transition)
+    }
+
+    /// Sets the parameter of the blend space playing on `layer` (the newest one).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchLayer`], or [`Error::NothingPlaying`] without a blend space there.
+    pub fn set_parameter(&mut self, layer: usize, value: f32) -> Result<(), Error> {
+        let l = self.layer(layer)?;
+        for s in l.slots.iter_mut().rev() {
+            if let Source::Space(b) = &mut s.source {
+                b.parameter = if value.is_finite() { value } else { 0.0 };
+                return Ok(());
+            }
+        }
+        Err(Error::NothingPlaying(layer))
+    }
+
+    /// Stops `layer`: its slots and queue are cleared, so it contributes nothing (with every
+    /// layer stopped, the pose is the rest pose).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchLayer`].
+    pub fn stop(&mut self, layer: usize) -> Result<(), Error> {
+        let l = self.layer(layer)?;
+        l.slots.clear();
+        l.queue.clear();
+        l.inertial.duration = 0.0;
+        l.inertial_pending = None;
+        Ok(())
+    }
+
+    /// Pauses or resumes every player of `layer`.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchLayer`].
+    pub fn set_paused(&mut self, layer: usize, paused: bool) -> Result<(), Error> {
+        for s in &mut self.layer(layer)?.slots {
+            match &mut s.source {
+                Source::Clip(p) => p.paused = paused,
+                Source::Space(b) => b.entries.iter_mut().for_each(|(_, p)| p.paused = paused),
+            }
+        }
+        Ok(())
+    }
+
+    fn newest_player(&mut self, layer: usize) -> Result<&mut Player, Error> {
+        let l = self.layer(layer)?;
+        l.slots
+            .iter_mut()
+            .rev()
+            .find_map(|s| match &mut s.source {
+                Source::Clip(p) => Some(p),
+                Source::Space(_) => None,
+            })
+            .ok_or(Error::NothingPlaying(layer))
+    }
+
+    /// Sets the speed of the newest clip on `layer` (negative plays backwards).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchLayer`], [`Error::NothingPlaying`].
+    pub fn set_speed(&mut self, layer: usize, speed: f32) -> Result<(), Error> {
+        self.newest_player(layer)?.speed = if speed.is_finite() { speed } else { 0.0 };
+        Ok(())
+    }
+
+    /// Moves the newest clip on `layer` to a local time (seconds from its first frame). With
+    /// `fire_events`, the events between the old and new time fire on the next update as if
+    /// played through; otherwise none do (events at the new time itself fire on the next
+    /// update that moves on).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchLayer`], [`Error::NothingPlaying`].
+    pub fn seek(&mut self, layer: usize, local: f32, fire_events: bool) -> Result<(), Error> {
+        let weight = self.layers.get(layer).map_or(0.0, |l| l.weight);
+        let min_weight = self.policy.min_weight;
+        let mut crossings = std::mem::take(&mut self.crossings);
+        crossings.clear();
+        let p = self.newest_player(layer)?;
+        if !fire_events {
+            p.seek(local);
+            self.crossings = crossings;
+            return Ok(());
+        }
+        let target = p.seek_target(local);
+        p.seek_through(target, &mut crossings);
+        let clip = p.clip.clone();
+        if std::mem::replace(&mut self.events_stale, false) {
+            self.events.clear();
+        }
+        if weight >= min_weight {
+            for c in &crossings {
+                self.events.push(FiredEvent {
+                    layer,
+                    clip: clip.clone(),
+                    index: c.event,
+                    at: 0.0,
+                    backward: c.backward,
+                    weight,
+                });
+            }
+        }
+        self.crossings = crossings;
+        Ok(())
+    }
+
+    /// Like [`Animator::seek`] with a fraction of the clip.
+    ///
+    /// # Errors
+    /// As [`Animator::seek`].
+    pub fn seek_normalized(
+        &mut self,
+        layer: usize,
+        n: f32,
+        fire_events: bool,
+    ) -> Result<(), Error> {
+        let d = self.newest_player(layer)?.clip.duration();
+        self.seek(layer, n * d, fire_events)
+    }
+}

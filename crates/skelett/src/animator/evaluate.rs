@@ -1,0 +1,121 @@
+//! Evaluating layers: each layer samples its slots, blends them by weight (a blend space
+//! blends its two neighbouring clips), applies a pending or running inertial transition, and
+//! the layers are combined over the rest pose by override or additive blending with their
+//! masks, into the animator's local pose.
+
+use super::layer::{Source, MAX_SLOTS};
+use super::{Animator, BlendMode};
+use crate::pose::{apply_additive, blend, blend_override, BlendInput};
+use crate::Transform;
+
+impl Animator {
+    /// Samples and blends every layer and combines them over the rest pose.
+    pub(super) fn evaluate(&mut self, dt: f32) {
+        let rest = self.skeleton.rest_pose();
+        let mut first = true;
+        for l in &mut self.layers {
+            if l.slots.is_empty() {
+                l.produced = false;
+                continue;
+            }
+            let neutral: &[Transform] = if l.mode == BlendMode::Additive {
+                &self.identity
+            } else {
+                rest
+            };
+            // Write into the oldest output; the other two are the last ones.
+            let next = (l.cur + 1) % 3;
+            let [o0, o1, o2] = &mut l.outputs;
+            let (output, prev, prev2) = match next {
+                0 => (o0, &*o2, &*o1),
+                1 => (o1, &*o0, &*o2),
+                _ => (o2, &*o1, &*o0),
+            };
+            if l.slots.len() == 1 && l.slots[0].weight >= 1.0 {
+                sample_slot(&mut l.slots[0].source, output, &mut l.buffers[MAX_SLOTS]);
+            } else {
+                let (bufs, extra) = l.buffers.split_at_mut(MAX_SLOTS);
+                for (s, buf) in l.slots.iter_mut().zip(bufs.iter_mut()) {
+                    sample_slot(&mut s.source, buf, &mut extra[0]);
+                }
+                let mut inputs: [BlendInput; MAX_SLOTS] = [BlendInput {
+                    pose: &[],
+                    weight: 0.0,
+                    mask: None,
+                }; MAX_SLOTS];
+                for (i, (s, buf)) in l.slots.iter().zip(bufs.iter()).enumerate() {
+                    inputs[i] = BlendInput {
+                        pose: buf,
+                        weight: s.weight,
+                        mask: None,
+                    };
+                }
+                let _ = blend(&inputs[..l.slots.len()], neutral, output);
+            }
+            if let Some(duration) = l.inertial_pending.take() {
+                if l.produced {
+                    l.inertial.capture(prev, prev2, l.last_dt, output, duration);
+                } else {
+                    // Nothing played here before: there is no old pose to decay from.
+                    l.inertial.duration = 0.0;
+                }
+            } else if l.inertial.active() {
+                l.inertial.elapsed += dt;
+            }
+            if l.inertial.active() {
+                l.inertial.apply(output);
+            }
+            l.cur = next;
+            l.last_dt = dt;
+            l.produced = true;
+            let mask = l.mask.as_ref().map(|m| m.weights());
+            let output = &l.outputs[next];
+            // Slots fading in on an empty layer sum to less than 1: the layer then counts
+            // for that much less, so a cross-fade from nothing starts from what is below.
+            let total: f32 = l.slots.iter().map(|s| s.weight).sum();
+            let weight = l.weight * total.min(1.0);
+            if first && l.mode == BlendMode::Override && weight >= 1.0 && mask.is_none() {
+                // The first layer covers everything: no rest pose underneath.
+                self.pose.copy_from_slice(output);
+            } else {
+                if first {
+                    self.pose.copy_from_slice(rest);
+                }
+                let _ = match l.mode {
+                    BlendMode::Override => blend_override(&mut self.pose, output, weight, mask),
+                    BlendMode::Additive => apply_additive(&mut self.pose, output, weight, mask),
+                };
+            }
+            first = false;
+        }
+        if first {
+            self.pose.copy_from_slice(rest);
+        }
+    }
+}
+
+fn sample_slot(source: &mut Source, out: &mut [Transform], scratch: &mut [Transform]) {
+    match source {
+        Source::Clip(p) => p.sample(out),
+        Source::Space(space) => {
+            let (a, b, w) = space.bracket();
+            space.entries[a].1.sample(out);
+            if a != b && w > 0.0 {
+                space.entries[b].1.sample(scratch);
+                blend_two(out, scratch, w);
+            }
+        }
+    }
+}
+
+/// `out = lerp(out, other, w)` per joint, rotations on the shortest path (a blend space's two
+/// neighbouring clips).
+fn blend_two(out: &mut [Transform], other: &[Transform], w: f32) {
+    for (a, b) in out.iter_mut().zip(other) {
+        *a = Transform {
+            translation: a.translation.lerp(b.translation, w),
+            rotation: crate::transform::nlerp(a.rotation, b.rotation, w),
+            scale: a.scale.lerp(b.scale, w),
+        };
+    }
+}
