@@ -13,6 +13,21 @@
 //!                             skinning_palette(&skin, &model, &mut palette)     skinning
 //! ```
 //!
+//! ## Where things live
+//!
+//! The source folders follow the data flow, in the manner of ozz-animation's `offline/` and
+//! `runtime/`; the public paths are the modules re-exported at the crate root
+//! (`skelett::compress`, `skelett::sampling`, ...), whichever folder they live in.
+//!
+//! | folder | what | modules |
+//! |---|---|---|
+//! | `src/` | the assets both sides share, and the math | [`skeleton`], [`clip`] (with its compact storage format), [`mesh`], [`parts`], [`transform`], [`error`] |
+//! | `src/build/` | building assets, offline, once per asset | raw clips and [`RawClip::build`] (validation, binding by name), lossless key reduction, [`compress`], [`contacts`] |
+//! | `src/play/` | playing assets, per character, per frame, no allocation | [`sampling`] (every key interpolation: keyed and compact), [`pose`] (blending), [`animator`], [`hierarchy`], [`skin`] |
+//!
+//! New capabilities go beside the step they extend: `retarget` in `build/`; `ik`, `graph` and
+//! `morph` in `play/`.
+//!
 //! ```
 //! use skelett::*;
 //! use glam::{Mat4, Quat, Vec3};
@@ -46,19 +61,17 @@
 
 #![warn(missing_docs)]
 
-pub mod animator;
+mod build;
 pub mod clip;
-pub mod compress;
-pub mod contacts;
 pub mod error;
-pub mod hierarchy;
 pub mod mesh;
 pub mod parts;
-pub mod pose;
-pub mod sampling;
+mod play;
 pub mod skeleton;
-pub mod skin;
 pub mod transform;
+
+pub use build::{compress, contacts};
+pub use play::{animator, hierarchy, pose, sampling, skin};
 
 pub use clip::{
     BuildOptions, BuildReport, ChannelCounts, ChannelValues, ChannelView, Clip, ClipEvent,

@@ -468,7 +468,7 @@ impl Clip {
 /// header and mask is readable, widths are in range, an order-2 segment has two keys, the
 /// clip's last frame is a key, and the last stream ends in the last byte.
 fn check_streams(c: &Compact, total_bits: u64) -> Result<(), String> {
-    use crate::compress::compact_format::{SegHeader, MAX_WIDTH};
+    use crate::clip::compact::{SegHeader, MAX_WIDTH};
     let mut pos = 0u64;
     for s in 0..c.segment_count() {
         if u64::from(c.segments[s as usize]) != pos {
@@ -489,8 +489,7 @@ fn check_streams(c: &Compact, total_bits: u64) -> Result<(), String> {
                 return Err(format!("segment {s}, track {i}: widths {:?}", h.widths));
             }
             let keys = if h.sparse {
-                let m =
-                    crate::compress::compact_format::read_bits(&c.data, pos as u32 + hb, len - 1);
+                let m = crate::clip::compact::read_bits(&c.data, pos as u32 + hb, len - 1);
                 if last_segment && len > 1 && m & (1 << (len - 2)) == 0 {
                     return Err(format!("track {i}: the clip's last frame is not a key"));
                 }

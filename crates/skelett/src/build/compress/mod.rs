@@ -29,20 +29,16 @@
 //! (C++) showed the metric and the runtime layout (see the README), none of their code is
 //! used.
 
-mod compact;
-mod encode;
+pub(crate) mod encode;
 mod metric;
 
 use std::borrow::Cow;
 
 use glam::{Mat4, Quat, Vec3, Vec4};
 
-pub(crate) use compact::{sample_tracks, sample_tracks_uncached, Compact, CompactCache};
-pub use compact::{CompactTrack, MAX_BITS, SEG_LEN};
+pub(crate) use crate::clip::compact::Compact;
+pub use crate::clip::compact::{CompactTrack, MAX_BITS, SEG_LEN};
 /// The bit-stream layer, for the parts validation.
-pub(crate) mod compact_format {
-    pub(crate) use super::compact::{read_bits, SegHeader, MAX_WIDTH};
-}
 pub use metric::{measure_error, ErrorHistogram, ErrorStats};
 
 use crate::{

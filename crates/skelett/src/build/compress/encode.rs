@@ -20,7 +20,10 @@
 
 use glam::Vec4;
 
-use super::compact::{read_bits, stored, CompactTrack, SegHeader, MAX_BITS, MAX_WIDTH, SEG_LEN};
+use crate::clip::compact::{
+    read_bits, stored, CompactTrack, SegHeader, MAX_BITS, MAX_WIDTH, SEG_LEN,
+};
+use crate::play::sampling::compact::{interpolate, pair_slerp, PairSlerp, NLERP_DOTS};
 use crate::{JointIndex, Target};
 
 /// Points checked inside every frame interval.
@@ -170,11 +173,7 @@ pub(crate) fn plan(input: &TrackInput<'_>, frame_pos: &[f32]) -> Plan {
     // Rotations: every nlerp threshold, the loosest (cheapest to play) kept unless a tighter
     // one saves more than 2% of the bits (slerp can span more keys).
     // (Unused by translations and scales: 2, what files store for them.)
-    let dots: &[f32] = if rot {
-        &super::compact::NLERP_DOTS
-    } else {
-        &[2.0]
-    };
+    let dots: &[f32] = if rot { &NLERP_DOTS } else { &[2.0] };
     let mut best: Option<EncodedTrack> = None;
     for &dot in dots {
         let mut here: Option<EncodedTrack> = None;
@@ -402,7 +401,7 @@ fn encode_with(
     if check
         && ((0..q.len()).any(|f| error(rot, deq[f], input.raw[f]) > input.tol[f])
             || (0..q.len().saturating_sub(1)).any(|f| {
-                let seg = super::compact::pair_slerp(&track, deq[f], deq[f + 1]);
+                let seg = pair_slerp(&track, deq[f], deq[f + 1]);
                 !fits_mid(input, &track, &deq, f, f + 1, seg, frame_pos, f)
             }))
     {
@@ -469,13 +468,13 @@ fn reduce(
     }
     let mut start = first as usize;
     let fits = |a: usize, b: usize| -> bool {
-        let seg = super::compact::pair_slerp(track, deq[a], deq[b]);
+        let seg = pair_slerp(track, deq[a], deq[b]);
         (a + 1..b).all(|f| {
             let v = if input.step {
                 deq[a]
             } else {
                 let u = (frame_pos[f] - frame_pos[a]) / (frame_pos[b] - frame_pos[a]);
-                super::compact::interpolate(deq[a], deq[b], seg, u)
+                interpolate(deq[a], deq[b], seg, u)
             };
             error(rot, v, input.raw[f]) <= input.tol[f]
         }) && (a..b).all(|f| fits_mid(input, track, deq, a, b, seg, frame_pos, f))
@@ -500,7 +499,7 @@ fn fits_mid(
     deq: &[Vec4],
     a: usize,
     b: usize,
-    seg: super::compact::PairSlerp,
+    seg: PairSlerp,
     frame_pos: &[f32],
     f: usize,
 ) -> bool {
@@ -516,7 +515,7 @@ fn fits_mid(
             Some(seg) => {
                 let x = frame_pos[f] + (frame_pos[f + 1] - frame_pos[f]) * at;
                 let u = (x - frame_pos[a]) / (frame_pos[b] - frame_pos[a]);
-                super::compact::interpolate(deq[a], deq[b], seg, u)
+                interpolate(deq[a], deq[b], seg, u)
             }
         };
         error(rot, v, raw) <= tol
@@ -648,10 +647,10 @@ mod tests {
         other.append(&b);
         let bytes = other.into_padded_bytes();
         let mut pos = 3u32;
-        assert_eq!(super::super::compact::read_bits(&bytes, 0, 3), 5);
+        assert_eq!(crate::clip::compact::read_bits(&bytes, 0, 3), 5);
         for &(v, n) in &items {
             assert_eq!(
-                super::super::compact::read_bits(&bytes, pos, n),
+                crate::clip::compact::read_bits(&bytes, pos, n),
                 v,
                 "at {pos}"
             );

@@ -17,6 +17,9 @@
 //! binary search. Before a channel's first key its first value holds, after its last key its
 //! last value.
 
+pub(crate) mod compact;
+mod keyed;
+
 use glam::{Quat, Vec4};
 
 use crate::clip::Track;
@@ -117,7 +120,7 @@ pub struct SamplingCache {
     /// This sample's (segment, position) per timeline.
     at: Vec<(u32, f32)>,
     /// For compact clips: decoded keys and decoders per track.
-    compact: crate::compress::CompactCache,
+    compact: compact::CompactCache,
 }
 
 impl SamplingCache {
@@ -226,7 +229,7 @@ pub fn sample(
     cache.bind(clip);
     if let Some(c) = &clip.compact {
         copy_static(clip, pose);
-        crate::compress::sample_tracks(c, time - clip.start, &mut cache.compact, pose);
+        compact::sample_tracks(c, time - clip.start, &mut cache.compact, pose);
         return Ok(());
     }
     let n = clip.timelines.len();
@@ -252,7 +255,7 @@ pub fn sample_uncached(clip: &Clip, time: f32, pose: &mut [Transform]) -> Result
     let time = not_nan(time);
     if let Some(c) = &clip.compact {
         copy_static(clip, pose);
-        crate::compress::sample_tracks_uncached(c, time - clip.start, None, pose);
+        compact::sample_tracks_uncached(c, time - clip.start, None, pose);
         return Ok(());
     }
     sample_with(clip, time, pose, |tr| {
@@ -272,7 +275,7 @@ pub fn sample_joint(clip: &Clip, joint: crate::JointIndex, time: f32) -> Transfo
     let mut out = clip.base[joint as usize];
     if let Some(c) = &clip.compact {
         let pose = std::slice::from_mut(&mut out);
-        crate::compress::sample_tracks_uncached(c, time - clip.start, Some(joint), pose);
+        compact::sample_tracks_uncached(c, time - clip.start, Some(joint), pose);
         return out;
     }
     for tr in clip.tracks.iter().filter(|t| t.joint == joint) {
@@ -351,7 +354,7 @@ fn sample_with(clip: &Clip, time: f32, pose: &mut [Transform], at: impl Fn(&Trac
         let (k, u) = at(tr);
         let v = tr.value_start as usize + k as usize;
         pose[tr.joint as usize].rotation =
-            crate::clip::slerp_weights_apply(clip.quats[v], clip.quats[v + 1], clip.slerp[v], u);
+            keyed::slerp_weights_apply(clip.quats[v], clip.quats[v + 1], clip.slerp[v], u);
     }
     // LINEAR translations and scales.
     for tr in &tracks[rot_end..trans_end] {

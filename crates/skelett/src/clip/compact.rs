@@ -1,0 +1,418 @@
+//! The compact clip's storage format: what [`crate::compress`] produces and
+//! [`crate::sample`] plays (its decoder is `play/sampling/compact.rs`).
+//!
+//! ```text
+//! grid: frame f at start + f / rate (the last frame at the clip's end), frames in segments
+//!       of SEG_LEN; frame 0 of every segment and the clip's last frame are always keys
+//! tracks: one per animated (joint, target): quantisation (bits, min, scale per component),
+//!         LINEAR (lerp; nlerp for rotations) or STEP
+//! data: per segment, per track, a bit stream:
+//!   flags(2: sparse, order 2) | [rotations: all four(1), or dropped component(2) and its
+//!   sign(1)] | widths(5 per stored component) | [mask(len-1): keyed frames after frame 0]
+//!   | anchors(order keys, bits per stored component) | residuals((keys - order) x widths)
+//! ```
+//!
+//! Values are integers `q` per stored component, dequantised as `min + q * scale`.
+//! Rotations are made continuous in sign over the clip and keep their four components'
+//! ranges; each segment stores three of them and rebuilds the one that stays largest in
+//! magnitude over its frames (sign in the header), so the rebuilt component is never near
+//! zero (dropping `w` always would lose all precision near 180 degree rotations, where `w`
+//! is near zero). A segment in which every component crosses zero (a capture glitch
+//! spinning a joint) stores all four. Within a segment each key after the anchors is a residual
+//! from a prediction in integers: the previous key (order 1) or the line through the two
+//! before it (order 2), so the decoder reproduces the encoder's integers exactly, with no
+//! drift. Reading forward, a key costs one 8-byte load, a few shifts and a vector add.
+//!
+//! Sampling keeps, per character and track, the two keys around the last time and a decoder
+//! positioned after them ([`TrackCursor`] in the [`crate::SamplingCache`]): playing forward
+//! only interpolates, and decodes a key when time passes one. A seek (backward, or more than
+//! a segment ahead) restarts the track from its segment's anchors. Where each track's bits
+//! start in a segment is found by walking the segment's track headers once and kept in a
+//! small table in the cache.
+
+use glam::Vec4;
+
+use crate::{JointIndex, Target};
+
+/// Frames per segment. Every segment starts with a key of every track, so a seek never
+/// decodes more than a segment of keys.
+pub const SEG_LEN: u32 = 32;
+/// Largest residual width in bits (components have at most 24 bits; residuals of order-2
+/// prediction need two more, and the zigzag sign one).
+pub(crate) const MAX_WIDTH: u32 = 27;
+/// Largest quantisation width of a component.
+pub const MAX_BITS: u8 = 24;
+/// Header bits of a translation or scale track in a segment: 2 flags, 3 widths of 5 bits.
+pub(crate) const HEADER_BITS: u32 = 2 + 3 * 5;
+
+/// Header bits of a track in a segment whose header starts with `first` (its first 3 bits:
+/// rotations store three components with 6 bits of layout, or four with 3).
+#[inline(always)]
+pub(crate) fn header_bits(rotation: bool, first: u32) -> u32 {
+    if !rotation {
+        HEADER_BITS
+    } else if first & 4 != 0 {
+        3 + 4 * 5
+    } else {
+        2 + 1 + 2 + 1 + 3 * 5
+    }
+}
+
+/// One animated channel of a compact clip.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CompactTrack {
+    /// The joint it animates.
+    pub joint: JointIndex,
+    /// What it animates.
+    pub target: Target,
+    /// `true`: the key at or before the time holds (STEP); `false`: linear between keys.
+    pub step: bool,
+    /// Quantisation bits per component: x, y, z (and w for rotations); 0: the component is
+    /// `min` throughout.
+    pub bits: [u8; 4],
+    /// Dequantisation: value = `min + q * scale`, per component.
+    pub min: [f32; 4],
+    /// See `min`.
+    pub scale: [f32; 4],
+    /// Rotations: key pairs whose dot product (as unit 4-vectors) is at least this are
+    /// nlerped, the others slerped (above 1: always slerp). The encoder picks the loosest
+    /// value its error budget allows, as nlerp drifts from slerp as the cube of the angle.
+    pub nlerp_dot: f32,
+}
+
+/// The components a segment stores, and how many: all but `drop` (0..=3), or all four
+/// (`drop == 4`); translations and scales store x, y, z (`drop == 3`).
+#[inline(always)]
+pub(crate) fn stored(drop: u8) -> ([usize; 4], usize) {
+    match drop {
+        0 => ([1, 2, 3, 0], 3),
+        1 => ([0, 2, 3, 0], 3),
+        2 => ([0, 1, 3, 0], 3),
+        3 => ([0, 1, 2, 0], 3),
+        _ => ([0, 1, 2, 3], 4),
+    }
+}
+
+impl CompactTrack {
+    /// Bits of the components stored with `drop` (see [`stored`]).
+    #[inline(always)]
+    pub(crate) fn stored_bits(&self, drop: u8) -> [u8; 4] {
+        let (c, n) = stored(drop);
+        std::array::from_fn(|k| if k < n { self.bits[c[k]] } else { 0 })
+    }
+
+    /// The value of integers `q` (in lane order: x, y, z, w; a dropped lane's integer is
+    /// ignored), as a 4-vector: rotations x, y, z, w with a dropped component rebuilt with
+    /// its sign (unit length either way); translations and scales x, y, z, 0.
+    #[inline(always)]
+    pub(crate) fn dequantize(&self, q: [i32; 4], drop: u8, negative: bool) -> Vec4 {
+        // Lanes kept, per dropped component (4: all kept).
+        const KEEP: [Vec4; 5] = [
+            Vec4::new(0.0, 1.0, 1.0, 1.0),
+            Vec4::new(1.0, 0.0, 1.0, 1.0),
+            Vec4::new(1.0, 1.0, 0.0, 1.0),
+            Vec4::new(1.0, 1.0, 1.0, 0.0),
+            Vec4::ONE,
+        ];
+        const AXIS: [Vec4; 4] = [Vec4::X, Vec4::Y, Vec4::Z, Vec4::W];
+        let q = glam::IVec4::from_array(q).as_vec4();
+        let v = (Vec4::from_array(self.min) + q * Vec4::from_array(self.scale))
+            * KEEP[usize::from(drop.min(4))];
+        if self.target != Target::Rotation {
+            return v;
+        }
+        if drop >= 4 {
+            // All four stored: unit length by normalising (zero stays the identity).
+            return v.normalize_or(Vec4::W);
+        }
+        let r = (1.0 - v.length_squared()).max(0.0).sqrt();
+        v + AXIS[usize::from(drop & 3)] * if negative { -r } else { r }
+    }
+}
+
+/// A compact clip's data (inside [`crate::Clip`]).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Compact {
+    /// Frames per second of the grid.
+    pub rate: f32,
+    /// Frames on the grid (at least 2 when there are tracks).
+    pub frames: u32,
+    /// Length of the last frame interval, in frames (0, 1]: the last frame is the clip's end.
+    pub last_span: f32,
+    pub tracks: Box<[CompactTrack]>,
+    /// Bit offset of each segment's stream in `data`.
+    pub segments: Box<[u32]>,
+    /// The bit streams, followed by 8 zero bytes (so that every read can load 8 bytes).
+    pub data: Box<[u8]>,
+    /// Channels with one value for the whole clip (also in the clip's base pose): x, y, z, w
+    /// for rotations, x, y, z for vectors.
+    pub constants: Box<[(JointIndex, Target, Vec4)]>,
+    /// Keys stored per track (anchors included).
+    pub keys: Box<[u32]>,
+}
+
+/// Reads `n <= 32` bits at bit `pos`. Never panics: bits past the end read as zeros (the
+/// format's validation makes that unreachable; this keeps a broken invariant harmless).
+#[inline(always)]
+pub(crate) fn read_bits(data: &[u8], pos: u32, n: u32) -> u32 {
+    (load_bits(data, pos) & ((1u64 << n) - 1)) as u32
+}
+
+/// The 57 or more bits from bit `pos` on, in the low bits (zeros past the end).
+#[inline(always)]
+pub(crate) fn load_bits(data: &[u8], pos: u32) -> u64 {
+    let byte = (pos >> 3) as usize;
+    let word = match data.get(byte..byte + 8) {
+        Some(b) => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+        None => {
+            let mut w = [0u8; 8];
+            for (i, x) in w.iter_mut().enumerate() {
+                *x = data.get(byte + i).copied().unwrap_or(0);
+            }
+            u64::from_le_bytes(w)
+        }
+    };
+    word >> (pos & 7)
+}
+
+#[inline(always)]
+pub(crate) fn unzigzag(v: u32) -> i32 {
+    ((v >> 1) as i32) ^ -((v & 1) as i32)
+}
+
+/// A track's header in one segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SegHeader {
+    pub sparse: bool,
+    pub order2: bool,
+    /// The component not stored (rotations: 0..=3, or 4 when all four are; 3 for
+    /// translations and scales).
+    pub drop: u8,
+    /// The dropped component is negative in this segment.
+    pub negative: bool,
+    /// Residual widths of the stored components.
+    pub widths: [u8; 4],
+}
+
+impl Default for SegHeader {
+    fn default() -> Self {
+        Self {
+            sparse: false,
+            order2: false,
+            drop: 3,
+            negative: false,
+            widths: [0; 4],
+        }
+    }
+}
+
+impl SegHeader {
+    /// Reads a header; returns it and its length in bits.
+    #[inline(always)]
+    pub fn read(data: &[u8], pos: u32, rotation: bool) -> (Self, u32) {
+        let h = read_bits(data, pos, 23);
+        let len = header_bits(rotation, h);
+        let (drop, negative, w) = if !rotation {
+            (3, false, h >> 2)
+        } else if h & 4 != 0 {
+            (4, false, h >> 3)
+        } else {
+            (((h >> 3) & 3) as u8, h & 32 != 0, h >> 6)
+        };
+        let n = if drop == 4 { 4 } else { 3 };
+        let header = Self {
+            sparse: h & 1 != 0,
+            order2: h & 2 != 0,
+            drop,
+            negative,
+            widths: std::array::from_fn(|k| {
+                if k < n {
+                    ((w >> (5 * k)) & 31) as u8
+                } else {
+                    0
+                }
+            }),
+        };
+        (header, len)
+    }
+
+    /// The header's bits and their count.
+    pub fn bits(&self, rotation: bool) -> (u32, u32) {
+        let flags = u32::from(self.sparse) | u32::from(self.order2) << 1;
+        let w = |n: usize| (0..n).fold(0u32, |acc, k| acc | u32::from(self.widths[k]) << (5 * k));
+        if !rotation {
+            (flags | w(3) << 2, HEADER_BITS)
+        } else if self.drop == 4 {
+            (flags | 4 | w(4) << 3, 3 + 20)
+        } else {
+            (
+                flags | u32::from(self.drop & 3) << 3 | u32::from(self.negative) << 5 | w(3) << 6,
+                6 + 15,
+            )
+        }
+    }
+}
+
+impl Compact {
+    /// A compact clip from its parts (`data` padded); counts each track's keys.
+    pub fn new(
+        rate: f32,
+        frames: u32,
+        last_span: f32,
+        tracks: Vec<CompactTrack>,
+        constants: Vec<(JointIndex, Target, Vec4)>,
+        segments: Vec<u32>,
+        data: Vec<u8>,
+    ) -> Compact {
+        let mut c = Compact {
+            rate,
+            frames,
+            last_span,
+            tracks: tracks.into(),
+            segments: segments.into(),
+            data: data.into(),
+            constants: constants.into(),
+            keys: Box::new([]),
+        };
+        let mut keys = vec![0u32; c.tracks.len()];
+        for s in 0..c.segment_count() {
+            let mut pos = c.segments[s as usize];
+            for (i, tr) in c.tracks.iter().enumerate() {
+                let rot = tr.target == Target::Rotation;
+                let (h, hb) = SegHeader::read(&c.data, pos, rot);
+                let len = c.segment_len(s);
+                keys[i] += if h.sparse {
+                    1 + read_bits(&c.data, pos + hb, len - 1).count_ones()
+                } else {
+                    len
+                };
+                pos += c.track_bits(tr, s, pos);
+            }
+        }
+        c.keys = keys.into();
+        c
+    }
+
+    /// Bytes the compact data takes as stored (what `.skl` writes for it, name and events
+    /// aside): a 24-byte header, 44 bytes per rotation track and 31 per other track, 19 or 15
+    /// per constant, 4 per segment, and the bit streams.
+    pub fn byte_size(&self) -> usize {
+        let constants: usize = self
+            .constants
+            .iter()
+            .map(|c| if c.1 == Target::Rotation { 19 } else { 15 })
+            .sum();
+        let tracks: usize = self
+            .tracks
+            .iter()
+            .map(|t| if t.target == Target::Rotation { 44 } else { 31 })
+            .sum();
+        24 + tracks + constants + self.segments.len() * 4 + self.data.len().saturating_sub(8)
+    }
+
+    /// Time of grid frame `f` for a clip starting at `start` and lasting `duration`: `f /
+    /// rate` after the start, the last frame at the end.
+    #[inline]
+    pub fn frame_time(&self, start: f32, duration: f32, f: u32) -> f32 {
+        if f + 1 >= self.frames {
+            start + duration
+        } else {
+            start + f as f32 / self.rate
+        }
+    }
+    /// Multiplies every translation (tracks and constants) by `factor`.
+    pub fn scale_translations(&mut self, factor: f32) {
+        for t in self.tracks.iter_mut() {
+            if t.target == Target::Translation {
+                for c in 0..3 {
+                    t.min[c] *= factor;
+                    t.scale[c] *= factor;
+                }
+            }
+        }
+        for c in self.constants.iter_mut() {
+            if c.1 == Target::Translation {
+                c.2 *= factor;
+            }
+        }
+    }
+
+    /// Number of segments.
+    #[inline]
+    pub fn segment_count(&self) -> u32 {
+        self.segments.len() as u32
+    }
+
+    /// Frames in segment `s`.
+    #[inline(always)]
+    pub fn segment_len(&self, s: u32) -> u32 {
+        (self.frames - s * SEG_LEN).min(SEG_LEN)
+    }
+
+    /// Position of frame `f` on the time axis, in frames from the start (the last frame sits
+    /// `last_span` after the one before).
+    #[inline(always)]
+    pub fn frame_pos(&self, f: u32) -> f32 {
+        if f + 1 >= self.frames {
+            (self.frames.saturating_sub(2)) as f32 + self.last_span
+        } else {
+            f as f32
+        }
+    }
+
+    /// The frame position of clip time `t` (seconds from the clip's start), clamped to the
+    /// grid. A position within f32 rounding of a whole frame is that frame: the time of
+    /// frame `f` computed in f32 (`start + f / rate`) lands on it, so a STEP key is held from
+    /// its own frame's time on.
+    #[inline(always)]
+    pub fn pos_of(&self, t_from_start: f32) -> f32 {
+        let end = self.frame_pos(self.frames - 1);
+        let x = t_from_start * self.rate;
+        let whole = x.round();
+        let x = if (x - whole).abs() <= (x.abs() * 8.0 * f32::EPSILON).max(1e-4) {
+            whole
+        } else {
+            x
+        };
+        // NaN compares false: it lands on 0 (the first frame), as NaN times do everywhere.
+        if x >= end {
+            end
+        } else if x > 0.0 {
+            // The last interval may be shorter than a frame: positions past frames - 2 scale.
+            x
+        } else {
+            0.0
+        }
+    }
+
+    /// Bits a track's stream takes in segment `s`, from its header at `pos`.
+    #[inline(always)]
+    pub fn track_bits(&self, track: &CompactTrack, s: u32, pos: u32) -> u32 {
+        let rot = track.target == Target::Rotation;
+        let (h, hb) = SegHeader::read(&self.data, pos, rot);
+        let len = self.segment_len(s);
+        let (mask_bits, keys) = if h.sparse {
+            let m = read_bits(&self.data, pos + hb, len - 1);
+            (len - 1, 1 + m.count_ones())
+        } else {
+            (0, len)
+        };
+        let order = 1 + u32::from(h.order2);
+        let kbits: u32 = track
+            .stored_bits(h.drop)
+            .iter()
+            .map(|&b| u32::from(b))
+            .sum();
+        let wbits: u32 = h.widths.iter().map(|&b| u32::from(b)).sum();
+        hb + mask_bits + order * kbits + keys.saturating_sub(order) * wbits
+    }
+
+    /// Where each track's stream starts in segment `s` (`out` gets one entry per track).
+    pub fn track_offsets(&self, s: u32, out: &mut [u32]) {
+        let mut pos = self.segments[s as usize];
+        for (i, tr) in self.tracks.iter().enumerate() {
+            out[i] = pos;
+            pos += self.track_bits(tr, s, pos);
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Clips made from clips: additive deltas ([`Clip::to_additive`]), uniformly scaled
+//! translations ([`Clip::scaled`]) and compact clips decoded back to keys
+//! ([`Clip::decompressed`]). Each returns a new clip with its own identity.
+
+use glam::{Quat, Vec3A};
+
+use super::{Clip, Interpolation, RawChannel, RawClip, RawValues, Target};
+use crate::{Error, JointIndex, Transform};
+
+impl Clip {
+    /// The additive version of this clip relative to `reference` (one local transform per
+    /// joint): every key becomes its delta from the reference, as
+    /// [`crate::additive_delta`] defines it (translation minus, rotation `ref⁻¹ · q` in the
+    /// joint's frame, scale divided), so that applying the additive clip with weight 1 on top
+    /// of `reference` gives this clip back. Joints without channels become the delta of their
+    /// base pose. Use the clip's own first frame as the reference for "what changes over the
+    /// clip" ([`Clip::to_additive_from_first_frame`]). A compact clip gives a clip with keys
+    /// (its decoded keys' deltas).
+    ///
+    /// The deltas are exact for every interpolation: they are affine in the keys (tangents
+    /// are transformed alike), and left-multiplying rotation keys by a fixed unit quaternion
+    /// keeps the angles between them, so slerps between delta keys are the deltas of slerps.
+    ///
+    /// # Errors
+    /// [`Error::Length`] if `reference` has fewer entries than the clip has joints.
+    pub fn to_additive(&self, reference: &[Transform]) -> Result<Clip, Error> {
+        crate::error::check_len("additive reference", self.joint_count(), reference.len())?;
+        if self.compact.is_some() {
+            // Deltas of quantised values are not quantised: work on the decoded keys.
+            return self.decompressed().to_additive(reference);
+        }
+        let mut out = self.clone();
+        out.id = super::next_clip_id();
+        for (j, b) in out.base.iter_mut().enumerate() {
+            *b = crate::pose::additive_delta(b, &reference[j]);
+        }
+        let safe = |v: f32| if v.abs() > f32::MIN_POSITIVE { v } else { 1.0 };
+        for tr in self.tracks.iter() {
+            let r = &reference[tr.joint as usize];
+            let per = if tr.interpolation == Interpolation::CubicSpline {
+                3
+            } else {
+                1
+            };
+            let n = tr.key_count as usize * per;
+            let vs = tr.value_start as usize;
+            match tr.target {
+                Target::Translation => {
+                    for (i, v) in out.vec3s[vs..vs + n].iter_mut().enumerate() {
+                        // Tangents (in, out of cubic keys) are differences: unchanged.
+                        if per == 1 || i % 3 == 1 {
+                            *v -= Vec3A::from(r.translation);
+                        }
+                    }
+                }
+                Target::Scale => {
+                    let inv =
+                        Vec3A::ONE / Vec3A::new(safe(r.scale.x), safe(r.scale.y), safe(r.scale.z));
+                    for v in &mut out.vec3s[vs..vs + n] {
+                        *v *= inv;
+                    }
+                }
+                Target::Rotation => {
+                    let inv = r.rotation.conjugate();
+                    for q in &mut out.quats[vs..vs + n] {
+                        *q = inv * *q;
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The same clip with every translation (keys, tangents and base pose) multiplied by
+    /// `factor`, for unit conversion; a new clip as far as sampling caches are concerned.
+    pub fn scaled(&self, factor: f32) -> Clip {
+        let mut out = self.clone();
+        out.id = super::next_clip_id();
+        for b in out.base.iter_mut() {
+            b.translation *= factor;
+        }
+        if let Some(c) = &mut out.compact {
+            c.scale_translations(factor);
+        }
+        for tr in self
+            .tracks
+            .iter()
+            .filter(|t| t.target == Target::Translation)
+        {
+            let per = if tr.interpolation == Interpolation::CubicSpline {
+                3
+            } else {
+                1
+            };
+            let vs = tr.value_start as usize;
+            for v in &mut out.vec3s[vs..vs + tr.key_count as usize * per] {
+                *v *= factor;
+            }
+        }
+        out
+    }
+
+    /// The clip with its keys as arrays: for a compact clip, every stored key decoded (LINEAR
+    /// or STEP channels at the grid's frame times, with a key added in the middle of any
+    /// rotation pair more than 180 degrees apart so the path stays the same; this samples like
+    /// the compact clip up to the slerp/nlerp difference between keys), for exporters and
+    /// edits; any other clip is returned as it is. Never a compact clip.
+    pub fn decompressed(&self) -> std::borrow::Cow<'_, Clip> {
+        let Some(c) = &self.compact else {
+            return std::borrow::Cow::Borrowed(self);
+        };
+        let mut channels: Vec<RawChannel> = c.decoded_channels(self.start, self.duration);
+        for &(j, target, v) in c.constants.iter() {
+            channels.push(RawChannel {
+                joint: j.to_string(),
+                target,
+                interpolation: Interpolation::Linear,
+                times: vec![self.start],
+                values: match target {
+                    Target::Rotation => RawValues::Quat(vec![Quat::from_vec4(v)]),
+                    _ => RawValues::Vec3(vec![v.truncate()]),
+                },
+            });
+        }
+        // Joint names are not known here: channels name joints by index, bound to a
+        // skeleton of numbered joints with the clip's base pose as rest pose.
+        let raw = RawClip {
+            name: self.name.clone(),
+            start: self.start,
+            duration: self.duration,
+            channels,
+        };
+        let built = crate::skeleton::numbered(&self.base).and_then(|s| raw.build(&s));
+        let built = built.map(|mut k| {
+            k.events = self.events.clone();
+            k.base = self.base.clone();
+            k
+        });
+        std::borrow::Cow::Owned(built.unwrap_or_else(|_| {
+            // Unreachable for a validated compact clip (finite, increasing times and finite
+            // values); the clip's pose alone keeps this total, never the compact clip again.
+            Clip::from_compact(
+                self.name.clone(),
+                self.start,
+                self.duration,
+                self.base.to_vec(),
+                (0..self.base.len() as JointIndex).collect(),
+                crate::compress::Compact::new(
+                    1.0,
+                    1,
+                    1.0,
+                    Vec::new(),
+                    Vec::new(),
+                    vec![0],
+                    vec![0; 8],
+                ),
+                self.events.to_vec(),
+            )
+            .without_compact()
+        }))
+    }
+
+    /// The clip with its compact data dropped: its base pose alone.
+    fn without_compact(mut self) -> Clip {
+        self.compact = None;
+        self
+    }
+
+    /// [`Clip::to_additive`] relative to this clip's own first frame.
+    pub fn to_additive_from_first_frame(&self) -> Clip {
+        let mut first = vec![Transform::IDENTITY; self.joint_count()];
+        // The pose has exactly the clip's joint count.
+        let _ = crate::sample_uncached(self, self.start, &mut first);
+        match self.to_additive(&first) {
+            Ok(c) => c,
+            // Unreachable: `first` has one entry per joint.
+            Err(_) => self.clone(),
+        }
+    }
+}

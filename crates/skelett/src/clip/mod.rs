@@ -1,0 +1,470 @@
+//! Animation clips: editable [`RawClip`]s from importers, immutable [`Clip`]s for playback.
+//!
+//! A clip animates joints through *channels*: the translation, rotation or scale of one joint,
+//! each with its own key times and interpolation ([`Interpolation::Step`], [`Interpolation::Linear`]
+//! or glTF's [`Interpolation::CubicSpline`] with in/out tangents). Importers produce a
+//! [`RawClip`] whose channels name their joint; [`RawClip::build`] validates it, binds every
+//! channel to a joint of a [`Skeleton`] by name, removes redundant keys losslessly and lays the
+//! keys out for [`crate::sample`]:
+//!
+//! ```text
+//! RawClip { channels: [joint name, target, interpolation, times, values] }
+//!    │ build(&skeleton): finite, strictly increasing times; value counts match;
+//!    │                   names bound (every miss reported); redundant keys dropped;
+//!    │                   one-key channels folded into the clip's base pose
+//!    ▼
+//! Clip { base pose, tracks grouped by kind (LINEAR rotations, translations, scales, then the
+//!        rest), flat time / value / slerp-angle arrays }
+//! ```
+//!
+//! Times are seconds in the source's own time base: a clip may start at 0.0417 s, and
+//! [`Clip::start`] and [`Clip::duration`] keep that.
+//!
+//! Where the parts live: the [`Clip`] asset and its accessors here; its compact storage
+//! format in `compact.rs`; derived clips (additive, scaled, decompressed) in `derived.rs`;
+//! the raw types and [`RawClip::build`] on the building side (`build/raw_clip.rs`, with the
+//! lossless key reduction in `build/reduce.rs`); key evaluation on the playing side
+//! (`play/sampling`).
+
+pub(crate) mod compact;
+mod derived;
+
+pub use crate::build::raw_clip::{
+    BuildOptions, BuildReport, RawChannel, RawClip, RawValues, UnboundChannels,
+};
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use glam::{Quat, Vec3A};
+
+use crate::transform::SlerpSegment;
+use crate::{Error, JointIndex, Transform};
+
+/// What a channel animates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Target {
+    /// The joint's local translation.
+    Translation,
+    /// The joint's local rotation.
+    Rotation,
+    /// The joint's local scale.
+    Scale,
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Target::Translation => "translation",
+            Target::Rotation => "rotation",
+            Target::Scale => "scale",
+        })
+    }
+}
+
+/// How values between two keys are computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Interpolation {
+    /// The value of the key at or before the time.
+    Step,
+    /// Linear for translations and scales, shortest-path slerp for rotations.
+    Linear,
+    /// Cubic Hermite spline with an in- and an out-tangent per key, as glTF's CUBICSPLINE;
+    /// rotations are re-normalised after interpolation.
+    CubicSpline,
+}
+
+impl std::fmt::Display for Interpolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Interpolation::Step => "step",
+            Interpolation::Linear => "linear",
+            Interpolation::CubicSpline => "cubic",
+        })
+    }
+}
+
+/// One animated channel of a [`Clip`], borrowed (see [`Clip::channel`]).
+#[derive(Clone, Copy, Debug)]
+pub struct ChannelView<'a> {
+    /// The joint it animates.
+    pub joint: JointIndex,
+    /// What it animates.
+    pub target: Target,
+    /// How values between keys are computed.
+    pub interpolation: Interpolation,
+    /// Key times (at least two).
+    pub times: &'a [f32],
+    /// Key values.
+    pub values: ChannelValues<'a>,
+}
+
+/// The values of a [`ChannelView`].
+#[derive(Clone, Copy, Debug)]
+pub enum ChannelValues<'a> {
+    /// Translations or scales.
+    Vec3(&'a [Vec3A]),
+    /// Rotations.
+    Quat(&'a [Quat]),
+}
+
+/// A named moment of a clip (a footstep, a sound cue), fired by the
+/// [`crate::animator::Animator`] when playback crosses it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClipEvent {
+    /// Time in the clip's time base (between [`Clip::start`] and [`Clip::end`]).
+    pub time: f32,
+    /// The event's name.
+    pub name: String,
+    /// Optional data for the receiver.
+    pub payload: Option<String>,
+}
+
+/// One animated channel of a built [`Clip`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Track {
+    pub joint: JointIndex,
+    pub target: Target,
+    pub interpolation: Interpolation,
+    /// Index of the track's timeline (its key times, shared with every track keyed at the
+    /// same times) in [`Clip::timelines`].
+    pub timeline: u32,
+    /// First key's index in [`Clip::times`] (its timeline's).
+    pub time_start: u32,
+    /// Number of keys (at least 2).
+    pub key_count: u32,
+    /// First value's index in the vec3 or quat value array (3 entries per key for cubic).
+    pub value_start: u32,
+}
+
+/// An immutable, validated clip bound to a skeleton, ready for [`crate::sample`].
+///
+/// Clips are `Send + Sync`; share one between characters with an `Arc`. Two clips compare
+/// equal when their content is equal (each built clip also has an identity, which sampling
+/// caches follow, that equality ignores).
+#[derive(Clone, Debug)]
+pub struct Clip {
+    pub(crate) id: u64,
+    pub(crate) name: String,
+    pub(crate) start: f32,
+    pub(crate) duration: f32,
+    /// Rest pose with every constant channel applied: what a joint is where no track moves it.
+    pub(crate) base: Box<[Transform]>,
+    /// Tracks in groups: `..groups[0]` LINEAR rotations, `..groups[1]` LINEAR translations,
+    /// `..groups[2]` LINEAR scales, then STEP and CUBICSPLINE tracks of any target. Within a
+    /// group, by joint. Sampling runs one tight loop per group.
+    pub(crate) tracks: Box<[Track]>,
+    pub(crate) groups: [usize; 3],
+    /// Distinct key-time arrays as (first index in `times`, key count). Exporters usually key
+    /// every channel of a clip at the same times, so sampling finds the keys around a time
+    /// once per timeline rather than once per channel.
+    pub(crate) timelines: Box<[(u32, u32)]>,
+    /// Joints with at least one component no track writes: only these need the base pose
+    /// copied in before the tracks run.
+    pub(crate) static_joints: Box<[JointIndex]>,
+    pub(crate) times: Box<[f32]>,
+    /// Translation and scale values, 16-byte aligned so that interpolation is one SIMD op.
+    pub(crate) vec3s: Box<[Vec3A]>,
+    pub(crate) quats: Box<[Quat]>,
+    /// One per LINEAR rotation key, at the key's value index: the angle to the next key.
+    pub(crate) slerp: Box<[SlerpSegment]>,
+    pub(crate) counts: ChannelCounts,
+    /// Events sorted by time.
+    pub(crate) events: Box<[ClipEvent]>,
+    /// The compact form ([`crate::compress`]): when present, the key arrays above are empty
+    /// and sampling decodes this instead.
+    pub(crate) compact: Option<Box<crate::compress::Compact>>,
+}
+
+/// Channel and key counts of a built clip, by interpolation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ChannelCounts {
+    /// Animated (multi-key) channels per interpolation: step, linear, cubic.
+    pub tracks: [usize; 3],
+    /// Keys of animated channels per interpolation: step, linear, cubic.
+    pub keys: [usize; 3],
+    /// Channels that hold one value for the whole clip (part of the base pose).
+    pub constant: usize,
+}
+
+impl PartialEq for Clip {
+    fn eq(&self, o: &Self) -> bool {
+        self.name == o.name
+            && self.start == o.start
+            && self.duration == o.duration
+            && self.base == o.base
+            && self.tracks == o.tracks
+            && self.groups == o.groups
+            && self.timelines == o.timelines
+            && self.times == o.times
+            && self.vec3s == o.vec3s
+            && self.quats == o.quats
+            && self.events == o.events
+            && self.compact == o.compact
+    }
+}
+
+static NEXT_CLIP_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A fresh clip identity (sampling caches follow clips by it).
+pub(crate) fn next_clip_id() -> u64 {
+    NEXT_CLIP_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+pub(crate) fn interp_slot(i: Interpolation) -> usize {
+    match i {
+        Interpolation::Step => 0,
+        Interpolation::Linear => 1,
+        Interpolation::CubicSpline => 2,
+    }
+}
+
+impl Clip {
+    /// The clip's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Time of the first frame, in the source's time base (seconds).
+    #[inline]
+    pub fn start(&self) -> f32 {
+        self.start
+    }
+
+    /// Length in seconds.
+    #[inline]
+    pub fn duration(&self) -> f32 {
+        self.duration
+    }
+
+    /// `start + duration`.
+    #[inline]
+    pub fn end(&self) -> f32 {
+        self.start + self.duration
+    }
+
+    /// Number of joints of the skeleton the clip was built for.
+    #[inline]
+    pub fn joint_count(&self) -> usize {
+        self.base.len()
+    }
+
+    /// Number of animated (multi-key) channels.
+    #[inline]
+    pub fn track_count(&self) -> usize {
+        match &self.compact {
+            Some(c) => c.tracks.len(),
+            None => self.tracks.len(),
+        }
+    }
+
+    /// Channel and key counts by interpolation (for a compact clip: its stored keys, STEP or
+    /// LINEAR).
+    pub fn counts(&self) -> ChannelCounts {
+        match &self.compact {
+            Some(c) => {
+                let mut counts = ChannelCounts {
+                    constant: c.constants.len(),
+                    ..Default::default()
+                };
+                for (t, &k) in c.tracks.iter().zip(c.keys.iter()) {
+                    let slot = if t.step { 0 } else { 1 };
+                    counts.tracks[slot] += 1;
+                    counts.keys[slot] += k as usize;
+                }
+                counts
+            }
+            None => self.counts,
+        }
+    }
+
+    /// `true` for a clip made by [`crate::compress::compress`] (or loaded as one).
+    pub fn is_compact(&self) -> bool {
+        self.compact.is_some()
+    }
+
+    /// For a compact clip: its grid's frames per second and number of frames.
+    pub fn compact_grid(&self) -> Option<(f32, usize)> {
+        self.compact.as_ref().map(|c| (c.rate, c.frames as usize))
+    }
+
+    /// The pose of joints no track moves: the rest pose with every constant channel applied.
+    pub fn base_pose(&self) -> &[Transform] {
+        &self.base
+    }
+
+    /// Bytes of key data (times, values, precomputed slerp angles, track headers, base pose);
+    /// for a compact clip, what it stores (see [`crate::compress`]).
+    pub fn size_bytes(&self) -> usize {
+        use std::mem::size_of;
+        if let Some(c) = &self.compact {
+            return c.byte_size();
+        }
+        self.tracks.len() * size_of::<Track>()
+            + self.timelines.len() * 8
+            + self.times.len() * 4
+            + self.vec3s.len() * size_of::<Vec3A>()
+            + self.quats.len() * size_of::<Quat>()
+            + self.slerp.len() * size_of::<SlerpSegment>()
+            + self.base.len() * size_of::<Transform>()
+            + self.static_joints.len() * size_of::<JointIndex>()
+    }
+
+    /// The animated channels as (joint, target, interpolation, key count), grouped by kind
+    /// (for a compact clip, in its storage order).
+    pub fn channels(
+        &self,
+    ) -> impl Iterator<Item = (JointIndex, Target, Interpolation, usize)> + '_ {
+        let keyed = self
+            .tracks
+            .iter()
+            .map(|t| (t.joint, t.target, t.interpolation, t.key_count as usize));
+        let compact = self.compact.iter().flat_map(|c| {
+            c.tracks.iter().zip(c.keys.iter()).map(|(t, &k)| {
+                let interp = if t.step {
+                    Interpolation::Step
+                } else {
+                    Interpolation::Linear
+                };
+                (t.joint, t.target, interp, k as usize)
+            })
+        });
+        keyed.chain(compact)
+    }
+
+    /// The key times of animated channel `i` (in [`Clip::channels`] order); empty for a
+    /// compact clip (use [`Clip::decompressed`]).
+    ///
+    /// # Panics
+    /// If `i >= self.track_count()`.
+    pub fn channel_times(&self, i: usize) -> &[f32] {
+        if self.compact.is_some() {
+            assert!(i < self.track_count(), "channel {i} out of range");
+            return &[];
+        }
+        let t = &self.tracks[i];
+        &self.times[t.time_start as usize..(t.time_start + t.key_count) as usize]
+    }
+
+    /// The key times of a track.
+    #[inline(always)]
+    pub(crate) fn track_times(&self, track: &Track) -> &[f32] {
+        let ts = track.time_start as usize;
+        &self.times[ts..ts + track.key_count as usize]
+    }
+
+    /// The key times of timeline `i`.
+    #[inline(always)]
+    pub(crate) fn timeline_times(&self, i: usize) -> &[f32] {
+        let (start, n) = self.timelines[i];
+        &self.times[start as usize..(start + n) as usize]
+    }
+
+    /// Animated channel `i` (in [`Clip::channels`] order) with its keys, for exporters and
+    /// tools: times, and values (three per key for cubic channels: in-tangent, value,
+    /// out-tangent). `None` past the last channel, and for compact clips (whose keys are
+    /// bits: [`Clip::decompressed`] gives them as a clip with keys).
+    pub fn channel(&self, i: usize) -> Option<ChannelView<'_>> {
+        let t = self.tracks.get(i)?;
+        let per = if t.interpolation == Interpolation::CubicSpline {
+            3
+        } else {
+            1
+        };
+        let n = t.key_count as usize * per;
+        let vs = t.value_start as usize;
+        Some(ChannelView {
+            joint: t.joint,
+            target: t.target,
+            interpolation: t.interpolation,
+            times: self.track_times(t),
+            values: match t.target {
+                Target::Rotation => ChannelValues::Quat(&self.quats[vs..vs + n]),
+                _ => ChannelValues::Vec3(&self.vec3s[vs..vs + n]),
+            },
+        })
+    }
+
+    /// The clip's events, sorted by time.
+    pub fn events(&self) -> &[ClipEvent] {
+        &self.events
+    }
+
+    /// Returns the clip with `events` added (imported ones kept), sorted by time.
+    ///
+    /// ```
+    /// # use skelett::*;
+    /// # let skeleton = RawSkeleton { joints: vec![RawJoint { name: "j".into(), parent: None,
+    /// #     rest: Transform::IDENTITY }], ..Default::default() }.build().unwrap();
+    /// # let clip = RawClip { name: "walk".into(), start: 0.0, duration: 1.0, channels: vec![] }
+    /// #     .build(&skeleton).unwrap();
+    /// let clip = clip.with_events(vec![
+    ///     ClipEvent { time: 0.5, name: "right_foot".into(), payload: None },
+    ///     ClipEvent { time: 0.0, name: "left_foot".into(), payload: None },
+    /// ])?;
+    /// assert_eq!(clip.events()[0].name, "left_foot");
+    /// # Ok::<(), skelett::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ClipRange`] if an event's time is not finite or lies outside the clip.
+    pub fn with_events(mut self, events: Vec<ClipEvent>) -> Result<Self, Error> {
+        let mut all: Vec<ClipEvent> = self.events.to_vec();
+        for e in events {
+            if !(e.time >= self.start && e.time <= self.end()) {
+                return Err(Error::ClipRange {
+                    clip: self.name.clone(),
+                    problem: format!(
+                        "event {:?} at {} s lies outside the clip ({} to {} s)",
+                        e.name,
+                        e.time,
+                        self.start,
+                        self.end()
+                    ),
+                });
+            }
+            all.push(e);
+        }
+        all.sort_by(|a, b| a.time.total_cmp(&b.time));
+        self.events = all.into();
+        Ok(self)
+    }
+
+    /// Number of distinct key-time arrays (channels keyed at the same times share one).
+    pub fn timeline_count(&self) -> usize {
+        self.timelines.len()
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// A clip around compact data (from [`crate::compress`] or a file).
+    pub(crate) fn from_compact(
+        name: String,
+        start: f32,
+        duration: f32,
+        base: Vec<Transform>,
+        static_joints: Vec<JointIndex>,
+        compact: crate::compress::Compact,
+        events: Vec<ClipEvent>,
+    ) -> Clip {
+        Clip {
+            id: NEXT_CLIP_ID.fetch_add(1, Ordering::Relaxed),
+            name,
+            start,
+            duration,
+            base: base.into(),
+            tracks: Box::new([]),
+            groups: [0; 3],
+            timelines: Box::new([]),
+            static_joints: static_joints.into(),
+            times: Box::new([]),
+            vec3s: Box::new([]),
+            quats: Box::new([]),
+            slerp: Box::new([]),
+            counts: ChannelCounts::default(),
+            events: events.into(),
+            compact: Some(Box::new(compact)),
+        }
+    }
+}
