@@ -31,8 +31,8 @@
 //! compensation and other non-standard scale inheritance; geometric transforms), the joint
 //! whose world matrix is the file's node's, scale included (the one the skin binds to), keeps
 //! the file's name; the node above a scale helper is `name<unscaled>` ([`UNSCALED_SUFFIX`])
-//! and a geometry helper `name<geometry>` ([`GEOMETRY_SUFFIX`]). A helper never takes a name
-//! the file uses.
+//! and a geometry helper `name<geometry>` ([`GEOMETRY_SUFFIX`]). A derived name never
+//! displaces a file name.
 //!
 //! ufbx is a C library; it is the most complete FBX reader there is, and no Rust crate reads
 //! FBX as faithfully, so skelett binds it rather than parse FBX by hand. Units and axes are
@@ -86,20 +86,24 @@ fn mat(m: &ufbx::Matrix) -> Mat4 {
     )
 }
 
-/// What a joint's name comes from: the file, or a helper node ufbx added.
-enum NameSource<'a> {
-    /// The file's own name.
-    File(&'a str),
-    /// A node whose scale ufbx moved to its scale helper, which carries the file's name: the
-    /// name with this suffix.
-    Derived(&'a str, &'static str),
-}
-
 /// Suffix of a node whose scale (and the file's name) went to its scale helper.
 pub const UNSCALED_SUFFIX: &str = "<unscaled>";
 /// Suffix of a geometry-transform helper (the node's geometric offset, between the node and
-/// its mesh).
+/// its mesh or bone attribute).
 pub const GEOMETRY_SUFFIX: &str = "<geometry>";
+
+/// The file's name that a node stands for: its own, or for a helper ufbx added (whose own
+/// name is empty) that of the nearest file node above it.
+fn file_name_of(node: &ufbx::Node) -> &str {
+    let mut n = node;
+    while n.is_scale_helper || n.is_geometry_transform_helper {
+        match n.parent.as_deref() {
+            Some(p) => n = p,
+            None => return "",
+        }
+    }
+    n.element.name.as_ref()
+}
 
 /// Joint names for the nodes `ids`.
 ///
@@ -110,13 +114,13 @@ pub const GEOMETRY_SUFFIX: &str = "<geometry>";
 ///   inherit scale move to the helper. The helper's world matrix is the file's joint's (scale
 ///   included), so the helper takes the file's name, and the node above it (translation and
 ///   rotation only, parent of the children that ignore its scale) is called
-///   `name<unscaled>`;
-/// - geometric transforms: a *geometry helper* between a node and its mesh, called
+///   `name<unscaled>` (when the helper is not a joint, the node keeps the file's name);
+/// - geometric transforms: a *geometry helper* between a node and what it carries, called
 ///   `name<geometry>`.
 ///
 /// File names are kept as they are (two equal file names are told apart with `#index` and a
-/// warning, as in every importer); a helper's name that a file name already uses gets `#index`
-/// (`#1`, `#2`, ... until it is unique), so no file name is ever changed because of a helper.
+/// warning, as in every importer). A derived name never displaces a file name: one that a
+/// file name (or an earlier derived name) already uses gets `#1`, `#2`, ... until unique.
 fn joint_names(
     scene: &ufbx::Scene,
     ids: &[usize],
@@ -129,54 +133,44 @@ fn joint_names(
             .map(|h| h.element.typed_id as usize)
             .is_some_and(|h| h < is_joint.len() && is_joint[h])
     };
-    let sources: Vec<NameSource> = ids
+    // (file name, suffix of a derived name)
+    let sources: Vec<(&str, Option<&'static str>)> = ids
         .iter()
         .map(|&i| {
             let node = &scene.nodes[i];
-            let parent_name = node
-                .parent
-                .as_deref()
-                .map_or("", |p| p.element.name.as_ref());
-            if node.is_scale_helper {
-                NameSource::File(parent_name)
-            } else if node.is_geometry_transform_helper {
-                NameSource::Derived(parent_name, GEOMETRY_SUFFIX)
-            } else if joint_helper(node) {
-                NameSource::Derived(node.element.name.as_ref(), UNSCALED_SUFFIX)
+            let base = file_name_of(node);
+            if node.is_geometry_transform_helper {
+                (base, Some(GEOMETRY_SUFFIX))
+            } else if !node.is_scale_helper && joint_helper(node) {
+                (base, Some(UNSCALED_SUFFIX))
             } else {
-                NameSource::File(node.element.name.as_ref())
+                (base, None)
             }
         })
         .collect();
-    let mut names: Vec<String> = sources
-        .iter()
-        .map(|s| match s {
-            NameSource::File(n) => n.to_string(),
-            NameSource::Derived(..) => String::new(),
-        })
-        .collect();
-    let file: Vec<usize> = (0..ids.len())
-        .filter(|&k| matches!(sources[k], NameSource::File(_)))
-        .collect();
-    let mut file_names: Vec<String> = file.iter().map(|&k| names[k].clone()).collect();
+    let file: Vec<usize> = (0..ids.len()).filter(|&k| sources[k].1.is_none()).collect();
+    let mut file_names: Vec<String> = file.iter().map(|&k| sources[k].0.to_string()).collect();
     let tags: Vec<usize> = file.iter().map(|&k| ids[k]).collect();
     crate::dedupe_names(&mut file_names, &tags, warnings);
+    let mut names = vec![String::new(); ids.len()];
     let mut taken = std::collections::HashSet::with_capacity(ids.len());
     for (&k, name) in file.iter().zip(file_names) {
         taken.insert(name.clone());
         names[k] = name;
     }
-    for (k, s) in sources.iter().enumerate() {
-        if let NameSource::Derived(base, suffix) = s {
-            let mut name = format!("{base}{suffix}");
-            let mut n = 0;
-            while taken.contains(&name) {
-                n += 1;
-                name = format!("{base}{suffix}#{n}");
-            }
-            taken.insert(name.clone());
-            names[k] = name;
+    // Next `#n` to try per derived base, so many equal bases cost linear time.
+    let mut next: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (k, &(base, suffix)) in sources.iter().enumerate() {
+        let Some(suffix) = suffix else { continue };
+        let stem = format!("{base}{suffix}");
+        let mut name = stem.clone();
+        let n = next.entry(stem.clone()).or_insert(0);
+        while taken.contains(&name) {
+            *n += 1;
+            name = format!("{stem}#{n}");
         }
+        taken.insert(name.clone());
+        names[k] = name;
     }
     names
 }

@@ -166,15 +166,22 @@ pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
 /// Makes joint names unique, as clips bind by name: a repeated name gets `#<tag>` (the
 /// joint's index in the source, from `tags`), with a warning.
 pub(crate) fn dedupe_names(names: &mut [String], tags: &[usize], warnings: &mut Vec<String>) {
-    let mut seen = std::collections::HashSet::with_capacity(names.len());
+    let mut seen: std::collections::HashSet<String> = names.iter().cloned().collect();
+    let mut first = std::collections::HashSet::with_capacity(names.len());
     for (name, &tag) in names.iter_mut().zip(tags) {
-        if !seen.insert(name.clone()) {
-            let renamed = format!("{name}#{tag}");
+        if !first.insert(name.clone()) {
+            // `name#tag`, or `name#tag.k` where a file already uses that (never a clash).
+            let mut renamed = format!("{name}#{tag}");
+            let mut k = 0;
+            while seen.contains(&renamed) {
+                k += 1;
+                renamed = format!("{name}#{tag}.{k}");
+            }
             warnings.push(format!(
                 "joint name {name:?} is used twice; the one at index {tag} is called {renamed:?}"
             ));
+            seen.insert(renamed.clone());
             *name = renamed;
-            seen.insert(name.clone());
         }
     }
 }

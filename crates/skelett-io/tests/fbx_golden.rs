@@ -98,36 +98,14 @@ golden! {
 /// Segment scale compensation with a scale that is not 1: ufbx adds scale helper nodes, the
 /// skin binds to them, and they must carry the file's joint names (not `""` or `#7`).
 ///
-/// The file is made here from Maya's `maya_game_sausage_7500_ascii_wiggle.fbx` (joint2..4
-/// use `InheritType` 2, Maya's segment scale compensation) by giving joint1's and joint2's
-/// X scale curves a ramp from 1 to 1.95 instead of a constant 1; that is what Maya's
-/// `_deform` variants of the same file do, and it makes ufbx add helpers. The oracle for the
-/// matrices is ufbx's own scene evaluation (Blender ignores `InheritType`); the property that
-/// the compensated joints carry no inherited scale or shear is checked on its own.
-#[test]
-fn maya_segment_scale_compensation_keeps_joint_names() {
-    let file = "maya_game_sausage_7500_ascii_wiggle.fbx";
-    let text = std::fs::read_to_string(common::data(&format!("fbx/{file}"))).unwrap();
-    let ones = "a: 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1\n";
-    let ramp: Vec<String> = (0..20)
-        .map(|i| format!("{}", 1.0 + 0.05 * i as f64))
-        .collect();
-    let ramp = format!("a: {}\n", ramp.join(","));
-    let mut patched = text.clone();
-    // The X scale curves of joint1 and joint2 (connected to their `AnimCurveNode::S`).
-    for curve in [
-        "AnimationCurve: 2516914041904,",
-        "AnimationCurve: 2516914034224,",
-    ] {
-        let at = patched
-            .find(curve)
-            .unwrap_or_else(|| panic!("{file}: no {curve} (the shared file changed?)"));
-        let values = at + patched[at..].find("KeyValueFloat").unwrap();
-        let ones_at = values + patched[values..].find(ones).unwrap();
-        patched.replace_range(ones_at..ones_at + ones.len(), &ramp);
-    }
-    assert_ne!(patched, text);
-    let bytes = patched.as_bytes();
+/// The rig is made by [`common::maya_ssc`]. The oracle for the matrices is ufbx's own
+/// evaluation of the file with its default options, which keep the inherit modes as they are
+/// (no helper nodes: an evaluation independent of the helpers' construction); Blender
+/// ignores `InheritType`. The property that the compensated joints carry no inherited scale
+/// or shear is checked on its own.
+fn check_ssc(edits: common::SscEdits) -> (skelett_io::Asset, Vec<String>) {
+    let text = common::maya_ssc(edits);
+    let bytes = text.as_bytes();
     let asset = skelett_io::fbx::load_bytes(
         bytes,
         std::path::Path::new("ssc.fbx"),
@@ -135,26 +113,32 @@ fn maya_segment_scale_compensation_keeps_joint_names() {
     )
     .unwrap();
     let sk = &asset.skeleton;
+    let names: Vec<String> = (0..sk.len() as u16)
+        .map(|j| sk.name(j).to_string())
+        .collect();
     assert!(
         asset.warnings.iter().all(|w| !w.contains("used twice")),
         "{:?}",
         asset.warnings
     );
-    // Helpers were made (otherwise this test would check nothing new).
-    for helper in ["joint1<unscaled>", "joint2<unscaled>"] {
-        assert!(
-            sk.find(helper).is_some(),
-            "no {helper}: {:?}",
-            (0..sk.len() as u16).map(|j| sk.name(j)).collect::<Vec<_>>()
-        );
-    }
+    assert!(
+        names
+            .iter()
+            .all(|n| !n.is_empty() && !n.starts_with('#') && !n.starts_with('<')),
+        "{names:?}"
+    );
+    let joint3 = if edits.rename_joint3_as_derived {
+        "joint1<unscaled>"
+    } else {
+        "joint3"
+    };
     let mut skin_names: Vec<&str> = asset.skin_joints(0).iter().map(|&j| sk.name(j)).collect();
     skin_names.sort_unstable();
     // The three cluster bones, and the mesh's own node (for vertices without weights).
-    assert_eq!(skin_names, ["joint1", "joint2", "joint3", "pCube1"]);
+    let mut want = vec!["joint1", "joint2", joint3, "pCube1"];
+    want.sort_unstable();
+    assert_eq!(skin_names, want);
 
-    // World matrices against ufbx's evaluation of the file's nodes (the helper's, where the
-    // node has one: it is the node with its scale).
     let scene = ufbx::load_memory(bytes, ufbx::LoadOpts::default()).unwrap();
     let stack = &scene.anim_stacks[0];
     let clip = asset.clip(&stack.element.name).unwrap();
@@ -170,13 +154,12 @@ fn maya_segment_scale_compensation_keeps_joint_names() {
         local_to_model(sk, &pose, 0, &mut model).unwrap();
         let eval =
             ufbx::evaluate_scene(&scene, &stack.anim, f64::from(t), Default::default()).unwrap();
-        for name in ["joint1", "joint2", "joint3", "joint4"] {
+        for name in ["joint1", "joint2", joint3, "joint4"] {
             let node = eval
                 .nodes
                 .iter()
-                .find(|n| n.element.name.as_ref() == name && !n.is_scale_helper)
+                .find(|n| n.element.name.as_ref() == name)
                 .unwrap();
-            let node = node.scale_helper.as_deref().unwrap_or(node);
             let m = &node.node_to_world;
             let want = glam::DMat4::from_cols_array(&[
                 m.m00, m.m10, m.m20, 0.0, m.m01, m.m11, m.m21, 0.0, m.m02, m.m12, m.m22, 0.0,
@@ -191,10 +174,13 @@ fn maya_segment_scale_compensation_keeps_joint_names() {
             worst = worst.max(err);
             assert!(err < 1e-5, "t={t} {name}: skelett {got} ufbx {want}");
         }
-        // joint1 is scaled non-uniformly; the compensated joint3 and joint4 have a scale of
-        // their own of 1, so their world axes stay orthonormal (no inherited scale or shear).
-        assert!(model[sk.find("joint1").unwrap() as usize].x_axis.length() > 1.0 + 1e-3 || k == 0);
-        for name in ["joint3", "joint4"] {
+        // joint1 is scaled non-uniformly from frame 2 on; the compensated joint3 and joint4
+        // have a scale of their own of 1, so their world axes stay orthonormal.
+        if k > 0 {
+            let x = model[sk.find("joint1").unwrap() as usize].x_axis.length();
+            assert!(x > 1.0 + 1e-3, "t={t}: joint1 scale {x}");
+        }
+        for name in [joint3, "joint4"] {
             let m = root * model[sk.find(name).unwrap() as usize];
             let (x, y, z) = (
                 m.x_axis.truncate(),
@@ -213,5 +199,54 @@ fn maya_segment_scale_compensation_keeps_joint_names() {
             }
         }
     }
-    eprintln!("segment scale compensation: worst matrix element error {worst:e}");
+    eprintln!("segment scale compensation: worst matrix element error {worst:e}; {names:?}");
+    (asset, names)
+}
+
+#[test]
+fn maya_segment_scale_compensation_keeps_joint_names() {
+    let (_, names) = check_ssc(common::SscEdits::default());
+    // Every joint by its name: the file's four joints and mesh node, and the nodes above the
+    // two scale helpers.
+    let mut names: Vec<&str> = names.iter().map(String::as_str).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "joint1",
+            "joint1<unscaled>",
+            "joint2",
+            "joint2<unscaled>",
+            "joint3",
+            "joint4",
+            "pCube1"
+        ]
+    );
+}
+
+/// A file name equal to a derived one keeps it; the derived name moves aside.
+#[test]
+fn derived_joint_names_never_displace_file_names() {
+    let (asset, names) = check_ssc(common::SscEdits {
+        rename_joint3_as_derived: true,
+        ..Default::default()
+    });
+    assert!(names.iter().any(|n| n == "joint1<unscaled>#1"), "{names:?}");
+    // The file's joint keeps the name: it is the skin's joint and joint2's grandchild.
+    let sk = &asset.skeleton;
+    let j = sk.find("joint1<unscaled>").unwrap();
+    assert!(asset.skin_joints(0).contains(&j));
+}
+
+/// Geometric transforms on joints under scale helpers: the geometry helpers are named after
+/// the file's joint, not after the (unnamed) scale helper above them.
+#[test]
+fn geometry_helpers_under_scale_helpers_are_named_after_their_joint() {
+    let (_, names) = check_ssc(common::SscEdits {
+        geometric_translation: true,
+        ..Default::default()
+    });
+    for n in ["joint1<geometry>", "joint2<geometry>"] {
+        assert!(names.iter().any(|x| x == n), "{n}: {names:?}");
+    }
 }

@@ -10,15 +10,35 @@
 //! one property that falls inside another property's cubic segment (the ozz files key every
 //! 1/120 s at 30 fps): there the other property is resampled, not exact, and is not compared.
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use skelett::{sample_uncached, Pose};
+use skelett::{sample_uncached, JointIndex, Pose, Skeleton};
 
 fn data(file: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/fbx")
-        .join(file)
+    common::data(&format!("fbx/{file}"))
+}
+
+/// The joint skelett makes of a ufbx node, by the importer's naming rule (`fbx` module docs):
+/// a scale helper carries its node's file name, and a node whose scale helper is a joint is
+/// `name<unscaled>`. Geometry helpers have no keys of their own.
+fn joint_of(sk: &Skeleton, node: &ufbx::Node) -> Option<JointIndex> {
+    if node.is_geometry_transform_helper {
+        return None;
+    }
+    let mut base = node;
+    while base.is_scale_helper {
+        base = base.parent.as_deref()?;
+    }
+    let name: &str = base.element.name.as_ref();
+    if !node.is_scale_helper && node.scale_helper.is_some() {
+        if let Some(j) = sk.find(&format!("{name}{}", skelett_io::fbx::UNSCALED_SUFFIX)) {
+            return Some(j);
+        }
+    }
+    sk.find(name)
 }
 
 fn next_down(x: f32) -> f32 {
@@ -89,7 +109,7 @@ fn check_bytes(file: &str, bytes: &[u8]) -> (usize, usize) {
             for at in [t32, next_down(t32)] {
                 sample_uncached(clip, at, &mut pose).unwrap();
                 for node in scene.nodes.iter() {
-                    let Some(j) = sk.find(&node.element.name) else {
+                    let Some(j) = joint_of(sk, node) else {
                         continue;
                     };
                     // Only the properties keyed at `t` (another property's cubic segment
@@ -180,6 +200,16 @@ fn check_bytes(file: &str, bytes: &[u8]) -> (usize, usize) {
          translation {worst_t:e} of size, rotation {worst_r:e} rad, scale {worst_s:e}"
     );
     (compared, at_steps)
+}
+
+/// Keys of a rig with scale helpers (Maya's segment scale compensation with animated scale,
+/// see `common::maya_ssc`): translation and rotation on `name<unscaled>`, scale on the
+/// helper that carries the file's name.
+#[test]
+fn segment_scale_compensation_keys() {
+    let text = common::maya_ssc(common::SscEdits::default());
+    let (compared, _) = check_bytes("ssc.fbx", text.as_bytes());
+    assert!(compared > 0);
 }
 
 #[test]

@@ -103,3 +103,57 @@ pub fn all_assets() -> Vec<PathBuf> {
     v.sort();
     v
 }
+
+/// What [`maya_ssc`] changes in Maya's `maya_game_sausage_7500_ascii_wiggle.fbx`.
+#[derive(Clone, Copy, Default)]
+pub struct SscEdits {
+    /// joint3 renamed to `joint1<unscaled>`: the name skelett derives for joint1's node.
+    pub rename_joint3_as_derived: bool,
+    /// joint1 and joint2 get a geometric translation: ufbx adds geometry helpers.
+    pub geometric_translation: bool,
+}
+
+/// Maya's sausage rig (joint2..4 use `InheritType` 2, Maya's segment scale compensation)
+/// with joint1's and joint2's X scale curves ramped from 1 to 1.95 instead of a constant 1,
+/// as Maya's `_deform` variants of the same file do: ufbx then adds scale helpers. Made here
+/// from the shared file, not copied.
+pub fn maya_ssc(edits: SscEdits) -> String {
+    let file = "fbx/maya_game_sausage_7500_ascii_wiggle.fbx";
+    let text = std::fs::read_to_string(data(file)).unwrap();
+    let ones = "a: 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1\n";
+    let ramp: Vec<String> = (0..20)
+        .map(|i| format!("{}", 1.0 + 0.05 * i as f64))
+        .collect();
+    let ramp = format!("a: {}\n", ramp.join(","));
+    let mut out = text.clone();
+    // The X scale curves of joint1 and joint2 (connected to their `AnimCurveNode::S`).
+    for curve in [
+        "AnimationCurve: 2516914041904,",
+        "AnimationCurve: 2516914034224,",
+    ] {
+        let at = out
+            .find(curve)
+            .unwrap_or_else(|| panic!("{file}: no {curve} (the shared file changed?)"));
+        let values = at + out[at..].find("KeyValueFloat").unwrap();
+        let ones_at = values + out[values..].find(ones).unwrap();
+        out.replace_range(ones_at..ones_at + ones.len(), &ramp);
+    }
+    if edits.geometric_translation {
+        for joint in [
+            "\"Model::joint1\", \"LimbNode\"",
+            "\"Model::joint2\", \"LimbNode\"",
+        ] {
+            let at = out.find(joint).unwrap();
+            let props = at + out[at..].find("Properties70:  {\n").unwrap() + 18;
+            out.insert_str(
+                props,
+                "\t\t\tP: \"GeometricTranslation\", \"Vector3D\", \"Vector\", \"\",0.1,0.2,0\n",
+            );
+        }
+    }
+    if edits.rename_joint3_as_derived {
+        out = out.replace("Model::joint3", "Model::joint1<unscaled>");
+    }
+    assert_ne!(out, text);
+    out
+}
