@@ -19,7 +19,7 @@ use skelett::animator::{Animator, Curve, EventPolicy, PlayOptions};
 use skelett::local_to_model;
 use skelett::skin::{SkinOutput, SkinPalette, SkinningMesh, SkinningMethod};
 use skelett_io::Asset;
-use skelett_render::{Bounds, GifWriter, Gpu, OrbitCamera, RenderOptions, Renderer};
+use skelett_render::{Bounds, Character, GifWriter, Gpu, OrbitCamera, RenderOptions, Renderer};
 
 use crate::outln;
 
@@ -99,7 +99,8 @@ fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Re
     }
     let gpu = Gpu::new()?;
     let sk = asset.skeleton.clone();
-    let mut renderer = Renderer::new(&gpu, asset, shot.options)?;
+    let character = Character::new(&asset.skeleton, &asset.skins, &asset.meshes, &asset.images);
+    let mut renderer = Renderer::new(&gpu, character, shot.options)?;
     let dt = 1.0 / shot.fps;
     let frames = ((shot.seconds * shot.fps).round() as usize).max(1);
 
@@ -113,7 +114,7 @@ fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Re
             next = apply(&mut anim, asset, shot, next, f as f32 * dt)?;
             anim.update(if f == 0 { 0.0 } else { dt });
             local_to_model(&sk, anim.pose(), 0, &mut model)?;
-            if let Some(b) = renderer.bounds(asset, &model) {
+            if let Some(b) = renderer.bounds(&model) {
                 bounds = Some(bounds.map_or(b, |a| a.union(b)));
             }
         }

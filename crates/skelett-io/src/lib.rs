@@ -73,14 +73,9 @@ impl Asset {
     }
 }
 
-/// An image file's bytes as the source stored them (PNG or JPEG), for renderers to decode.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EncodedImage {
-    /// The MIME type the source declares (`image/png`, `image/jpeg`).
-    pub mime: String,
-    /// The encoded bytes.
-    pub bytes: Arc<[u8]>,
-}
+/// An image file's bytes as the source stored them; a core type (renderers take it without
+/// depending on the importers), re-exported here where importers produce it.
+pub use skelett::EncodedImage;
 
 impl Asset {
     /// The index of the clip called `name`, or `name` itself if it is a number in range.

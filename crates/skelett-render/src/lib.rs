@@ -4,7 +4,8 @@
 //! Gpu::new()                        one wgpu device (Vulkan, Metal or DX12; lavapipe works)
 //! GpuSkinner::new(&gpu, &SkinningMesh)      bind-pose vertices uploaded once per mesh
 //!   .skin(&gpu, &SkinPalette)               compute pass: palette -> skinned vertex buffer
-//! Renderer::new(&gpu, &asset, options)      a GpuSkinner per primitive, pipelines, target
+//! Renderer::new(&gpu, Character { .. }, options)   core types (skeleton, skins, meshes,
+//!                                           encoded images): a GpuSkinner per primitive
 //!   .render(&gpu, &model, &camera)          skin on the GPU, draw mesh / wireframe /
 //!                                           skeleton / grid offscreen, read back an Image
 //! Image::write_png, GifWriter               files for CI, docs and users
@@ -20,13 +21,18 @@
 mod camera;
 mod gpu;
 mod image;
+mod input;
+mod prepare;
 mod renderer;
 mod skinning;
+mod targets;
+mod texture;
 
 pub use camera::{Bounds, OrbitCamera};
 pub use gpu::Gpu;
 pub use image::{GifWriter, Image};
-pub use renderer::{RenderOptions, Renderer};
+pub use input::{Character, RenderOptions};
+pub use renderer::Renderer;
 pub use skinning::GpuSkinner;
 
 /// What can go wrong while rendering.

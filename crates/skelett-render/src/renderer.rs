@@ -4,7 +4,7 @@
 //! Meshes without normals get area-weighted smooth normals at load, so they can be lit.
 //!
 //! ```text
-//! Renderer::new(gpu, asset, options)   per mesh primitive: SkinningMesh -> GpuSkinner,
+//! Renderer::new(gpu, character, options)   per mesh primitive: SkinningMesh -> GpuSkinner,
 //!                                      index and edge buffers, UVs, material
 //! render(gpu, model, camera):
 //!   SkinPalette::update per skin (CPU, from the model matrices)
@@ -18,47 +18,16 @@ use std::sync::Arc;
 use glam::{Mat4, Vec3};
 use skelett::skin::{SkinPalette, SkinningMesh, SkinningMethod};
 use skelett::{Skeleton, Skin};
-use skelett_io::Asset;
 use wgpu::util::DeviceExt;
 
-use crate::{Bounds, Gpu, GpuSkinner, Image, OrbitCamera, RenderError};
+use crate::prepare::smooth_normals;
+use crate::targets::Targets;
+use crate::texture::{srgb_texture, upload_texture};
+use crate::{Bounds, Character, Gpu, GpuSkinner, Image, OrbitCamera, RenderError, RenderOptions};
 
-const SAMPLES: u32 = 4;
-const COLOR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
-const DEPTH_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
-
-/// What to draw, and how large.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RenderOptions {
-    /// Image width in pixels.
-    pub width: u32,
-    /// Image height in pixels.
-    pub height: u32,
-    /// Draw the skinned, shaded meshes.
-    pub skin: bool,
-    /// Draw the meshes' triangle edges.
-    pub wireframe: bool,
-    /// Draw bones as lines between joints and joints as small axes, on top of everything.
-    pub skeleton: bool,
-    /// Draw a ground grid under the character.
-    pub grid: bool,
-    /// Background colour (linear RGB).
-    pub background: [f32; 3],
-}
-
-impl Default for RenderOptions {
-    fn default() -> Self {
-        RenderOptions {
-            width: 640,
-            height: 480,
-            skin: true,
-            wireframe: false,
-            skeleton: false,
-            grid: true,
-            background: [0.045, 0.05, 0.06],
-        }
-    }
-}
+pub(crate) const SAMPLES: u32 = 4;
+pub(crate) const COLOR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
+pub(crate) const DEPTH_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -101,6 +70,8 @@ pub struct Renderer {
     options: RenderOptions,
     skeleton: Arc<Skeleton>,
     skins: Vec<Skin>,
+    /// Scene-space bounds of the bind-pose meshes.
+    mesh_bounds: Option<Bounds>,
     palettes: Vec<SkinPalette>,
     primitives: Vec<DrawPrimitive>,
     targets: Targets,
@@ -116,102 +87,17 @@ pub struct Renderer {
     grid: Vec<LineVertex>,
 }
 
-/// The multisampled colour and depth targets, the resolved image and its readback buffer.
-struct Targets {
-    width: u32,
-    height: u32,
-    color: wgpu::TextureView,
-    resolve: wgpu::Texture,
-    resolve_view: wgpu::TextureView,
-    depth: wgpu::TextureView,
-    readback: wgpu::Buffer,
-    padded_row: u32,
-}
-
-impl Targets {
-    fn new(gpu: &Gpu, w: u32, h: u32) -> Result<Targets, RenderError> {
-        let d = &gpu.device;
-        let max = d.limits().max_texture_dimension_2d;
-        if w == 0 || h == 0 || w > max || h > max {
-            return Err(RenderError::Invalid(format!(
-                "image size {w}x{h}: each side must be 1 to {max} pixels"
-            )));
-        }
-        let padded_row = (w * 4).div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT)
-            * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
-        let readback_size = padded_row as u64 * h as u64;
-        if readback_size > d.limits().max_buffer_size {
-            return Err(RenderError::Invalid(format!(
-                "image size {w}x{h} needs a {readback_size}-byte readback buffer; this GPU \
-                 allows {}",
-                d.limits().max_buffer_size
-            )));
-        }
-        let target = |label: &str, format, samples, usage| {
-            d.create_texture(&wgpu::TextureDescriptor {
-                label: Some(label),
-                size: wgpu::Extent3d {
-                    width: w,
-                    height: h,
-                    depth_or_array_layers: 1,
-                },
-                mip_level_count: 1,
-                sample_count: samples,
-                dimension: wgpu::TextureDimension::D2,
-                format,
-                usage,
-                view_formats: &[],
-            })
-        };
-        let color = target(
-            "colour (MSAA)",
-            COLOR_FORMAT,
-            SAMPLES,
-            wgpu::TextureUsages::RENDER_ATTACHMENT,
-        )
-        .create_view(&Default::default());
-        let resolve = target(
-            "colour",
-            COLOR_FORMAT,
-            1,
-            wgpu::TextureUsages::RENDER_ATTACHMENT
-                | wgpu::TextureUsages::COPY_SRC
-                | wgpu::TextureUsages::TEXTURE_BINDING,
-        );
-        let resolve_view = resolve.create_view(&Default::default());
-        let depth = target(
-            "depth",
-            DEPTH_FORMAT,
-            SAMPLES,
-            wgpu::TextureUsages::RENDER_ATTACHMENT,
-        )
-        .create_view(&Default::default());
-        let readback = d.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("image readback"),
-            size: readback_size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        Ok(Targets {
-            width: w,
-            height: h,
-            color,
-            resolve,
-            resolve_view,
-            depth,
-            readback,
-            padded_row,
-        })
-    }
-}
-
 impl Renderer {
-    /// Prepares every skinned mesh primitive of `asset` for drawing.
+    /// Prepares every skinned mesh primitive of `character` for drawing.
     ///
     /// # Errors
     /// [`RenderError::Invalid`] for an empty image size; [`RenderError::Skelett`] if a mesh
     /// does not fit its skin.
-    pub fn new(gpu: &Gpu, asset: &Asset, options: RenderOptions) -> Result<Renderer, RenderError> {
+    pub fn new(
+        gpu: &Gpu,
+        character: Character<'_>,
+        options: RenderOptions,
+    ) -> Result<Renderer, RenderError> {
         let (w, h) = (options.width, options.height);
         let d = &gpu.device;
         let module = d.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -428,8 +314,10 @@ impl Renderer {
             ..Default::default()
         });
 
+        let asset = character;
         let mut primitives = Vec::new();
-        for mesh in &asset.meshes {
+        let mut mesh_bounds: Option<Bounds> = None;
+        for mesh in asset.meshes {
             let skin = asset.skins.get(mesh.skin).ok_or_else(|| {
                 RenderError::Invalid(format!("mesh {:?} names a missing skin", mesh.name))
             })?;
@@ -444,6 +332,10 @@ impl Renderer {
                 } else {
                     p
                 };
+                let root = asset.skeleton.root_transform();
+                if let Some(b) = Bounds::of(p.positions.iter().map(|&x| root.transform_point3(x))) {
+                    mesh_bounds = Some(mesh_bounds.map_or(b, |m| m.union(b)));
+                }
                 let sm = SkinningMesh::new(p, skin.len())?;
                 let skinner = GpuSkinner::new(gpu, &sm)?;
                 let tri = sm.indices();
@@ -531,7 +423,8 @@ impl Renderer {
         Ok(Renderer {
             options,
             skeleton: asset.skeleton.clone(),
-            skins: asset.skins.clone(),
+            skins: asset.skins.to_vec(),
+            mesh_bounds,
             palettes: vec![SkinPalette::new(SkinningMethod::Linear); asset.skins.len()],
             primitives,
             targets,
@@ -601,7 +494,7 @@ impl Renderer {
     }
 
     /// The scene-space bounds of the bind-pose meshes and of the joints posed by `model`.
-    pub fn bounds(&self, asset: &Asset, model: &[Mat4]) -> Option<Bounds> {
+    pub fn bounds(&self, model: &[Mat4]) -> Option<Bounds> {
         let root = self.skeleton.root_transform();
         let joints = Bounds::of(
             model
@@ -609,15 +502,7 @@ impl Renderer {
                 .take(self.skeleton.len())
                 .map(|m| root.transform_point3(m.w_axis.truncate())),
         );
-        let meshes = Bounds::of(
-            asset
-                .meshes
-                .iter()
-                .flat_map(|m| m.primitives.iter())
-                .flat_map(|p| p.positions.iter())
-                .map(|&p| root.transform_point3(p)),
-        );
-        match (joints, meshes) {
+        match (joints, self.mesh_bounds) {
             (Some(a), Some(b)) => Some(a.union(b)),
             (a, b) => a.or(b),
         }
@@ -872,110 +757,6 @@ impl Renderer {
         let ndc = clip / clip.w;
         Some(((ndc.x * 0.5 + 0.5) * w, (0.5 - ndc.y * 0.5) * h))
     }
-}
-
-/// Decodes a PNG or JPEG base colour image (glTF's two core formats) and uploads it;
-/// `None` for other formats or undecodable data (the primitive then uses its base colour
-/// factor alone).
-fn upload_texture(gpu: &Gpu, image: &skelett_io::EncodedImage) -> Option<wgpu::TextureView> {
-    let max = gpu.device.limits().max_texture_dimension_2d;
-    let (w, h, rgba) = match image.mime.as_str() {
-        "image/png" => decode_png(&image.bytes, max)?,
-        "image/jpeg" => decode_jpeg(&image.bytes, max)?,
-        _ => return None,
-    };
-    Some(srgb_texture(gpu, "base colour", w, h, &rgba))
-}
-
-/// An sRGB RGBA8 texture of `w` x `h` pixels filled from `rgba`, ready to sample.
-fn srgb_texture(gpu: &Gpu, label: &str, w: u32, h: u32, rgba: &[u8]) -> wgpu::TextureView {
-    gpu.device
-        .create_texture_with_data(
-            &gpu.queue,
-            &wgpu::TextureDescriptor {
-                label: Some(label),
-                size: wgpu::Extent3d {
-                    width: w,
-                    height: h,
-                    depth_or_array_layers: 1,
-                },
-                mip_level_count: 1,
-                sample_count: 1,
-                dimension: wgpu::TextureDimension::D2,
-                format: wgpu::TextureFormat::Rgba8UnormSrgb,
-                usage: wgpu::TextureUsages::TEXTURE_BINDING,
-                view_formats: &[],
-            },
-            wgpu::util::TextureDataOrder::LayerMajor,
-            rgba,
-        )
-        .create_view(&Default::default())
-}
-
-/// A JPEG as RGBA8, refusing images larger than `max` pixels across before decoding them.
-fn decode_jpeg(bytes: &[u8], max: u32) -> Option<(u32, u32, Vec<u8>)> {
-    let mut dec = jpeg_decoder::Decoder::new(bytes);
-    dec.read_info().ok()?;
-    let info = dec.info()?;
-    let (w, h) = (info.width as u32, info.height as u32);
-    if w == 0 || h == 0 || w > max || h > max {
-        return None;
-    }
-    let pixels = dec.decode().ok()?;
-    let rgba: Vec<u8> = match info.pixel_format {
-        jpeg_decoder::PixelFormat::RGB24 => pixels
-            .chunks_exact(3)
-            .flat_map(|p| [p[0], p[1], p[2], 255])
-            .collect(),
-        jpeg_decoder::PixelFormat::L8 => pixels.iter().flat_map(|&l| [l, l, l, 255]).collect(),
-        _ => return None,
-    };
-    (rgba.len() == (w * h * 4) as usize).then_some((w, h, rgba))
-}
-
-/// A PNG as RGBA8, refusing images larger than `max` pixels across.
-fn decode_png(bytes: &[u8], max: u32) -> Option<(u32, u32, Vec<u8>)> {
-    let mut dec = png::Decoder::new(std::io::Cursor::new(bytes));
-    dec.set_transformations(
-        png::Transformations::normalize_to_color8() | png::Transformations::ALPHA,
-    );
-    let mut reader = dec.read_info().ok()?;
-    let (w, h) = (reader.info().width, reader.info().height);
-    if w == 0 || h == 0 || w > max || h > max {
-        return None;
-    }
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).ok()?;
-    let rgba: Vec<u8> = match info.color_type {
-        png::ColorType::Rgba => buf.get(..(w * h * 4) as usize)?.to_vec(),
-        png::ColorType::GrayscaleAlpha => buf
-            .get(..(w * h * 2) as usize)?
-            .chunks_exact(2)
-            .flat_map(|g| [g[0], g[0], g[0], g[1]])
-            .collect(),
-        _ => return None,
-    };
-    Some((w, h, rgba))
-}
-
-/// Area-weighted vertex normals from the triangles, for meshes that come without normals
-/// (Fox, for one), so they can be lit.
-fn smooth_normals(positions: &[Vec3], indices: &[u32]) -> Vec<Vec3> {
-    let mut n = vec![Vec3::ZERO; positions.len()];
-    for t in indices.chunks_exact(3) {
-        let [a, b, c] = [t[0] as usize, t[1] as usize, t[2] as usize];
-        if let (Some(&pa), Some(&pb), Some(&pc)) =
-            (positions.get(a), positions.get(b), positions.get(c))
-        {
-            let face = (pb - pa).cross(pc - pa);
-            n[a] += face;
-            n[b] += face;
-            n[c] += face;
-        }
-    }
-    n.iter()
-        .map(|v| v.try_normalize().unwrap_or(Vec3::Y))
-        .collect()
 }
 
 /// The inverse-transpose of `m`'s upper 3x3 (normals' transform), or `m` itself if singular.

@@ -26,7 +26,7 @@ use glam::{Mat4, Vec3};
 use skelett::animator::{Animator, BlendMode, Curve, EventPolicy, PlayOptions};
 use skelett::{local_to_model, Clip, JointMask};
 use skelett_io::Asset;
-use skelett_render::{Bounds, Gpu, OrbitCamera, RenderOptions, Renderer};
+use skelett_render::{Bounds, Character, Gpu, OrbitCamera, RenderOptions, Renderer};
 
 /// How the viewer starts and ends.
 #[derive(Clone, Debug, Default)]
@@ -143,7 +143,7 @@ impl Viewer {
         let gpu = Gpu::from_device(rs.device.clone(), rs.queue.clone(), rs.adapter.get_info());
         let mut renderer = Renderer::new(
             &gpu,
-            &asset,
+            Character::new(&asset.skeleton, &asset.skins, &asset.meshes, &asset.images),
             RenderOptions {
                 width: 800,
                 height: 600,
@@ -186,7 +186,7 @@ impl Viewer {
             for _ in 0..17 {
                 probe.update(step);
                 local_to_model(&sk, probe.pose(), 0, &mut model).map_err(err)?;
-                if let Some(b) = renderer.bounds(&asset, &model) {
+                if let Some(b) = renderer.bounds(&model) {
                     bounds = Some(bounds.map_or(b, |a| a.union(b)));
                 }
             }

@@ -57,7 +57,7 @@ pub enum Error {
         /// The joint it targets.
         joint: String,
         /// What it animates.
-        target: crate::clip::Target,
+        target: crate::clip::channel::Target,
         /// What is wrong.
         problem: String,
     },

@@ -79,7 +79,7 @@ pub use clip::{
 };
 pub use error::Error;
 pub use hierarchy::{inverse_bind_matrices, local_to_model, skinning_palette, Skin};
-pub use mesh::{MeshPrimitive, SkinnedMesh};
+pub use mesh::{EncodedImage, MeshPrimitive, SkinnedMesh};
 pub use parts::{ClipParts, CompactParts, TrackPart};
 pub use pose::{
     additive_delta, apply_additive, blend, blend_override, make_additive, BlendInput, JointMask,

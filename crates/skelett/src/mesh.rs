@@ -9,6 +9,9 @@ use glam::{Vec2, Vec3, Vec4};
 
 use crate::{Error, Skin};
 
+/// Most influences a vertex may have.
+pub const MAX_INFLUENCES: usize = 8;
+
 /// One primitive (one draw call's worth of triangles) of a skinned mesh.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct MeshPrimitive {
@@ -100,7 +103,7 @@ impl MeshPrimitive {
         same("tangents", p.tangents.as_ref().map(Vec::len))?;
         same("uvs", p.uvs.as_ref().map(Vec::len))?;
         if p.influences == 0
-            || p.influences > crate::skin::MAX_INFLUENCES
+            || p.influences > MAX_INFLUENCES
             || p.joints.len() != n * p.influences
             || p.weights.len() != n * p.influences
         {
@@ -217,4 +220,14 @@ mod tests {
             }
         }
     }
+}
+
+/// An image file's bytes as the source stored them (PNG or JPEG), for renderers to decode:
+/// meshes refer to it by index ([`MeshPrimitive::base_color_texture`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EncodedImage {
+    /// The MIME type the source declares (`image/png`, `image/jpeg`).
+    pub mime: String,
+    /// The encoded bytes.
+    pub bytes: std::sync::Arc<[u8]>,
 }

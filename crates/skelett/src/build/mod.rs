@@ -12,5 +12,6 @@
 
 pub mod compress;
 pub mod contacts;
+mod derived;
 pub(crate) mod raw_clip;
 pub(crate) mod reduce;

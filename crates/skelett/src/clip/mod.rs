@@ -20,18 +20,18 @@
 //! Times are seconds in the source's own time base: a clip may start at 0.0417 s, and
 //! [`Clip::start`] and [`Clip::duration`] keep that.
 //!
-//! Where the parts live: the [`Clip`] asset and its accessors here; its compact storage
-//! format in `compact.rs`; derived clips (additive, scaled, decompressed) in `derived.rs`;
-//! the raw types and [`RawClip::build`] on the building side (`build/raw_clip.rs`, with the
-//! lossless key reduction in `build/reduce.rs`); key evaluation on the playing side
-//! (`play/sampling`).
+//! Where the parts live: the [`Clip`] asset and its accessors here; what a channel animates
+//! and how (`channel.rs`); the raw types importers fill (`raw.rs`); the compact storage
+//! format (`compact.rs`). [`RawClip::build`] and derived clips (additive, scaled,
+//! decompressed) are on the building side (`build/raw_clip.rs`, `build/reduce.rs`,
+//! `build/derived.rs`); key evaluation on the playing side (`play/sampling`).
 
+pub(crate) mod channel;
 pub(crate) mod compact;
-mod derived;
+mod raw;
 
-pub use crate::build::raw_clip::{
-    BuildOptions, BuildReport, RawChannel, RawClip, RawValues, UnboundChannels,
-};
+pub use channel::{Interpolation, Target};
+pub use raw::{BuildOptions, BuildReport, RawChannel, RawClip, RawValues, UnboundChannels};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -39,49 +39,6 @@ use glam::{Quat, Vec3A};
 
 use crate::transform::SlerpSegment;
 use crate::{Error, JointIndex, Transform};
-
-/// What a channel animates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Target {
-    /// The joint's local translation.
-    Translation,
-    /// The joint's local rotation.
-    Rotation,
-    /// The joint's local scale.
-    Scale,
-}
-
-impl std::fmt::Display for Target {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Target::Translation => "translation",
-            Target::Rotation => "rotation",
-            Target::Scale => "scale",
-        })
-    }
-}
-
-/// How values between two keys are computed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Interpolation {
-    /// The value of the key at or before the time.
-    Step,
-    /// Linear for translations and scales, shortest-path slerp for rotations.
-    Linear,
-    /// Cubic Hermite spline with an in- and an out-tangent per key, as glTF's CUBICSPLINE;
-    /// rotations are re-normalised after interpolation.
-    CubicSpline,
-}
-
-impl std::fmt::Display for Interpolation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Interpolation::Step => "step",
-            Interpolation::Linear => "linear",
-            Interpolation::CubicSpline => "cubic",
-        })
-    }
-}
 
 /// One animated channel of a [`Clip`], borrowed (see [`Clip::channel`]).
 #[derive(Clone, Copy, Debug)]
@@ -172,7 +129,7 @@ pub struct Clip {
     pub(crate) events: Box<[ClipEvent]>,
     /// The compact form ([`crate::compress`]): when present, the key arrays above are empty
     /// and sampling decodes this instead.
-    pub(crate) compact: Option<Box<crate::compress::Compact>>,
+    pub(crate) compact: Option<Box<compact::Compact>>,
 }
 
 /// Channel and key counts of a built clip, by interpolation.
@@ -445,7 +402,7 @@ impl Clip {
         duration: f32,
         base: Vec<Transform>,
         static_joints: Vec<JointIndex>,
-        compact: crate::compress::Compact,
+        compact: compact::Compact,
         events: Vec<ClipEvent>,
     ) -> Clip {
         Clip {

@@ -4,7 +4,7 @@
 
 use glam::{Quat, Vec3A};
 
-use super::{Clip, Interpolation, RawChannel, RawClip, RawValues, Target};
+use crate::clip::{Clip, Interpolation, RawChannel, RawClip, RawValues, Target};
 use crate::{Error, JointIndex, Transform};
 
 impl Clip {
@@ -30,7 +30,7 @@ impl Clip {
             return self.decompressed().to_additive(reference);
         }
         let mut out = self.clone();
-        out.id = super::next_clip_id();
+        out.id = crate::clip::next_clip_id();
         for (j, b) in out.base.iter_mut().enumerate() {
             *b = crate::pose::additive_delta(b, &reference[j]);
         }
@@ -75,7 +75,7 @@ impl Clip {
     /// `factor`, for unit conversion; a new clip as far as sampling caches are concerned.
     pub fn scaled(&self, factor: f32) -> Clip {
         let mut out = self.clone();
-        out.id = super::next_clip_id();
+        out.id = crate::clip::next_clip_id();
         for b in out.base.iter_mut() {
             b.translation *= factor;
         }
@@ -145,7 +145,7 @@ impl Clip {
                 self.duration,
                 self.base.to_vec(),
                 (0..self.base.len() as JointIndex).collect(),
-                crate::compress::Compact::new(
+                crate::clip::compact::Compact::new(
                     1.0,
                     1,
                     1.0,

@@ -3,7 +3,7 @@
 //! (ns/vertex = 1000 / Melem/s). On a machine without a GPU this measures Mesa's lavapipe,
 //! which runs the shader on the CPU; it is recorded, not a target.
 //!
-//! `cargo bench -p skelett-render --bench gpu_skinning`.
+//! `cargo bench -p skelett-cli --bench gpu_skinning`.
 
 use std::hint::black_box;
 use std::path::PathBuf;

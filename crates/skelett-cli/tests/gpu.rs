@@ -7,12 +7,17 @@ use std::path::PathBuf;
 use glam::{Mat4, Vec3};
 use skelett::skin::{skin, SkinOutput, SkinPalette, SkinningMesh, SkinningMethod};
 use skelett::{local_to_model, sample_uncached, Pose};
-use skelett_render::{Gpu, GpuSkinner, OrbitCamera, RenderOptions, Renderer};
+use skelett_render::{Character, Gpu, GpuSkinner, OrbitCamera, RenderOptions, Renderer};
 
 fn data(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/data")
         .join(rel)
+}
+
+/// The renderer's input from a loaded asset.
+fn character(asset: &skelett_io::Asset) -> Character<'_> {
+    Character::new(&asset.skeleton, &asset.skins, &asset.meshes, &asset.images)
 }
 
 fn gpu() -> Option<Gpu> {
@@ -185,8 +190,8 @@ fn renders_a_real_character_and_its_skeleton_where_the_joints_are() {
         height: 240,
         ..Default::default()
     };
-    let mut r = Renderer::new(&gpu, &asset, opts).unwrap();
-    let bounds = r.bounds(&asset, &model).unwrap();
+    let mut r = Renderer::new(&gpu, character(&asset), opts).unwrap();
+    let bounds = r.bounds(&model).unwrap();
     let cam = OrbitCamera::framing(bounds, 320.0 / 240.0);
     r.set_ground(
         Vec3::new(bounds.center().x, bounds.min.y, bounds.center().z),
@@ -259,7 +264,7 @@ fn renders_jpeg_base_colour_textures() {
     let model = posed(&asset, 0, 0.5);
     let mut r = Renderer::new(
         &gpu,
-        &asset,
+        character(&asset),
         RenderOptions {
             width: 256,
             height: 256,
@@ -268,7 +273,7 @@ fn renders_jpeg_base_colour_textures() {
         },
     )
     .unwrap();
-    let cam = OrbitCamera::framing(r.bounds(&asset, &model).unwrap(), 1.0);
+    let cam = OrbitCamera::framing(r.bounds(&model).unwrap(), 1.0);
     let img = r.render(&gpu, &model, &cam).unwrap();
     img.write_png(out_dir().join("cesium_textured.png"))
         .unwrap();

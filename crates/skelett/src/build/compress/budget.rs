@@ -1,0 +1,528 @@
+//! The budget driver: the error budget shared along the hierarchy by each channel's
+//! sensitivity, a global multiplier raised while the measured model-space error stays within
+//! the budget, chains that exceed it tightened and slack joints loosened; each attempt
+//! planned per channel (`encode`), assembled into a compact clip and measured (`metric`).
+
+use glam::{Mat4, Quat, Vec3, Vec4};
+
+use super::*;
+use crate::{
+    local_to_model, sample_uncached, Clip, Error, Interpolation, JointIndex, Skeleton, Target,
+    Transform,
+};
+
+/// One compression's result.
+pub(super) struct Outcome {
+    pub(super) clip: Clip,
+    pub(super) plans: Vec<encode::Plan>,
+    pub(super) dense: Checked,
+    pub(super) animated: usize,
+    pub(super) constant: usize,
+    pub(super) rest: usize,
+    pub(super) keys: usize,
+}
+
+/// Everything about the reference on one grid that every attempt reuses.
+pub(super) struct Prepared {
+    pub(super) grid: Grid,
+    pub(super) pos: Vec<f32>,
+    /// Raw value per channel (joint * 3 + target) per frame, and at a quarter, half and three
+    /// quarters of every frame interval.
+    pub(super) raw: Vec<Vec<Vec4>>,
+    pub(super) raw_sub: Vec<Vec<Vec4>>,
+    pub(super) step: Vec<bool>,
+    pub(super) rest: Vec<Vec4>,
+    pub(super) sens: metric::Sensitivity,
+    /// Share of the budget of each joint's channels (before the multiplier).
+    pub(super) share: Vec<f32>,
+    /// Reference vertices at four points per frame interval, and at sixteen.
+    /// Where the search measures (frames and three points between, and the source's own key
+    /// times with the f32 before each), and where the final check does (fifteen between).
+    pub(super) check_times: Vec<f32>,
+    pub(super) dense_times: Vec<f32>,
+}
+
+pub(super) const TARGETS: [Target; 3] = [Target::Translation, Target::Rotation, Target::Scale];
+
+pub(super) fn to_vec4(target: Target, t: &Transform) -> Vec4 {
+    match target {
+        Target::Translation => t.translation.extend(0.0),
+        Target::Rotation => Vec4::from(t.rotation),
+        Target::Scale => t.scale.extend(0.0),
+    }
+}
+
+pub(super) fn prepare(
+    skeleton: &Skeleton,
+    reference: &Clip,
+    grid: Grid,
+    budget: f32,
+    shell: f32,
+) -> Result<Prepared, Error> {
+    let n = skeleton.len();
+    let frames = grid.frames as usize;
+    let mut local = vec![Transform::IDENTITY; n * frames];
+    let mut model = vec![Mat4::IDENTITY; n * frames];
+    for f in 0..frames {
+        let pose = &mut local[f * n..(f + 1) * n];
+        sample_uncached(reference, grid.time(f as u32), pose)?;
+        local_to_model(skeleton, pose, 0, &mut model[f * n..(f + 1) * n])?;
+    }
+    let subs = frames.saturating_sub(1) * encode::SUB;
+    let mut mid = vec![Transform::IDENTITY; n * subs];
+    for i in 0..subs {
+        let (f, k) = ((i / encode::SUB) as u32, i % encode::SUB);
+        let (t0, t1) = (grid.time(f), grid.time(f + 1));
+        let t = t0 + (t1 - t0) * encode::SUB_AT[k];
+        sample_uncached(reference, t, &mut mid[i * n..(i + 1) * n])?;
+    }
+    let scales: Vec<Vec3> = local.iter().map(|t| t.scale).collect();
+    let sens = metric::Sensitivity::new(skeleton, &model, &scales, shell);
+    let rest_pose = skeleton.rest_pose();
+    let mut raw = Vec::with_capacity(3 * n);
+    let mut raw_sub = Vec::with_capacity(3 * n);
+    let mut rest = Vec::with_capacity(3 * n);
+    let mut step = vec![false; 3 * n];
+    for j in 0..n {
+        for target in TARGETS {
+            raw.push(
+                (0..frames)
+                    .map(|f| to_vec4(target, &local[f * n + j]))
+                    .collect::<Vec<_>>(),
+            );
+            raw_sub.push(
+                (0..subs)
+                    .map(|i| to_vec4(target, &mid[i * n + j]))
+                    .collect::<Vec<_>>(),
+            );
+            rest.push(to_vec4(target, &rest_pose[j]));
+        }
+    }
+    for (j, target, interp, _) in reference.channels() {
+        if interp == Interpolation::Step {
+            step[j as usize * 3 + target as usize] = true;
+        }
+    }
+    // Channels that move (or leave the rest pose) share the budget along every chain: a
+    // joint's channels get the budget divided by the most such channels on any path from
+    // a root through it to a leaf.
+    let moving: Vec<u32> = (0..n)
+        .map(|j| {
+            (0..3)
+                .filter(|&k| {
+                    let v = &raw[j * 3 + k];
+                    v.iter().any(|x| *x != v[0]) || v[0] != rest[j * 3 + k]
+                })
+                .count() as u32
+        })
+        .collect();
+    let parents = skeleton.parents();
+    let mut path = vec![0u32; n];
+    for j in 0..n {
+        let p = parents[j];
+        path[j] = moving[j]
+            + if p == JointIndex::MAX {
+                0
+            } else {
+                path[p as usize]
+            };
+    }
+    let mut chain = path.clone();
+    for j in (0..n).rev() {
+        let p = parents[j];
+        if p != JointIndex::MAX && chain[j] > chain[p as usize] {
+            chain[p as usize] = chain[j];
+        }
+    }
+    let share = chain.iter().map(|&c| budget / c.max(1) as f32).collect();
+    // The source's key times, and just before each: a STEP key, or a kink, between the
+    // grid's points is measured where it happens. "Just before" is twice the tolerance
+    // within which a time counts as its grid frame (see `Compact::pos_of`), outside the f32
+    // rounding of frame times that a compact STEP key switches at.
+    let before = |t: f32| {
+        let x = ((t - reference.start) * grid.rate).abs();
+        t - (2e-4f32).max(16.0 * f32::EPSILON * x) / grid.rate
+    };
+    let mut keys: Vec<f32> = reference
+        .times
+        .iter()
+        .filter(|&&t| t >= reference.start && t <= reference.end())
+        .flat_map(|&t| [before(t), t])
+        .filter(|&t| t >= reference.start)
+        .collect();
+    keys.sort_by(f32::total_cmp);
+    keys.dedup();
+    let with_keys = |mut t: Vec<f32>| {
+        t.extend_from_slice(&keys);
+        t.sort_by(f32::total_cmp);
+        t.dedup();
+        t
+    };
+    let check_times = with_keys(grid.times(4));
+    let dense_times = with_keys(grid.times(16));
+    let _ = shell;
+    Ok(Prepared {
+        grid,
+        pos: (0..grid.frames).map(|f| grid.pos(f)).collect(),
+        raw,
+        raw_sub,
+        step,
+        rest,
+        sens,
+        share,
+        check_times,
+        dense_times,
+    })
+}
+
+/// Plans every channel with the budget multiplied by `m`, and each joint's by `scale[j]`.
+pub(super) fn plan_all(p: &Prepared, m: f32, scale: &[f32]) -> Vec<encode::Plan> {
+    (0..p.sens.joints)
+        .flat_map(|j| plan_joint(p, j, m * scale[j]))
+        .collect()
+}
+
+/// Plans joint `j`'s three channels with its share of the budget multiplied by `m`.
+pub(super) fn plan_joint(p: &Prepared, j: usize, m: f32) -> [encode::Plan; 3] {
+    let n = p.sens.joints;
+    let frames = p.grid.frames as usize;
+    let mut tol = vec![0f32; frames];
+    let e = p.share[j] * m;
+    TARGETS.map(|target| {
+        let k = target as usize;
+        for (f, t) in tol.iter_mut().enumerate() {
+            let i = f * n + j;
+            *t = match target {
+                // Angle e / reach, as the chord between unit quaternions.
+                Target::Rotation => 2.0 * (e / p.sens.reach[i] * 0.25).min(1.5).sin(),
+                Target::Translation => e / p.sens.parent_scale[i],
+                Target::Scale => e * p.sens.min_scale[i] / p.sens.reach[i],
+            };
+        }
+        let input = encode::TrackInput {
+            joint: j as JointIndex,
+            target,
+            step: p.step[j * 3 + k],
+            raw: &p.raw[j * 3 + k],
+            raw_sub: &p.raw_sub[j * 3 + k],
+            tol: &tol,
+            rest: p.rest[j * 3 + k],
+        };
+        encode::plan(&input, &p.pos)
+    })
+}
+
+/// Bits a plan stores (constants counted as their values).
+pub(super) fn plan_bits(plan: &encode::Plan) -> u64 {
+    match plan {
+        encode::Plan::Rest => 0,
+        encode::Plan::Constant(_) => 128,
+        encode::Plan::Animated(e) => e.bits() + 31 * 8,
+    }
+}
+
+/// Assembles planned channels into a clip.
+pub(super) fn assemble(
+    reference: &Clip,
+    skeleton: &Skeleton,
+    p: &Prepared,
+    plans: &[encode::Plan],
+) -> Result<Outcome, Error> {
+    let n = skeleton.len();
+    let mut base: Vec<Transform> = skeleton.rest_pose().to_vec();
+    let mut constants = Vec::new();
+    let mut tracks = Vec::new();
+    let (mut animated, mut constant, mut rest, mut keys) = (0, 0, 0, 0);
+    let mut encoded = Vec::new();
+    let mut moved = vec![0u8; n];
+    for (i, plan) in plans.iter().enumerate() {
+        let j = i / 3;
+        let target = TARGETS[i % 3];
+        match plan {
+            encode::Plan::Rest => rest += 1,
+            encode::Plan::Constant(v) => {
+                constant += 1;
+                set(&mut base[j], target, *v);
+                constants.push((j as JointIndex, target, *v));
+            }
+            encode::Plan::Animated(e) => {
+                animated += 1;
+                keys += e.keys;
+                moved[j] |= 1 << (i % 3);
+                tracks.push(e.track);
+                encoded.push(e);
+            }
+        }
+    }
+    let segs = p.grid.frames.div_ceil(SEG_LEN) as usize;
+    let mut bits = encode::Bits::default();
+    let mut segments = Vec::with_capacity(segs);
+    for s in 0..segs {
+        segments.push(bits.len as u32);
+        for e in &encoded {
+            bits.append(&e.segments[s]);
+        }
+    }
+    if bits.len > u64::from(u32::MAX) - 64 {
+        return Err(Error::ClipRange {
+            clip: reference.name.clone(),
+            problem: format!(
+                "{} bits of keys: more than a compact clip can index (2^32); split the clip",
+                bits.len
+            ),
+        });
+    }
+    let compact = Compact::new(
+        p.grid.rate,
+        p.grid.frames,
+        p.grid.last_span,
+        tracks,
+        constants,
+        segments,
+        bits.into_padded_bytes(),
+    );
+    let static_joints = (0..n)
+        .filter(|&j| moved[j] != 7)
+        .map(|j| j as JointIndex)
+        .collect();
+    let clip = Clip::from_compact(
+        reference.name.clone(),
+        reference.start,
+        reference.duration,
+        base,
+        static_joints,
+        compact,
+        Vec::new(),
+    );
+    Ok(Outcome {
+        clip,
+        plans: plans.to_vec(),
+        dense: Checked {
+            stats: ErrorStats::default(),
+            over: Vec::new(),
+            histogram: metric::ErrorHistogram::new(1.0),
+        },
+        animated,
+        constant,
+        rest,
+        keys,
+    })
+}
+
+pub(super) fn set(t: &mut Transform, target: Target, v: Vec4) {
+    match target {
+        Target::Translation => t.translation = v.truncate(),
+        Target::Rotation => t.rotation = Quat::from_vec4(v).normalize(),
+        Target::Scale => t.scale = v.truncate(),
+    }
+}
+
+/// What a measurement of an assembled clip found.
+pub(super) struct Checked {
+    pub(super) stats: ErrorStats,
+    /// Joints with an error above the budget somewhere.
+    pub(super) over: Vec<bool>,
+    pub(super) histogram: metric::ErrorHistogram,
+}
+
+/// Measures an assembled clip against the reference at the check times (four per frame
+/// interval and the source's keys) or the dense ones (sixteen).
+pub(super) fn check(
+    skeleton: &Skeleton,
+    p: &Prepared,
+    reference: &Clip,
+    clip: &Clip,
+    shell: f32,
+    budget: f32,
+    dense: bool,
+) -> Result<Checked, Error> {
+    let times = if dense {
+        &p.dense_times
+    } else {
+        &p.check_times
+    };
+    let mut stats = ErrorStats::default();
+    let mut over = vec![false; skeleton.len()];
+    let mut histogram = metric::ErrorHistogram::new(budget);
+    metric::measure(skeleton, reference, clip, shell, times, |i, j, e| {
+        stats.samples += 1;
+        if e > stats.max || e.is_nan() {
+            stats.max = if e.is_nan() { f32::INFINITY } else { e };
+            stats.worst_joint = j as JointIndex;
+            stats.worst_time = times[i];
+        }
+        over[j] |= e.is_nan() || e > budget;
+        histogram.add(e);
+    })?;
+    stats.p99 = histogram.quantile(0.99, stats.max);
+    Ok(Checked {
+        stats,
+        over,
+        histogram,
+    })
+}
+
+/// The largest budget multiplier whose clip measures within the budget; `None` if even the
+/// smallest does not (the grid is too coarse).
+pub(super) fn compress_on(
+    skeleton: &Skeleton,
+    reference: &Clip,
+    grid: Grid,
+    budget: f32,
+    shell: f32,
+) -> Result<Option<Outcome>, Error> {
+    let p = prepare(skeleton, reference, grid, budget, shell)?;
+    let target = 0.97 * budget;
+    let n = skeleton.len();
+    let ones = vec![1.0f32; n];
+    let measure =
+        |clip: &Clip, dense: bool| check(skeleton, &p, reference, clip, shell, budget, dense);
+    let attempt_scaled = |m: f32, scale: &[f32]| -> Result<(Outcome, f32), Error> {
+        let out = assemble(reference, skeleton, &p, &plan_all(&p, m, scale))?;
+        let max = measure(&out.clip, false)?.stats.max;
+        Ok((out, max))
+    };
+    let attempt = |m: f32| attempt_scaled(m, &ones);
+    // Grow m from 1 while the error allows, then bisect (geometrically).
+    let (mut lo, mut hi): (Option<(f32, Outcome)>, Option<f32>) = (None, None);
+    let mut m = 1.0f32;
+    for _ in 0..8 {
+        let (out, max) = attempt(m)?;
+        if max <= target {
+            lo = Some((m, out));
+            m *= 4.0;
+        } else {
+            hi = Some(m);
+            break;
+        }
+    }
+    if lo.is_none() {
+        // Even m = 1 is too much (the first-order split is not a bound for large errors).
+        m = 0.5;
+        while m > 1.0 / 256.0 {
+            let (out, max) = attempt(m)?;
+            if max <= target {
+                lo = Some((m, out));
+                break;
+            }
+            hi = Some(m);
+            m *= 0.5;
+        }
+    }
+    let Some((mut lo_m, mut best)) = lo else {
+        return Ok(None);
+    };
+    if let Some(mut hi_m) = hi {
+        for _ in 0..5 {
+            let mid = (lo_m * hi_m).sqrt();
+            let (out, max) = attempt(mid)?;
+            if max <= target {
+                lo_m = mid;
+                best = out;
+            } else {
+                hi_m = mid;
+            }
+        }
+    }
+    // The final word: sixteen points per frame interval (near a capture glitch the error
+    // changes fast inside an interval). Where that finds more, back off locally.
+    let mut scale = ones.clone();
+    for round in 0..12 {
+        let dense = measure(&best.clip, true)?;
+        if dense.stats.max <= budget {
+            // Spend the slack: the multiplier stopped at the worst joint; give every other
+            // joint more budget where the measured error allows.
+            let loose = loosen(skeleton, reference, &p, shell, target, lo_m, &scale, &best)?;
+            let loose_dense = measure(&loose.clip, true)?;
+            if loose_dense.stats.max <= budget && loose.clip.size_bytes() < best.clip.size_bytes() {
+                let mut out = loose;
+                out.dense = loose_dense;
+                return Ok(Some(out));
+            }
+            best.dense = dense;
+            return Ok(Some(best));
+        }
+        // Tighten only the joints on the way from the root to each joint over the budget.
+        let mut chain = vec![false; n];
+        for j in (0..n).filter(|&j| dense.over[j]) {
+            let mut k = Some(j as JointIndex);
+            while let Some(i) = k {
+                chain[i as usize] = true;
+                k = skeleton.parent(i);
+            }
+        }
+        for (s, &o) in scale.iter_mut().zip(&chain) {
+            if o {
+                *s *= 0.7;
+            }
+        }
+        // After several local rounds, everything a little (where the first-order split
+        // misjudged the hierarchy).
+        if round >= 8 {
+            lo_m *= 0.8;
+        }
+        best = attempt_scaled(lo_m, &scale)?.0;
+    }
+    Ok(None)
+}
+
+/// Joint by joint, leaves first, twice: half as much budget again for the joint's channels,
+/// kept where it saves bits and the clip still measures within `target`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn loosen(
+    skeleton: &Skeleton,
+    reference: &Clip,
+    p: &Prepared,
+    shell: f32,
+    target: f32,
+    m: f32,
+    scale: &[f32],
+    best: &Outcome,
+) -> Result<Outcome, Error> {
+    let budget = target / 0.97;
+    let n = skeleton.len();
+    let mut scale = scale.to_vec();
+    let mut plans = best.plans.clone();
+    let mut out = None;
+    for _ in 0..2 {
+        for j in (0..n).rev() {
+            let trial = plan_joint(p, j, m * scale[j] * 1.5);
+            let old: u64 = plans[j * 3..j * 3 + 3].iter().map(plan_bits).sum();
+            let new: u64 = trial.iter().map(plan_bits).sum();
+            if new >= old {
+                continue;
+            }
+            let mut candidate = plans.clone();
+            candidate.splice(j * 3..j * 3 + 3, trial);
+            let o = assemble(reference, skeleton, p, &candidate)?;
+            if check(skeleton, p, reference, &o.clip, shell, budget, false)?
+                .stats
+                .max
+                <= target
+            {
+                scale[j] *= 1.5;
+                plans = candidate;
+                out = Some(o);
+            }
+        }
+    }
+    match out {
+        Some(o) => Ok(o),
+        None => assemble(reference, skeleton, p, &plans),
+    }
+}
+
+/// The tightest attempt on the finest grid, whatever its error (reported honestly).
+pub(super) fn compress_fallback(
+    skeleton: &Skeleton,
+    reference: &Clip,
+    grid: Grid,
+    budget: f32,
+    shell: f32,
+) -> Result<Outcome, Error> {
+    let p = prepare(skeleton, reference, grid, budget, shell)?;
+    let scale = vec![1.0; skeleton.len()];
+    let mut out = assemble(reference, skeleton, &p, &plan_all(&p, 1.0 / 256.0, &scale))?;
+    out.dense = check(skeleton, &p, reference, &out.clip, shell, budget, true)?;
+    Ok(out)
+}

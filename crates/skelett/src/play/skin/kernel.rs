@@ -1,0 +1,477 @@
+//! The skinning kernels: one loop per influence count, linear blend or dual quaternion,
+//! built twice (baseline SSE2 and AVX+FMA, chosen at run time unless the `scalar` feature
+//! is on).
+
+use glam::{Mat3A, Mat4, Quat, Vec3, Vec3A, Vec4};
+
+use super::*;
+
+/// Whether this CPU has AVX and FMA (checked once by std, then a cached load).
+#[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+pub(super) fn fma_available() -> bool {
+    std::arch::is_x86_feature_detected!("avx") && std::arch::is_x86_feature_detected!("fma")
+}
+
+/// [`skin_range`] with fused multiply-adds and VEX encoding where the CPU has them (every
+/// x86_64 CPU since 2013), the baseline SSE2 build otherwise. Fused and separate
+/// multiply-adds round differently, so results differ in the last bits between CPUs with and
+/// without FMA; the `scalar` feature always takes the baseline build.
+pub(super) fn skin_range_dispatch(
+    mesh: &SkinningMesh,
+    palette: &SkinPalette,
+    start: usize,
+    out: SkinOutput<'_>,
+) {
+    #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+    if fma_available() {
+        // SAFETY: `skin_range_fma` only needs the CPU to support AVX and FMA, which
+        // `fma_available` has just confirmed at run time.
+        unsafe { skin_range_fma(mesh, palette, start, out) };
+        return;
+    }
+    skin_range::<false>(mesh, palette, start, out);
+}
+
+/// [`skin_range`] compiled for AVX + FMA. Only call it when the CPU has both.
+#[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+#[target_feature(enable = "avx,fma")]
+pub(super) fn skin_range_fma(
+    mesh: &SkinningMesh,
+    palette: &SkinPalette,
+    start: usize,
+    out: SkinOutput<'_>,
+) {
+    skin_range::<true>(mesh, palette, start, out);
+}
+
+/// `a * b + c`, fused when `F` (only ever set inside [`skin_range_fma`]).
+#[inline(always)]
+pub(super) fn madd<const F: bool>(a: Vec4, b: Vec4, c: Vec4) -> Vec4 {
+    #[cfg(target_arch = "x86_64")]
+    if F {
+        use std::arch::x86_64::_mm_fmadd_ps;
+        // SAFETY: `F` is true only in code instantiated from `skin_range_fma`, which is
+        // compiled with FMA enabled and called only after `fma_available()` confirmed the
+        // CPU has it. The intrinsic reads and writes registers only.
+        // `fma_and_baseline_paths_agree` runs both instantiations.
+        return unsafe { Vec4::from(_mm_fmadd_ps(a.into(), b.into(), c.into())) };
+    }
+    a * b + c
+}
+
+/// Skins vertices `start..start + out.positions.len()` (skinning order). The outputs may be
+/// longer than needed only at the top level; `check` has run. `F`: fused multiply-adds.
+/// Inlined (with the group loops) into its callers, so the FMA instantiation is compiled
+/// with FMA enabled from top to bottom.
+#[inline(always)]
+pub(super) fn skin_range<const F: bool>(
+    mesh: &SkinningMesh,
+    palette: &SkinPalette,
+    start: usize,
+    out: SkinOutput<'_>,
+) {
+    let end = start + out.positions.len().min(mesh.vertex_count() - start);
+    // Outputs the mesh has no source for are zero, in every group.
+    let mut out = out;
+    if mesh.normals.is_none() {
+        if let Some(o) = out.normals.take() {
+            o[..end - start].fill(Vec3::ZERO);
+        }
+    }
+    if mesh.tangents.is_none() {
+        if let Some(o) = out.tangents.take() {
+            o[..end - start].fill(Vec4::ZERO);
+        }
+    }
+    let mut rest = out;
+    let mut at = start;
+    for g in &mesh.groups {
+        let (lo, hi) = (g.start.max(at), (g.start + g.len).min(end));
+        if lo >= hi {
+            continue;
+        }
+        let (mut now, later) = rest.split_at(hi - at);
+        if lo > at {
+            now = now.split_at(lo - at).1;
+        }
+        rest = later;
+        at = hi;
+        let k = g.influences;
+        let first = lo - g.start;
+        let count = hi - lo;
+        let joints = &mesh.joints[g.joint_offset + first * k..][..count * k];
+        let weights = &mesh.weights[g.weight_offset + first * k.saturating_sub(1)..]
+            [..count * k.saturating_sub(1)];
+        let src = Source {
+            positions: &mesh.positions[lo..hi],
+            normals: mesh.normals.as_deref().map(|n| &n[lo..hi]),
+            tangents: mesh.tangents.as_deref().map(|t| &t[lo..hi]),
+        };
+        match k {
+            0 => copy_bind(&src, now),
+            1 => group::<1, F>(palette, joints, weights, &src, now),
+            2 => group::<2, F>(palette, joints, weights, &src, now),
+            3 => group::<3, F>(palette, joints, weights, &src, now),
+            4 => group::<4, F>(palette, joints, weights, &src, now),
+            5 => group::<5, F>(palette, joints, weights, &src, now),
+            6 => group::<6, F>(palette, joints, weights, &src, now),
+            7 => group::<7, F>(palette, joints, weights, &src, now),
+            _ => group::<8, F>(palette, joints, weights, &src, now),
+        }
+    }
+}
+
+pub(super) struct Source<'a> {
+    pub(super) positions: &'a [Vec3],
+    pub(super) normals: Option<&'a [Vec3]>,
+    pub(super) tangents: Option<&'a [Vec4]>,
+}
+
+pub(super) fn copy_bind(src: &Source<'_>, out: SkinOutput<'_>) {
+    out.positions.copy_from_slice(src.positions);
+    if let Some(o) = out.normals {
+        match src.normals {
+            Some(n) => o.copy_from_slice(n),
+            None => o.fill(Vec3::ZERO),
+        }
+    }
+    if let Some(o) = out.tangents {
+        match src.tangents {
+            Some(t) => o.copy_from_slice(t),
+            None => o.fill(Vec4::ZERO),
+        }
+    }
+}
+
+/// A blended affine matrix as four SIMD columns.
+#[derive(Clone, Copy)]
+pub(super) struct Affine {
+    pub(super) x: Vec4,
+    pub(super) y: Vec4,
+    pub(super) z: Vec4,
+    pub(super) w: Vec4,
+}
+
+impl Affine {
+    #[inline(always)]
+    pub(super) fn of(m: &Mat4, w: f32) -> Affine {
+        Affine {
+            x: m.x_axis * w,
+            y: m.y_axis * w,
+            z: m.z_axis * w,
+            w: m.w_axis * w,
+        }
+    }
+    #[inline(always)]
+    pub(super) fn add<const F: bool>(&mut self, m: &Mat4, w: f32) {
+        let w = Vec4::splat(w);
+        self.x = madd::<F>(m.x_axis, w, self.x);
+        self.y = madd::<F>(m.y_axis, w, self.y);
+        self.z = madd::<F>(m.z_axis, w, self.z);
+        self.w = madd::<F>(m.w_axis, w, self.w);
+    }
+    #[inline(always)]
+    pub(super) fn point<const F: bool>(&self, p: Vec3) -> Vec3 {
+        let z = madd::<F>(self.z, Vec4::splat(p.z), self.w);
+        let y = madd::<F>(self.y, Vec4::splat(p.y), z);
+        madd::<F>(self.x, Vec4::splat(p.x), y).truncate()
+    }
+    #[inline(always)]
+    pub(super) fn vector<const F: bool>(&self, v: Vec3) -> Vec3A {
+        let z = self.z * v.z;
+        let y = madd::<F>(self.y, Vec4::splat(v.y), z);
+        Vec3A::from_vec4(madd::<F>(self.x, Vec4::splat(v.x), y))
+    }
+}
+
+/// Blends `K` matrices of `mats` with `w` (the last weight implied), as ozz does.
+#[inline(always)]
+pub(super) fn blend_mats<const K: usize, const F: bool>(
+    mats: &[Mat4],
+    j: &[u16],
+    w: &[f32],
+) -> Affine {
+    if K == 1 {
+        let m = &mats[j[0] as usize];
+        return Affine {
+            x: m.x_axis,
+            y: m.y_axis,
+            z: m.z_axis,
+            w: m.w_axis,
+        };
+    }
+    let mut acc = Affine::of(&mats[j[0] as usize], w[0]);
+    let mut last = 1.0 - w[0];
+    for i in 1..K - 1 {
+        acc.add::<F>(&mats[j[i] as usize], w[i]);
+        last -= w[i];
+    }
+    acc.add::<F>(&mats[j[K - 1] as usize], last);
+    acc
+}
+
+#[inline(always)]
+pub(super) fn blend_normals<const K: usize>(
+    mats: &[Mat3A],
+    j: &[u16],
+    w: &[f32],
+    n: Vec3,
+) -> Vec3A {
+    let n = Vec3A::from(n);
+    if K == 1 {
+        return mats[j[0] as usize] * n;
+    }
+    let mut acc = mats[j[0] as usize] * (n * w[0]);
+    let mut last = 1.0 - w[0];
+    for i in 1..K - 1 {
+        acc += mats[j[i] as usize] * (n * w[i]);
+        last -= w[i];
+    }
+    acc + mats[j[K - 1] as usize] * (n * last)
+}
+
+/// `v` scaled to unit length, or `fallback` if it has none.
+#[inline(always)]
+pub(super) fn unit(v: Vec3A, fallback: Vec3) -> Vec3 {
+    let l = v.length_squared();
+    // Normal numbers only: the SSE estimate treats subnormals as zero.
+    if (f32::MIN_POSITIVE..=f32::MAX).contains(&l) {
+        Vec3::from(v * crate::transform::inv_sqrt(l))
+    } else {
+        fallback
+    }
+}
+
+/// One vertex by linear blending.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn linear_vertex<const K: usize, const F: bool>(
+    palette: &SkinPalette,
+    j: &[u16],
+    w: &[f32],
+    src: &Source<'_>,
+    v: usize,
+    out: &mut SkinOutput<'_>,
+) {
+    let m = blend_mats::<K, F>(&palette.matrices, j, w);
+    out.positions[v] = m.point::<F>(src.positions[v]);
+    if let (Some(o), Some(n)) = (out.normals.as_deref_mut(), src.normals) {
+        let n = n[v];
+        let b = if palette.use_normal {
+            blend_normals::<K>(&palette.normal, j, w, n)
+        } else {
+            m.vector::<F>(n)
+        };
+        o[v] = if palette.raw_directions {
+            Vec3::from(b)
+        } else {
+            unit(b, n)
+        };
+    }
+    if let (Some(o), Some(t)) = (out.tangents.as_deref_mut(), src.tangents) {
+        let t = t[v];
+        let d = m.vector::<F>(t.truncate());
+        let d = if palette.raw_directions {
+            Vec3::from(d)
+        } else {
+            unit(d, t.truncate())
+        };
+        o[v] = d.extend(t.w);
+    }
+}
+
+/// One vertex by dual quaternion blending (all its joints are rigid).
+#[inline(always)]
+pub(super) fn dual_vertex<const K: usize>(
+    palette: &SkinPalette,
+    j: &[u16],
+    w: &[f32],
+    src: &Source<'_>,
+    v: usize,
+    out: &mut SkinOutput<'_>,
+) {
+    let d = &palette.dual;
+    let first = d[j[0] as usize];
+    let (mut real, mut dual) = (real_zero(), real_zero());
+    let mut last = 1.0;
+    for i in 0..K {
+        let q = d[j[i] as usize];
+        let wi = if i + 1 < K { w[i] } else { last };
+        last -= wi;
+        // Shortest path: blend each rotation on the first one's hemisphere.
+        let s = if first.real.dot(q.real) < 0.0 {
+            -wi
+        } else {
+            wi
+        };
+        real += q.real * s;
+        dual += q.dual * s;
+    }
+    let len = real.length();
+    let (real, dual) = if len > 1e-6 {
+        (real * len.recip(), dual * len.recip())
+    } else {
+        (first.real, first.dual)
+    };
+    // Translation of a unit dual quaternion: 2 * dual * conj(real).
+    let t = (dual * real.conjugate()) * 2.0;
+    out.positions[v] = real * src.positions[v] + Vec3::new(t.x, t.y, t.z);
+    if let (Some(o), Some(n)) = (out.normals.as_deref_mut(), src.normals) {
+        o[v] = unit(Vec3A::from(real * n[v]), n[v]);
+    }
+    if let (Some(o), Some(t)) = (out.tangents.as_deref_mut(), src.tangents) {
+        let t = t[v];
+        o[v] = unit(Vec3A::from(real * t.truncate()), t.truncate()).extend(t.w);
+    }
+}
+
+#[inline(always)]
+pub(super) fn real_zero() -> Quat {
+    Quat::from_xyzw(0.0, 0.0, 0.0, 0.0)
+}
+
+/// Skins one influence group with `K` influences per vertex.
+#[inline(always)]
+pub(super) fn group<const K: usize, const F: bool>(
+    palette: &SkinPalette,
+    joints: &[u16],
+    weights: &[f32],
+    src: &Source<'_>,
+    out: SkinOutput<'_>,
+) {
+    // Every slice cut to exactly `n` (or `n` vertices' worth) up front, so the loop's
+    // indexing needs no bounds checks.
+    let n = src.positions.len();
+    let mut out = SkinOutput {
+        positions: &mut out.positions[..n],
+        normals: out.normals.map(|o| &mut o[..n]),
+        tangents: out.tangents.map(|o| &mut o[..n]),
+    };
+    let src = Source {
+        positions: &src.positions[..n],
+        normals: src.normals.map(|s| &s[..n]),
+        tangents: src.tangents.map(|s| &s[..n]),
+    };
+    let joints = &joints[..n * K];
+    let dq = palette.dual_ready;
+    let mut vertex = |v: usize, j: &[u16], w: &[f32]| {
+        if dq && j.iter().all(|&j| palette.rigid[j as usize]) {
+            dual_vertex::<K>(palette, j, w, &src, v, &mut out);
+        } else {
+            linear_vertex::<K, F>(palette, j, w, &src, v, &mut out);
+        }
+    };
+    if K == 1 {
+        for (v, j) in joints.chunks_exact(1).enumerate() {
+            vertex(v, j, &[]);
+        }
+    } else {
+        let weights = &weights[..n * (K - 1)];
+        for (v, (j, w)) in joints
+            .chunks_exact(K)
+            .zip(weights.chunks_exact(K - 1))
+            .enumerate()
+        {
+            vertex(v, j, w);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::palette::{is_rigid, is_similarity};
+    use super::*;
+
+    #[test]
+    pub(super) fn tiny_and_huge_directions_fall_back_instead_of_blowing_up() {
+        let f = Vec3::X;
+        for l in [1e-45f32, 1e-40, 0.0, f32::INFINITY, f32::NAN] {
+            assert_eq!(unit(Vec3A::new(l, 0.0, 0.0), f), f, "length {l}");
+        }
+        let v = unit(Vec3A::new(0.0, 2e-19, 0.0), f);
+        assert!((v - Vec3::Y).length() < 1e-5, "{v}");
+    }
+
+    /// The FMA build (used on this machine when it has FMA) and the baseline build agree.
+    /// (With `scalar` the dispatch always takes the baseline build: nothing to compare.)
+    #[cfg(not(feature = "scalar"))]
+    #[test]
+    pub(super) fn fma_and_baseline_paths_agree() {
+        let n = 200;
+        let mut p = crate::MeshPrimitive {
+            positions: (0..n)
+                .map(|i| Vec3::new(i as f32 * 0.1, (i % 7) as f32, 1.0))
+                .collect(),
+            normals: Some(
+                (0..n)
+                    .map(|i| Vec3::new(1.0, i as f32, 0.5).normalize())
+                    .collect(),
+            ),
+            tangents: Some((0..n).map(|_| Vec4::new(0.0, 0.0, 1.0, -1.0)).collect()),
+            influences: 8,
+            ..Default::default()
+        };
+        for v in 0..n {
+            for i in 0..8 {
+                p.joints.push(((v + 3 * i) % 5) as u16);
+                p.weights
+                    .push(if i <= v % 8 { 1.0 + i as f32 } else { 0.0 });
+            }
+        }
+        let mesh = SkinningMesh::new(&p, 5).unwrap();
+        assert!(
+            mesh.groups().len() >= 8,
+            "every influence count is exercised"
+        );
+        let mats: Vec<Mat4> = (0..5)
+            .map(|i| {
+                Mat4::from_scale_rotation_translation(
+                    Vec3::new(1.0, 1.0 + i as f32 * 0.2, 1.0),
+                    Quat::from_rotation_y(i as f32),
+                    Vec3::splat(i as f32),
+                )
+            })
+            .collect();
+        let mut pal = SkinPalette::new(SkinningMethod::Linear);
+        pal.set_matrices(&mats);
+        let run = |fma: bool| {
+            let mut pos = vec![Vec3::ZERO; n];
+            let mut nrm = vec![Vec3::ZERO; n];
+            let mut tan = vec![Vec4::ZERO; n];
+            let out = SkinOutput {
+                positions: &mut pos,
+                normals: Some(&mut nrm),
+                tangents: Some(&mut tan),
+            };
+            if fma {
+                skin_range_dispatch(&mesh, &pal, 0, out);
+            } else {
+                skin_range::<false>(&mesh, &pal, 0, out);
+            }
+            (pos, nrm, tan)
+        };
+        let (a, b) = (run(true), run(false));
+        for v in 0..n {
+            assert!(
+                (a.0[v] - b.0[v]).length() < 1e-4,
+                "{v}: {} {}",
+                a.0[v],
+                b.0[v]
+            );
+            assert!((a.1[v] - b.1[v]).length() < 1e-5);
+            assert!((a.2[v] - b.2[v]).length() < 1e-5);
+        }
+    }
+
+    #[test]
+    pub(super) fn rigidity_and_similarity() {
+        let r = Mat4::from_rotation_translation(Quat::from_rotation_y(1.0), Vec3::X);
+        assert!(is_rigid(&r, 1e-3) && is_similarity(&r, 1e-4));
+        let s = r * Mat4::from_scale(Vec3::splat(2.0));
+        assert!(!is_rigid(&s, 1e-3) && is_similarity(&s, 1e-4));
+        let n = r * Mat4::from_scale(Vec3::new(1.0, 2.0, 1.0));
+        assert!(!is_rigid(&n, 1e-3) && !is_similarity(&n, 1e-4));
+        let mirror = Mat4::from_scale(Vec3::new(-1.0, 1.0, 1.0));
+        assert!(!is_rigid(&mirror, 1e-3) && is_similarity(&mirror, 1e-4));
+    }
+}
