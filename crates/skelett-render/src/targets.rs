@@ -2,6 +2,7 @@
 //! buffer it is read back through (rows padded to wgpu's copy alignment).
 
 use crate::renderer::{COLOR_FORMAT, DEPTH_FORMAT, SAMPLES};
+use crate::texture::texture_2d;
 use crate::{Gpu, RenderError};
 
 /// The multisampled colour and depth targets, the resolved image and its readback buffer.
@@ -36,20 +37,7 @@ impl Targets {
             )));
         }
         let target = |label: &str, format, samples, usage| {
-            d.create_texture(&wgpu::TextureDescriptor {
-                label: Some(label),
-                size: wgpu::Extent3d {
-                    width: w,
-                    height: h,
-                    depth_or_array_layers: 1,
-                },
-                mip_level_count: 1,
-                sample_count: samples,
-                dimension: wgpu::TextureDimension::D2,
-                format,
-                usage,
-                view_formats: &[],
-            })
+            d.create_texture(&texture_2d(label, (w, h), format, samples, usage))
         };
         let color = target(
             "colour (MSAA)",

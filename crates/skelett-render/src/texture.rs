@@ -31,20 +31,13 @@ pub(crate) fn srgb_texture(
     gpu.device
         .create_texture_with_data(
             &gpu.queue,
-            &wgpu::TextureDescriptor {
-                label: Some(label),
-                size: wgpu::Extent3d {
-                    width: w,
-                    height: h,
-                    depth_or_array_layers: 1,
-                },
-                mip_level_count: 1,
-                sample_count: 1,
-                dimension: wgpu::TextureDimension::D2,
-                format: wgpu::TextureFormat::Rgba8UnormSrgb,
-                usage: wgpu::TextureUsages::TEXTURE_BINDING,
-                view_formats: &[],
-            },
+            &texture_2d(
+                label,
+                (w, h),
+                wgpu::TextureFormat::Rgba8UnormSrgb,
+                1,
+                wgpu::TextureUsages::TEXTURE_BINDING,
+            ),
             wgpu::util::TextureDataOrder::LayerMajor,
             rgba,
         )
@@ -95,4 +88,28 @@ fn decode_png(bytes: &[u8], max: u32) -> Option<(u32, u32, Vec<u8>)> {
         _ => return None,
     };
     Some((w, h, rgba))
+}
+
+/// A 2D texture of `size` pixels with one mip level.
+pub(crate) fn texture_2d(
+    label: &str,
+    (width, height): (u32, u32),
+    format: wgpu::TextureFormat,
+    samples: u32,
+    usage: wgpu::TextureUsages,
+) -> wgpu::TextureDescriptor<'_> {
+    wgpu::TextureDescriptor {
+        label: Some(label),
+        size: wgpu::Extent3d {
+            width,
+            height,
+            depth_or_array_layers: 1,
+        },
+        mip_level_count: 1,
+        sample_count: samples,
+        dimension: wgpu::TextureDimension::D2,
+        format,
+        usage,
+        view_formats: &[],
+    }
 }

@@ -82,19 +82,24 @@ pub(super) fn layer_weight(mode: BlendMode, w: f32) -> f32 {
 }
 
 impl Layer {
+    /// Makes `source` the layer's only slot, at full weight.
+    fn replace(&mut self, source: Source, sync: Option<u32>) {
+        self.slots.clear();
+        self.slots.push(Slot {
+            source,
+            weight: 1.0,
+            fade: None,
+            sync,
+            advanced: (0.0, 0.0),
+        });
+    }
+
     /// Starts `source` on this layer with `transition`.
     pub(super) fn start(&mut self, source: Source, sync: Option<u32>, transition: Transition) {
         let l = self;
         match transition {
             Transition::Immediate => {
-                l.slots.clear();
-                l.slots.push(Slot {
-                    source,
-                    weight: 1.0,
-                    fade: None,
-                    sync,
-                    advanced: (0.0, 0.0),
-                });
+                l.replace(source, sync);
                 l.inertial.duration = 0.0;
             }
             Transition::Crossfade(duration, curve) => {
@@ -138,14 +143,7 @@ impl Layer {
                 }
             }
             Transition::Inertial(duration) => {
-                l.slots.clear();
-                l.slots.push(Slot {
-                    source,
-                    weight: 1.0,
-                    fade: None,
-                    sync,
-                    advanced: (0.0, 0.0),
-                });
+                l.replace(source, sync);
                 l.inertial_pending = Some(if duration.is_finite() {
                     duration.max(0.0)
                 } else {
