@@ -391,6 +391,7 @@ impl Clip {
         self.timelines.len()
     }
 
+    #[inline(always)]
     pub(crate) fn id(&self) -> u64 {
         self.id
     }
