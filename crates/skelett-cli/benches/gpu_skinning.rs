@@ -5,20 +5,14 @@
 //!
 //! `cargo bench -p skelett-cli --bench gpu_skinning`.
 
+use skelett_testdata::data;
 use std::hint::black_box;
-use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use glam::Mat4;
 use skelett::skin::{SkinPalette, SkinningMesh, SkinningMethod};
 use skelett::{local_to_model, sample_uncached, MeshPrimitive, Pose};
 use skelett_render::{Gpu, GpuSkinner};
-
-fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(rel)
-}
 
 fn bench(c: &mut Criterion) {
     let gpu = match Gpu::new() {

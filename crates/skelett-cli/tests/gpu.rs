@@ -2,18 +2,13 @@
 //! by pixel. Needs a GPU adapter: on a machine without one (and without Mesa's lavapipe) the
 //! tests say so and pass, unless `SKELETT_REQUIRE_GPU=1` (as in CI) makes that a failure.
 
+use skelett_testdata::data;
 use std::path::PathBuf;
 
 use glam::{Mat4, Vec3};
 use skelett::skin::{skin, SkinOutput, SkinPalette, SkinningMesh, SkinningMethod};
 use skelett::{local_to_model, sample_uncached, Pose};
 use skelett_render::{Character, Gpu, GpuSkinner, OrbitCamera, RenderOptions, Renderer};
-
-fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(rel)
-}
 
 /// The renderer's input from a loaded asset.
 fn character(asset: &skelett_io::Asset) -> Character<'_> {

@@ -3,16 +3,11 @@
 //! is MB/s of source; `X.skl` rows load the same asset from skelett's native file (issue 4
 //! asks for at least 10x faster than the glb).
 
+use skelett_testdata::data;
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-
-fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(rel)
-}
 
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("load");

@@ -9,8 +9,8 @@
 //!   (throughput is per character: 1/thrpt is the per-character cost);
 //! - `crowd_1024_rayon`: the same crowd split across the machine's cores with rayon.
 
+use skelett_testdata::data;
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -18,12 +18,6 @@ use glam::Mat4;
 use rayon::prelude::*;
 use skelett::animator::{Animator, Curve, PlayOptions};
 use skelett::{local_to_model, skinning_palette, Skeleton, Skin};
-
-fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(rel)
-}
 
 struct Character {
     animator: Animator,

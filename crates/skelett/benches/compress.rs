@@ -13,19 +13,13 @@
 //!
 //! `cargo bench -p skelett --bench compress`
 
+use skelett_testdata::data;
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use skelett::compress::{compress, CompressOptions};
 use skelett::{sample, Clip, Pose, SamplingCache};
-
-fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(rel)
-}
 
 /// (label, file, clip, centimetres per unit: the for the CMU clips, else the file's).
 const CASES: &[(&str, &str, &str, Option<f32>)] = &[

@@ -9,18 +9,12 @@
 //! `cargo bench -p skelett --bench runtime` runs them; `skelett bench FILE` runs the same
 //! workloads on any asset without criterion.
 
+use skelett_testdata::data;
 use std::hint::black_box;
-use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use glam::Mat4;
 use skelett::{local_to_model, sample, skinning_palette, Clip, Pose, SamplingCache};
-
-fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(rel)
-}
 
 /// (label, file, clip) triples benchmarked.
 const CASES: &[(&str, &str, &str)] = &[

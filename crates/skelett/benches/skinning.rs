@@ -13,19 +13,13 @@
 //!
 //! `cargo bench -p skelett --features rayon --bench skinning`.
 
+use skelett_testdata::data;
 use std::hint::black_box;
-use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use glam::{Mat4, Vec3};
 use skelett::skin::{skin, SkinOutput, SkinPalette, SkinningMesh, SkinningMethod};
 use skelett::{local_to_model, sample_uncached, MeshPrimitive, Pose};
-
-fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(rel)
-}
 
 struct Case {
     label: String,

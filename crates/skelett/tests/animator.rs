@@ -1,7 +1,7 @@
 //! The animator's rules: events, blending, transitions, sync, root motion; on synthetic clips
 //! (where the truth is known in closed form) and on real ones from `../shared/data`.
 
-use std::path::PathBuf;
+use skelett_testdata::data;
 use std::sync::Arc;
 
 use glam::{Quat, Vec3};
@@ -353,12 +353,6 @@ fn blend_space_weights_follow_the_parameter() {
         let players = anim.players(0);
         assert!((players[0].0.normalized_time() - players[1].0.normalized_time()).abs() < 1e-5);
     }
-}
-
-fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(rel)
 }
 
 #[test]

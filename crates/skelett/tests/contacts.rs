@@ -1,16 +1,10 @@
 //! Footstep detection on the Fox's Walk and Run: every contact joint gets one touchdown per
 //! cycle, placed where that joint is near the ground after coming down.
 
-use std::path::PathBuf;
+use skelett_testdata::data;
 
 use glam::Mat4;
 use skelett::{local_to_model, sample_uncached, Pose};
-
-fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(rel)
-}
 
 #[test]
 fn fox_footsteps_are_touchdowns_once_per_cycle() {

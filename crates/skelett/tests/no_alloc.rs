@@ -2,8 +2,8 @@
 //! the hierarchy, the palette, animator updates (cross-fades, sync, events, additive
 //! layers, root motion) and CPU skinning (linear and dual quaternion) once they are set up.
 
+use skelett_testdata::data;
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -49,12 +49,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(rel)
-}
 
 #[test]
 fn per_frame_path_does_not_allocate() {

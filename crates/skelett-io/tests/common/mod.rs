@@ -9,14 +9,7 @@ use serde_json::Value;
 use skelett::JointIndex;
 use skelett_io::Asset;
 
-/// `../shared/data` beside the repository.
-pub fn data_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data")
-}
-
-pub fn data(rel: &str) -> PathBuf {
-    data_dir().join(rel)
-}
+pub use skelett_testdata::{data, data_dir};
 
 pub fn reference(name: &str) -> serde_json::Value {
     let path = data_dir().join("reference").join(format!("{name}.json"));
