@@ -36,25 +36,26 @@ impl Image {
     /// [`RenderError::Write`] naming the file.
     pub fn write_png(&self, path: impl AsRef<Path>) -> Result<(), RenderError> {
         let path = path.as_ref();
-        let err = |e: &dyn std::fmt::Display| RenderError::Write {
-            path: path.display().to_string(),
-            message: e.to_string(),
+        let err = |e: Box<dyn std::error::Error + Send + Sync>| RenderError::Write {
+            path: path.to_path_buf(),
+            source: e,
         };
-        let file = File::create(path).map_err(|e| err(&e))?;
+        let file = File::create(path).map_err(|e| err(Box::new(e)))?;
         let mut enc = png::Encoder::new(BufWriter::new(file), self.width, self.height);
         enc.set_color(png::ColorType::Rgba);
         enc.set_depth(png::BitDepth::Eight);
         enc.set_source_srgb(png::SrgbRenderingIntent::Perceptual);
-        let mut w = enc.write_header().map_err(|e| err(&e))?;
-        w.write_image_data(&self.rgba).map_err(|e| err(&e))?;
-        w.finish().map_err(|e| err(&e))
+        let mut w = enc.write_header().map_err(|e| err(Box::new(e)))?;
+        w.write_image_data(&self.rgba)
+            .map_err(|e| err(Box::new(e)))?;
+        w.finish().map_err(|e| err(Box::new(e)))
     }
 }
 
 /// An animated GIF being written frame by frame.
 pub struct GifWriter {
     encoder: gif::Encoder<BufWriter<File>>,
-    path: String,
+    path: std::path::PathBuf,
     width: u16,
     height: u16,
     /// Seconds per frame, and the time written so far in hundredths of a second: each
@@ -78,10 +79,10 @@ impl GifWriter {
         height: u32,
         frame_seconds: f32,
     ) -> Result<GifWriter, RenderError> {
-        let path = path.as_ref().display().to_string();
-        let err = |e: &dyn std::fmt::Display| RenderError::Write {
+        let path = path.as_ref().to_path_buf();
+        let err = |e: Box<dyn std::error::Error + Send + Sync>| RenderError::Write {
             path: path.clone(),
-            message: e.to_string(),
+            source: e,
         };
         let (w, h) = (
             u16::try_from(width)
@@ -89,12 +90,12 @@ impl GifWriter {
             u16::try_from(height)
                 .map_err(|_| RenderError::Invalid("GIF height over 65535".into()))?,
         );
-        let file = File::create(&path).map_err(|e| err(&e))?;
+        let file = File::create(&path).map_err(|e| err(Box::new(e)))?;
         let mut encoder =
-            gif::Encoder::new(BufWriter::new(file), w, h, &[]).map_err(|e| err(&e))?;
+            gif::Encoder::new(BufWriter::new(file), w, h, &[]).map_err(|e| err(Box::new(e)))?;
         encoder
             .set_repeat(gif::Repeat::Infinite)
-            .map_err(|e| err(&e))?;
+            .map_err(|e| err(Box::new(e)))?;
         Ok(GifWriter {
             encoder,
             path,
@@ -137,7 +138,7 @@ impl GifWriter {
             .write_frame(&frame)
             .map_err(|e| RenderError::Write {
                 path: self.path.clone(),
-                message: e.to_string(),
+                source: Box::new(e),
             })?;
         self.frames += 1;
         Ok(())

@@ -37,6 +37,7 @@ pub use skinning::GpuSkinner;
 
 /// What can go wrong while rendering.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RenderError {
     /// No GPU adapter (on Linux without a GPU, install Mesa's lavapipe:
     /// `mesa-vulkan-drivers libvulkan1`).
@@ -52,12 +53,13 @@ pub enum RenderError {
     #[error(transparent)]
     Skelett(#[from] skelett::Error),
     /// Writing an image file failed.
-    #[error("writing {path}: {message}")]
+    #[error("writing {}: {source}", path.display())]
     Write {
         /// The file.
-        path: String,
-        /// What went wrong.
-        message: String,
+        path: std::path::PathBuf,
+        /// What went wrong (an I/O, PNG or GIF encoder error).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// An option is out of range.
     #[error("{0}")]
