@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
-pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+pub(crate) use crate::Result;
 
 /// What a folder run did: each input file with its result, and the files skipped (not an
 /// animation format).

@@ -20,7 +20,7 @@ use skelett::{local_to_model, sample, skinning_palette, Clip, Pose, SamplingCach
 
 use crate::outln;
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+use crate::Result;
 
 #[derive(Serialize)]
 struct Row {

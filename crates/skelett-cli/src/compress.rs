@@ -259,7 +259,7 @@ pub fn run(
     output: &Path,
     opts: &Options,
     json: bool,
-) -> std::result::Result<(), Box<dyn std::error::Error>> {
+) -> crate::Result<()> {
     if !input.is_dir() {
         let f = compress_file(input, output, opts).map_err(|e| e.to_string())?;
         if json {

@@ -75,7 +75,7 @@ pub fn run(
     output: &Path,
     to: Option<&str>,
     opts: &Options,
-) -> std::result::Result<(), Box<dyn std::error::Error>> {
+) -> crate::Result<()> {
     if !input.is_dir() {
         let msg = convert_one(input, output, opts).map_err(|e| e.to_string())?;
         outln!(out, "{msg}");

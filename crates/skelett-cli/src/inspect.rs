@@ -8,7 +8,7 @@ use skelett_io::Asset;
 
 use crate::outln;
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+use crate::Result;
 
 #[derive(Serialize)]
 struct Report {

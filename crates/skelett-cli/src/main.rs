@@ -20,6 +20,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use skelett_io::Asset;
 
+/// What every command returns: any error, with its message for the user (Send + Sync so
+/// that batch work on rayon's pool can return it).
+pub(crate) type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
 /// The embedded default character: Khronos' Fox (CC-BY 4.0, see `--help`).
 pub const DEFAULT_ASSET: &[u8] = include_bytes!("../assets/Fox.glb");
 const DEFAULT_NAME: &str = "Fox.glb (embedded)";
@@ -296,7 +300,7 @@ enum Command {
 }
 
 /// A length in centimetres: a number, optionally followed by "cm".
-fn parse_cm(s: &str) -> Result<f32, String> {
+fn parse_cm(s: &str) -> std::result::Result<f32, String> {
     let v: f32 = s
         .trim()
         .trim_end_matches("cm")
@@ -311,7 +315,7 @@ fn parse_cm(s: &str) -> Result<f32, String> {
 }
 
 /// Loads FILE, or the embedded default when `None`; returns the asset and a display name.
-pub fn load(file: Option<&Path>) -> Result<(Asset, String), skelett_io::Error> {
+pub fn load(file: Option<&Path>) -> std::result::Result<(Asset, String), skelett_io::Error> {
     match file {
         Some(f) => Ok((
             skelett_io::load_with(f, &load_options())?,
@@ -326,11 +330,7 @@ pub fn load(file: Option<&Path>) -> Result<(Asset, String), skelett_io::Error> {
 
 /// `skelett view`.
 #[cfg(feature = "viewer")]
-fn view(
-    file: Option<&Path>,
-    exit_after: Option<u32>,
-    screenshot: Option<PathBuf>,
-) -> Result<(), Box<dyn std::error::Error>> {
+fn view(file: Option<&Path>, exit_after: Option<u32>, screenshot: Option<PathBuf>) -> Result<()> {
     let (asset, source) = load(file)?;
     skelett_viewer::run(
         asset,
@@ -349,7 +349,7 @@ fn view(
     _file: Option<&Path>,
     _exit_after: Option<u32>,
     _screenshot: Option<PathBuf>,
-) -> Result<(), Box<dyn std::error::Error>> {
+) -> Result<()> {
     Err(
         "this skelett was built without the viewer; build it with the `viewer` feature: \
          cargo run --release -p skelett-cli --features viewer -- view [FILE]"

@@ -23,7 +23,7 @@ use skelett_render::{Bounds, Character, GifWriter, Gpu, OrbitCamera, RenderOptio
 
 use crate::outln;
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+use crate::Result;
 
 /// What one animated shot does.
 pub struct Shot {

@@ -21,7 +21,7 @@ use skelett::{
 
 use crate::outln;
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+use crate::Result;
 
 #[derive(Serialize)]
 struct Output {
