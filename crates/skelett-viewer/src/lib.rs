@@ -40,24 +40,47 @@ pub struct ViewerOptions {
     pub screenshot: Option<PathBuf>,
 }
 
+/// What stops the viewer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ViewerError {
+    /// The asset has no clip to play.
+    #[error("the file has no clips to view")]
+    NoClips,
+    /// The window could not be opened (eframe's message: its error is not `Send`).
+    #[error("the viewer window could not be opened: {0}")]
+    Window(String),
+    /// The character has nothing to frame (no mesh and no joint position).
+    #[error("nothing to frame: the character has no mesh and no joint positions")]
+    NothingToFrame,
+    /// A screenshot was asked for and the window system never delivered it.
+    #[error("the window system never delivered the screenshot")]
+    NoScreenshot,
+    /// eframe started without a wgpu device.
+    #[error("the viewer started without a wgpu device")]
+    NoWgpu,
+    /// Rendering, or writing the screenshot, failed.
+    #[error(transparent)]
+    Render(#[from] skelett_render::RenderError),
+    /// The animation did not fit (a clip, a layer or the skeleton).
+    #[error(transparent)]
+    Skelett(#[from] skelett::Error),
+}
+
 /// Opens the viewer on `asset` and returns when the window closes.
 ///
 /// # Errors
-/// A message if the window or GPU cannot be created, or the screenshot cannot be written.
-pub fn run(mut asset: Asset, options: ViewerOptions) -> Result<(), String> {
+/// [`ViewerError`]: no clips, no window or GPU, or the first failure while running (a
+/// screenshot that cannot be written, for one).
+pub fn run(mut asset: Asset, options: ViewerOptions) -> Result<(), ViewerError> {
     if asset.clips.is_empty() {
-        return Err("the file has no clips to view".into());
+        return Err(ViewerError::NoClips);
     }
     // Footsteps on every clip, so the event log has something to show for locomotion.
     for clip in &mut asset.clips {
         let steps = skelett::contacts::footstep_events(&asset.skeleton, clip);
         if !steps.is_empty() {
-            *clip = Arc::new(
-                (**clip)
-                    .clone()
-                    .with_events(steps)
-                    .map_err(|e| e.to_string())?,
-            );
+            *clip = Arc::new((**clip).clone().with_events(steps)?);
         }
     }
     let native = eframe::NativeOptions {
@@ -67,7 +90,7 @@ pub fn run(mut asset: Asset, options: ViewerOptions) -> Result<(), String> {
             .with_inner_size([1180.0, 720.0]),
         ..Default::default()
     };
-    let failure: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
+    let failure: Arc<std::sync::Mutex<Option<ViewerError>>> = Arc::default();
     let fail = failure.clone();
     eframe::run_native(
         "skelett viewer",
@@ -75,10 +98,10 @@ pub fn run(mut asset: Asset, options: ViewerOptions) -> Result<(), String> {
         Box::new(move |cc| {
             Viewer::new(cc, asset, options, fail)
                 .map(|v| Box::new(v) as Box<dyn eframe::App>)
-                .map_err(|e| e.into())
+                .map_err(|e| e.to_string().into())
         }),
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| ViewerError::Window(e.to_string()))?;
     let message = failure.lock().ok().and_then(|mut f| f.take());
     match message {
         Some(e) => Err(e),
@@ -126,7 +149,7 @@ struct Viewer {
     options: ViewerOptions,
     frames: u32,
     screenshot_asked: bool,
-    failure: Arc<std::sync::Mutex<Option<String>>>,
+    failure: Arc<std::sync::Mutex<Option<ViewerError>>>,
 }
 
 impl Viewer {
@@ -134,12 +157,9 @@ impl Viewer {
         cc: &eframe::CreationContext<'_>,
         asset: Asset,
         options: ViewerOptions,
-        failure: Arc<std::sync::Mutex<Option<String>>>,
-    ) -> Result<Viewer, String> {
-        let rs = cc
-            .wgpu_render_state
-            .as_ref()
-            .ok_or("eframe started without wgpu")?;
+        failure: Arc<std::sync::Mutex<Option<ViewerError>>>,
+    ) -> Result<Viewer, ViewerError> {
+        let rs = cc.wgpu_render_state.as_ref().ok_or(ViewerError::NoWgpu)?;
         let gpu = Gpu::from_device(rs.device.clone(), rs.queue.clone(), rs.adapter.get_info());
         let mut renderer = Renderer::new(
             &gpu,
@@ -150,8 +170,7 @@ impl Viewer {
                 skeleton: true,
                 ..Default::default()
             },
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         let texture = rs.renderer.write().register_native_texture(
             &rs.device,
             renderer.target(),
@@ -163,35 +182,26 @@ impl Viewer {
             min_weight: 0.0,
             sync_leader_only: false,
         });
-        let err = |e: skelett::Error| e.to_string();
-        animator
-            .add_layer(BlendMode::Override, 0.0, None)
-            .map_err(err)?;
-        animator
-            .add_layer(BlendMode::Additive, 0.0, None)
-            .map_err(err)?;
-        animator
-            .play(0, asset.clips[0].clone(), PlayOptions::default())
-            .map_err(err)?;
+        animator.add_layer(BlendMode::Override, 0.0, None)?;
+        animator.add_layer(BlendMode::Additive, 0.0, None)?;
+        animator.play(0, asset.clips[0].clone(), PlayOptions::default())?;
         // Frame the character over its first clip.
         let mut model = vec![Mat4::IDENTITY; sk.len()];
         let mut bounds: Option<Bounds> = None;
         {
             let mut probe = Animator::new(sk.clone());
             let clip = asset.clips[0].clone();
-            probe
-                .play(0, clip.clone(), PlayOptions::default())
-                .map_err(err)?;
+            probe.play(0, clip.clone(), PlayOptions::default())?;
             let step = (clip.duration() / 16.0).max(1e-3);
             for _ in 0..17 {
                 probe.update(step);
-                local_to_model(&sk, probe.pose(), 0, &mut model).map_err(err)?;
+                local_to_model(&sk, probe.pose(), 0, &mut model)?;
                 if let Some(b) = renderer.bounds(&model) {
                     bounds = Some(bounds.map_or(b, |a| a.union(b)));
                 }
             }
         }
-        let bounds = bounds.ok_or("nothing to frame")?;
+        let bounds = bounds.ok_or(ViewerError::NothingToFrame)?;
         let home = OrbitCamera::framing(bounds, 4.0 / 3.0);
         renderer.set_ground(
             Vec3::new(bounds.center().x, bounds.min.y, bounds.center().z),
@@ -241,11 +251,13 @@ impl Viewer {
         self.events.truncate(200);
     }
 
-    fn fail(&mut self, message: String) {
+    /// Logs a failure; the first one is what [`run`] returns.
+    fn fail(&mut self, error: impl Into<ViewerError>) {
+        let error = error.into();
+        self.log(format!("error: {error}"));
         if let Ok(mut f) = self.failure.lock() {
-            f.get_or_insert(message.clone());
+            f.get_or_insert(error);
         }
-        self.log(format!("error: {message}"));
     }
 
     fn play(&mut self, clip: usize, crossfade: bool) {
@@ -262,7 +274,7 @@ impl Viewer {
             self.animator.play(0, c, opts)
         };
         if let Err(e) = result {
-            self.fail(e.to_string());
+            self.fail(e);
         }
         self.current = clip;
         self.stopped = false;
@@ -303,7 +315,7 @@ impl Viewer {
             .and_then(|()| self.animator.set_layer_weight(on, self.layer_weight))
             .and_then(|()| self.animator.set_layer_mask(on, mask));
         if let Err(e) = result {
-            self.fail(e.to_string());
+            self.fail(e);
         }
     }
 
@@ -478,7 +490,7 @@ impl eframe::App for Viewer {
                         self.screenshot_asked = true;
                     }
                     Some(_) if self.frames > n + 300 => {
-                        self.fail("the window system never delivered the screenshot".into());
+                        self.fail(ViewerError::NoScreenshot);
                         ctx.send_viewport_cmd(egui::ViewportCommand::Close);
                     }
                     Some(_) => {}
@@ -518,7 +530,7 @@ impl eframe::App for Viewer {
             self.animator.pose()
         };
         if let Err(e) = local_to_model(&sk, pose, 0, &mut self.model) {
-            self.fail(e.to_string());
+            self.fail(e);
         }
         self.anim_ms = start.elapsed().as_secs_f32() * 1e3;
 
@@ -552,7 +564,7 @@ impl eframe::App for Viewer {
                                 wgpu_filter(),
                                 self.texture,
                             ),
-                        Err(e) => self.fail(e.to_string()),
+                        Err(e) => self.fail(e),
                     }
                 }
                 // Orbit camera: drag to turn, scroll to zoom, double-click to frame again.
@@ -575,7 +587,7 @@ impl eframe::App for Viewer {
                 self.renderer
                     .set_layers(self.skin, self.wireframe, self.skeleton, self.grid);
                 if let Err(e) = self.renderer.draw(&self.gpu, &self.model, &self.camera) {
-                    self.fail(e.to_string());
+                    self.fail(e);
                 }
                 self.render_ms = start.elapsed().as_secs_f32() * 1e3;
                 ui.painter().image(
@@ -590,7 +602,10 @@ impl eframe::App for Viewer {
     }
 }
 
-fn save_png(image: &egui::ColorImage, path: &std::path::Path) -> Result<(), String> {
+fn save_png(
+    image: &egui::ColorImage,
+    path: &std::path::Path,
+) -> Result<(), skelett_render::RenderError> {
     let [w, h] = image.size;
     let rgba: Vec<u8> = image.pixels.iter().flat_map(|c| c.to_array()).collect();
     skelett_render::Image {
@@ -599,5 +614,4 @@ fn save_png(image: &egui::ColorImage, path: &std::path::Path) -> Result<(), Stri
         rgba,
     }
     .write_png(path)
-    .map_err(|e| e.to_string())
 }
