@@ -163,12 +163,11 @@ fn joint_names(
     for (k, &(base, suffix)) in sources.iter().enumerate() {
         let Some(suffix) = suffix else { continue };
         let stem = format!("{base}{suffix}");
-        let mut name = stem.clone();
         let n = next.entry(stem.clone()).or_insert(0);
-        while taken.contains(&name) {
-            *n += 1;
-            name = format!("{stem}#{n}");
-        }
+        let name = crate::first_free(&taken, n, |k| match k {
+            0 => stem.clone(),
+            k => format!("{stem}#{k}"),
+        });
         taken.insert(name.clone());
         names[k] = name;
     }

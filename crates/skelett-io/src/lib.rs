@@ -158,6 +158,22 @@ pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
     })
 }
 
+/// `candidate(*next)` if `taken` lacks it, else the first `candidate(k)` for `k` counting up
+/// from `*next + 1` that it lacks; `*next` is left at that `k`, so callers that keep it per
+/// stem probe each name once.
+pub(crate) fn first_free(
+    taken: &std::collections::HashSet<String>,
+    next: &mut usize,
+    candidate: impl Fn(usize) -> String,
+) -> String {
+    let mut name = candidate(*next);
+    while taken.contains(&name) {
+        *next += 1;
+        name = candidate(*next);
+    }
+    name
+}
+
 /// Makes joint names unique, as clips bind by name: a repeated name gets `#<tag>` (the
 /// joint's index in the source, from `tags`), with a warning.
 pub(crate) fn dedupe_names(names: &mut [String], tags: &[usize], warnings: &mut Vec<String>) {
@@ -166,12 +182,10 @@ pub(crate) fn dedupe_names(names: &mut [String], tags: &[usize], warnings: &mut 
     for (name, &tag) in names.iter_mut().zip(tags) {
         if !first.insert(name.clone()) {
             // `name#tag`, or `name#tag.k` where a file already uses that (never a clash).
-            let mut renamed = format!("{name}#{tag}");
-            let mut k = 0;
-            while seen.contains(&renamed) {
-                k += 1;
-                renamed = format!("{name}#{tag}.{k}");
-            }
+            let renamed = first_free(&seen, &mut 0, |k| match k {
+                0 => format!("{name}#{tag}"),
+                k => format!("{name}#{tag}.{k}"),
+            });
             warnings.push(format!(
                 "joint name {name:?} is used twice; the one at index {tag} is called {renamed:?}"
             ));

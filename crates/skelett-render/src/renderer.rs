@@ -314,11 +314,10 @@ impl Renderer {
             ..Default::default()
         });
 
-        let asset = character;
         let mut primitives = Vec::new();
         let mut mesh_bounds: Option<Bounds> = None;
-        for mesh in asset.meshes {
-            let skin = asset.skins.get(mesh.skin).ok_or_else(|| {
+        for mesh in character.meshes {
+            let skin = character.skins.get(mesh.skin).ok_or_else(|| {
                 RenderError::Invalid(format!("mesh {:?} names a missing skin", mesh.name))
             })?;
             for p in &mesh.primitives {
@@ -332,7 +331,7 @@ impl Renderer {
                 } else {
                     p
                 };
-                let root = asset.skeleton.root_transform();
+                let root = character.skeleton.root_transform();
                 if let Some(b) = Bounds::of(p.positions.iter().map(|&x| root.transform_point3(x))) {
                     mesh_bounds = Some(mesh_bounds.map_or(b, |m| m.union(b)));
                 }
@@ -356,7 +355,7 @@ impl Renderer {
                 };
                 let texture = p
                     .base_color_texture
-                    .and_then(|i| asset.images.get(i).cloned().flatten())
+                    .and_then(|i| character.images.get(i).cloned().flatten())
                     .and_then(|img| upload_texture(gpu, &img));
                 let material = MaterialUniform {
                     base_color: p.base_color.to_array(),
@@ -413,7 +412,7 @@ impl Renderer {
 
         let targets = Targets::new(gpu, w, h)?;
         // Grid (2 x 2 x 21 vertices) plus, per joint, a bone and three axes (8 vertices).
-        let line_capacity = 84 + asset.skeleton.len() * 8;
+        let line_capacity = 84 + character.skeleton.len() * 8;
         let lines = d.create_buffer(&wgpu::BufferDescriptor {
             label: Some("lines"),
             size: (line_capacity * std::mem::size_of::<LineVertex>()) as u64,
@@ -422,10 +421,10 @@ impl Renderer {
         });
         Ok(Renderer {
             options,
-            skeleton: asset.skeleton.clone(),
-            skins: asset.skins.to_vec(),
+            skeleton: character.skeleton.clone(),
+            skins: character.skins.to_vec(),
             mesh_bounds,
-            palettes: vec![SkinPalette::new(SkinningMethod::Linear); asset.skins.len()],
+            palettes: vec![SkinPalette::new(SkinningMethod::Linear); character.skins.len()],
             primitives,
             targets,
             camera,

@@ -96,11 +96,10 @@ impl Layer {
 
     /// Starts `source` on this layer with `transition`.
     pub(super) fn start(&mut self, source: Source, sync: Option<u32>, transition: Transition) {
-        let l = self;
         match transition {
             Transition::Immediate => {
-                l.replace(source, sync);
-                l.inertial.duration = 0.0;
+                self.replace(source, sync);
+                self.inertial.duration = 0.0;
             }
             Transition::Crossfade(duration, curve) => {
                 let duration = if duration.is_finite() {
@@ -108,7 +107,7 @@ impl Layer {
                 } else {
                     0.0
                 };
-                for s in &mut l.slots {
+                for s in &mut self.slots {
                     s.fade = Some(Fade {
                         from: s.weight,
                         to: 0.0,
@@ -117,15 +116,15 @@ impl Layer {
                         curve,
                     });
                 }
-                if l.slots.len() >= MAX_SLOTS {
+                if self.slots.len() >= MAX_SLOTS {
                     // Drop the faintest slot to make room.
-                    if let Some(i) = (0..l.slots.len())
-                        .min_by(|&a, &b| l.slots[a].weight.total_cmp(&l.slots[b].weight))
+                    if let Some(i) = (0..self.slots.len())
+                        .min_by(|&a, &b| self.slots[a].weight.total_cmp(&self.slots[b].weight))
                     {
-                        l.slots.remove(i);
+                        self.slots.remove(i);
                     }
                 }
-                l.slots.push(Slot {
+                self.slots.push(Slot {
                     source,
                     weight: if duration > 0.0 { 0.0 } else { 1.0 },
                     fade: (duration > 0.0).then_some(Fade {
@@ -139,12 +138,12 @@ impl Layer {
                     advanced: (0.0, 0.0),
                 });
                 if duration == 0.0 {
-                    l.slots.retain(|s| s.fade.is_none());
+                    self.slots.retain(|s| s.fade.is_none());
                 }
             }
             Transition::Inertial(duration) => {
-                l.replace(source, sync);
-                l.inertial_pending = Some(if duration.is_finite() {
+                self.replace(source, sync);
+                self.inertial_pending = Some(if duration.is_finite() {
                     duration.max(0.0)
                 } else {
                     0.0
@@ -155,24 +154,21 @@ impl Layer {
 
     /// Moves every slot's fading weight on by `dt` and drops the slots that faded out.
     pub(super) fn fade(&mut self, dt: f32) {
-        let l = self;
-        {
-            for s in &mut l.slots {
-                if let Some(f) = &mut s.fade {
-                    f.elapsed += dt;
-                    let x = if f.duration > 0.0 {
-                        f.elapsed / f.duration
-                    } else {
-                        1.0
-                    };
-                    s.weight = f.from + (f.to - f.from) * f.curve.at(x);
-                    if x >= 1.0 {
-                        s.weight = f.to;
-                        s.fade = None;
-                    }
+        for s in &mut self.slots {
+            if let Some(f) = &mut s.fade {
+                f.elapsed += dt;
+                let x = if f.duration > 0.0 {
+                    f.elapsed / f.duration
+                } else {
+                    1.0
+                };
+                s.weight = f.from + (f.to - f.from) * f.curve.at(x);
+                if x >= 1.0 {
+                    s.weight = f.to;
+                    s.fade = None;
                 }
             }
-            l.slots.retain(|s| s.weight > 0.0 || s.fade.is_some());
         }
+        self.slots.retain(|s| s.weight > 0.0 || s.fade.is_some());
     }
 }
