@@ -8,7 +8,7 @@ use libfuzzer_sys::fuzz_target;
 use skelett::{local_to_model, sample, Pose, SamplingCache};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(asset) = skelett_io::bvh::load_bytes(data, Path::new("fuzz.bvh")) else {
+    let Ok(asset) = skelett_io::bvh::from_bytes(data, Path::new("fuzz.bvh")) else {
         return;
     };
     let mut pose = Pose::rest(&asset.skeleton);

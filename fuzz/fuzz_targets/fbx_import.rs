@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use skelett_io::fbx::{load_bytes, Options};
+use skelett_io::fbx::{from_bytes_with, Options};
 
 fuzz_target!(|data: &[u8]| {
     for convert in [false, true] {
@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
             to_meters: convert,
             y_up: convert,
         };
-        let Ok(asset) = load_bytes(data, Path::new("fuzz.fbx"), opts) else {
+        let Ok(asset) = from_bytes_with(data, Path::new("fuzz.fbx"), &opts) else {
             continue;
         };
         let mut pose = skelett::Pose::rest(&asset.skeleton);

@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
         let crc = crc32fast::hash(&b[20..]);
         b[16..20].copy_from_slice(&crc.to_le_bytes());
     }
-    if let Ok(asset) = skelett_io::native::load_bytes(&b, Path::new("fuzz.skl")) {
+    if let Ok(asset) = skelett_io::native::from_bytes(&b, Path::new("fuzz.skl")) {
         let mut pose = skelett::Pose::rest(&asset.skeleton);
         for clip in &asset.clips {
             skelett::sample_uncached(clip, clip.start() + clip.duration() * 0.5, &mut pose)

@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
         Some(Err(_)) => return,
         None => None,
     };
-    if let Ok(a) = skelett_io::rite::load_str(ram, Path::new("f.ram"), raa) {
+    if let Ok(a) = skelett_io::rite::from_str(ram, Path::new("f.ram"), raa) {
         let mut pose = skelett::Pose::rest(&a.skeleton);
         for c in &a.clips {
             skelett::sample_uncached(c, c.start() + c.duration() * 0.5, &mut pose).unwrap();

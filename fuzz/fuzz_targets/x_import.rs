@@ -4,11 +4,11 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use skelett_io::x::{load_bytes, Options};
+use skelett_io::x::{from_bytes_with, Options};
 
 fuzz_target!(|data: &[u8]| {
     for right_handed in [false, true] {
-        let Ok(asset) = load_bytes(data, Path::new("fuzz.x"), Options { right_handed }) else {
+        let Ok(asset) = from_bytes_with(data, Path::new("fuzz.x"), &Options { right_handed }) else {
             continue;
         };
         let mut pose = skelett::Pose::rest(&asset.skeleton);

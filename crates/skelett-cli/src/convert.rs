@@ -42,21 +42,13 @@ fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
         }
         asset = asset.scaled(s);
     }
-    let bytes = match ext.as_str() {
-        "skl" => skelett_io::native::to_bytes(&asset),
-        "ram" => {
-            // The model, and beside it the first clip as .raa (rotations only).
-            if let Some(raa) = skelett_io::rite::write_raa(&asset, 0, skelett_io::rite::DEFAULT_FPS)
-            {
-                let raa_path = output.with_extension("raa");
-                std::fs::write(&raa_path, raa)
-                    .map_err(|e| format!("{}: {e}", raa_path.display()))?;
-            }
-            skelett_io::rite::write_ram(&asset).into_bytes()
-        }
-        _ => skelett_io::gltf::export_glb(&asset),
-    };
-    std::fs::write(output, &bytes).map_err(|e| format!("{}: {e}", output.display()))?;
+    match ext.as_str() {
+        "skl" => skelett_io::native::save(&asset, output)?,
+        // The model, and beside it the first clip as .raa (rotations only).
+        "ram" => skelett_io::rite::save(&asset, output)?,
+        _ => skelett_io::gltf::save(&asset, output)?,
+    }
+    let bytes = std::fs::metadata(output).map_or(0, |m| m.len());
     Ok(format!(
         "{} -> {} ({} joints, {} clips, {} meshes, {} bytes)",
         input.display(),
@@ -64,7 +56,7 @@ fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
         asset.skeleton.len(),
         asset.clips.len(),
         asset.meshes.len(),
-        bytes.len()
+        bytes
     ))
 }
 

@@ -322,7 +322,7 @@ pub fn load(file: Option<&Path>) -> std::result::Result<(Asset, String), skelett
             f.display().to_string(),
         )),
         None => Ok((
-            skelett_io::gltf::load_bytes(DEFAULT_ASSET, Path::new(DEFAULT_NAME), None)?,
+            skelett_io::gltf::from_bytes(DEFAULT_ASSET, Path::new(DEFAULT_NAME))?,
             DEFAULT_NAME.to_string(),
         )),
     }

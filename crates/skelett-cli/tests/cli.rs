@@ -1,22 +1,12 @@
 //! The `skelett` binary, run as a user runs it.
 
+mod common;
+
+use common::*;
 use skelett_testdata::data;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
-
-fn skelett(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_skelett"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
 
 #[test]
 fn inspect_embedded_fox() {
@@ -53,20 +43,15 @@ fn inspect_json_agrees_with_the_library() {
 /// `skelett sample --json` reproduces the independent three.js reference (CUBICSPLINE asset).
 #[test]
 fn sample_json_matches_the_reference() {
-    let reference: Value = serde_json::from_str(
-        &std::fs::read_to_string(data("reference/CesiumMan_cubic.glb.json")).unwrap(),
-    )
-    .unwrap();
+    let reference = read_json(&data("reference/CesiumMan_cubic.glb.json"));
     let clip = &reference["clips"][0];
     // Every reference time, past the end included (where both hold the last key).
-    let times: Vec<String> = clip["samples"]
-        .as_array()
-        .unwrap()
+    let times: Vec<String> = items(&clip["samples"])
         .iter()
-        .map(|s| s["t"].as_f64().unwrap().to_string())
+        .map(|s| num(&s["t"]).to_string())
         .collect();
     let path = data("gltf/CesiumMan_cubic.glb");
-    let (ok, out, err) = skelett(&[
+    let v = skelett_json(&[
         "sample",
         path.to_str().unwrap(),
         "--clip",
@@ -75,8 +60,6 @@ fn sample_json_matches_the_reference() {
         &times.join(","),
         "--json",
     ]);
-    assert!(ok, "{err}");
-    let v: Value = serde_json::from_str(&out).unwrap();
     // The reference's own shape: clips[i] with index, name, start, end, samples.
     let got = &v["clips"][0];
     assert_eq!(v["clips"].as_array().unwrap().len(), 1);
@@ -87,28 +70,11 @@ fn sample_json_matches_the_reference() {
             "{key}"
         );
     }
-    let samples = got["samples"].as_array().unwrap();
+    let samples = items(&got["samples"]);
     assert_eq!(samples.len(), times.len());
-    for (got, want) in samples.iter().zip(clip["samples"].as_array().unwrap()) {
-        assert!((got["t"].as_f64().unwrap() - want["t"].as_f64().unwrap()).abs() < 1e-6);
-        for (gj, wj) in got["joints"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .zip(want["joints"].as_array().unwrap())
-        {
-            assert_eq!(gj["joint"], wj["joint"]);
-            assert_eq!(gj["name"], wj["name"]);
-            for (a, b) in gj["world"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .zip(wj["world"].as_array().unwrap())
-            {
-                let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
-                assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{a} vs {b}");
-            }
-        }
+    for (got, want) in samples.iter().zip(items(&clip["samples"])) {
+        assert!((num(&got["t"]) - num(&want["t"])).abs() < 1e-6);
+        assert_joints_close(&got["joints"], &want["joints"], 1e-4);
     }
 }
 
@@ -116,18 +82,13 @@ fn sample_json_matches_the_reference() {
 /// skinned positions for them.
 #[test]
 fn sample_vertices_match_the_skin_reference() {
-    let reference: Value = serde_json::from_str(
-        &std::fs::read_to_string(data("reference/skin/Fox.glb.skin.json")).unwrap(),
-    )
-    .unwrap();
-    let times: Vec<String> = reference["samples"]
-        .as_array()
-        .unwrap()
+    let reference = read_json(&data("reference/skin/Fox.glb.skin.json"));
+    let times: Vec<String> = items(&reference["samples"])
         .iter()
-        .map(|s| s["t"].as_f64().unwrap().to_string())
+        .map(|s| num(&s["t"]).to_string())
         .collect();
     let path = data("gltf/Fox.glb");
-    let (ok, out, err) = skelett(&[
+    let v = skelett_json(&[
         "sample",
         path.to_str().unwrap(),
         "--clip",
@@ -138,8 +99,6 @@ fn sample_vertices_match_the_skin_reference() {
         "256",
         "--json",
     ]);
-    assert!(ok, "{err}");
-    let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
         v["vertices"], reference["vertices"],
         "the same vertex choice"
@@ -147,20 +106,15 @@ fn sample_vertices_match_the_skin_reference() {
     let size = 150.0; // Fox is about 150 units tall
     assert_eq!(v["mesh"]["vertexCount"], reference["mesh"]["vertexCount"]);
     assert_eq!(v["clip"]["name"], reference["clip"]["name"]);
-    for (got, want) in v["samples"]
-        .as_array()
-        .unwrap()
+    for (got, want) in items(&v["samples"])
         .iter()
-        .zip(reference["samples"].as_array().unwrap())
+        .zip(items(&reference["samples"]))
     {
-        let (got, want) = (
-            got["world"].as_array().unwrap(),
-            want["world"].as_array().unwrap(),
-        );
+        let (got, want) = (items(&got["world"]), items(&want["world"]));
         assert_eq!(got.len(), 256);
         for (g, w) in got.iter().zip(want) {
             for axis in 0..3 {
-                let (a, b) = (g[axis].as_f64().unwrap(), w[axis].as_f64().unwrap());
+                let (a, b) = (num(&g[axis]), num(&w[axis]));
                 assert!((a - b).abs() < 1e-4 * size, "{a} vs {b}");
             }
         }
@@ -278,38 +232,18 @@ fn sample_and_inspect_a_bvh_capture() {
     let (ok, out, err) = skelett(&["inspect", path.to_str().unwrap()]);
     assert!(ok, "{err}");
     assert!(out.contains("26 joints") && out.contains("Hips"), "{out}");
-    let (ok, out, err) = skelett(&[
+    let v = skelett_json(&[
         "sample",
         path.to_str().unwrap(),
         "--times",
         "11.3516",
         "--json",
     ]);
-    assert!(ok, "{err}");
-    let v: Value = serde_json::from_str(&out).unwrap();
-    let reference: Value = serde_json::from_str(
-        &std::fs::read_to_string(data("reference/Boxing_Toes.bvh.json")).unwrap(),
-    )
-    .unwrap();
+    let reference = read_json(&data("reference/Boxing_Toes.bvh.json"));
     let want = &reference["clips"][0]["samples"][1];
-    assert_eq!(want["t"].as_f64().unwrap(), 11.3516);
+    assert_eq!(num(&want["t"]), 11.3516);
     let got = &v["clips"][0]["samples"][0];
-    for (g, w) in got["joints"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .zip(want["joints"].as_array().unwrap())
-    {
-        for (a, b) in g["world"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .zip(w["world"].as_array().unwrap())
-        {
-            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
-            assert!((a - b).abs() <= 1e-3 * (1.0 + b.abs()), "{a} vs {b}");
-        }
-    }
+    assert_worlds_close(&got["joints"], &want["joints"], 1e-3);
 }
 
 /// `skelett convert`: a BVH capture to a .glb that loads back with the same skeleton and
@@ -589,13 +523,7 @@ fn fbx_inspect_sample_and_convert() {
     ]);
     assert!(ok, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
-    assert!(
-        v["clips"][0]["samples"][0]["joints"]
-            .as_array()
-            .unwrap()
-            .len()
-            > 60
-    );
+    assert!(first_sample_joints(&v).len() > 60);
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fbx");
     std::fs::create_dir_all(&dir).unwrap();
     let glb = dir.join("locomotions.glb");
@@ -623,21 +551,9 @@ fn load_flags_convert_units_axes_and_handedness() {
             "--json",
         ];
         args.extend_from_slice(extra);
-        let (ok, out, err) = skelett(&args);
-        assert!(ok, "{err}");
-        let v: Value = serde_json::from_str(&out).unwrap();
-        v["clips"][0]["samples"][0]["joints"]
-            .as_array()
-            .unwrap()
+        first_sample_joints(&skelett_json(&args))
             .iter()
-            .map(|j| {
-                let w = j["world"].as_array().unwrap();
-                let f = |i: usize| w[i].as_f64().unwrap() as f32;
-                (
-                    j["name"].as_str().unwrap().to_string(),
-                    glam::Vec3::new(f(12), f(13), f(14)),
-                )
-            })
+            .map(|j| (j["name"].as_str().unwrap().to_string(), position(j)))
             .collect()
     };
     let own = sample(&[]);
@@ -684,18 +600,9 @@ fn load_flags_convert_units_axes_and_handedness() {
     let sample_file = |file: &Path, extra: &[&str]| -> Vec<glam::Vec3> {
         let mut args = vec!["sample", file.to_str().unwrap(), "--times", "0.3", "--json"];
         args.extend_from_slice(extra);
-        let (ok, out, err) = skelett(&args);
-        assert!(ok, "{err}");
-        let v: Value = serde_json::from_str(&out).unwrap();
-        v["clips"][0]["samples"][0]["joints"]
-            .as_array()
-            .unwrap()
+        first_sample_joints(&skelett_json(&args))
             .iter()
-            .map(|j| {
-                let w = j["world"].as_array().unwrap();
-                let f = |i: usize| w[i].as_f64().unwrap() as f32;
-                glam::Vec3::new(f(12), f(13), f(14))
-            })
+            .map(position)
             .collect()
     };
     let z_own = sample_file(&zup, &[]);
@@ -714,14 +621,9 @@ fn load_flags_convert_units_axes_and_handedness() {
     let z = |extra: &[&str]| -> Vec<f64> {
         let mut args = vec!["sample", x.to_str().unwrap(), "--times", "0.2", "--json"];
         args.extend_from_slice(extra);
-        let (ok, out, err) = skelett(&args);
-        assert!(ok, "{err}");
-        let v: Value = serde_json::from_str(&out).unwrap();
-        v["clips"][0]["samples"][0]["joints"]
-            .as_array()
-            .unwrap()
+        first_sample_joints(&skelett_json(&args))
             .iter()
-            .map(|j| j["world"][14].as_f64().unwrap())
+            .map(|j| num(&j["world"][14]))
             .collect()
     };
     let (left, right) = (z(&[]), z(&["--right-handed"]));

@@ -15,9 +15,9 @@ fn bench(c: &mut Criterion) {
         let bytes = std::fs::read(data(file)).unwrap();
         g.throughput(Throughput::Bytes(bytes.len() as u64));
         g.bench_function(file, |b| {
-            b.iter(|| skelett_io::bvh::load_bytes(black_box(&bytes), Path::new(file)).unwrap())
+            b.iter(|| skelett_io::bvh::from_bytes(black_box(&bytes), Path::new(file)).unwrap())
         });
-        let asset = skelett_io::bvh::load_bytes(&bytes, Path::new(file)).unwrap();
+        let asset = skelett_io::bvh::from_bytes(&bytes, Path::new(file)).unwrap();
         skl(&mut g, file, &asset);
     }
     for file in ["x/Testwuson.X", "x/BCN_Epileptic.X"] {
@@ -25,9 +25,11 @@ fn bench(c: &mut Criterion) {
         let opts = skelett_io::x::Options::default();
         g.throughput(Throughput::Bytes(bytes.len() as u64));
         g.bench_function(file, |b| {
-            b.iter(|| skelett_io::x::load_bytes(black_box(&bytes), Path::new(file), opts).unwrap())
+            b.iter(|| {
+                skelett_io::x::from_bytes_with(black_box(&bytes), Path::new(file), &opts).unwrap()
+            })
         });
-        let asset = skelett_io::x::load_bytes(&bytes, Path::new(file), opts).unwrap();
+        let asset = skelett_io::x::from_bytes_with(&bytes, Path::new(file), &opts).unwrap();
         skl(&mut g, file, &asset);
     }
     for file in [
@@ -38,11 +40,9 @@ fn bench(c: &mut Criterion) {
         let bytes = std::fs::read(data(file)).unwrap();
         g.throughput(Throughput::Bytes(bytes.len() as u64));
         g.bench_function(file, |b| {
-            b.iter(|| {
-                skelett_io::gltf::load_bytes(black_box(&bytes), Path::new(file), None).unwrap()
-            })
+            b.iter(|| skelett_io::gltf::from_bytes(black_box(&bytes), Path::new(file)).unwrap())
         });
-        let asset = skelett_io::gltf::load_bytes(&bytes, Path::new(file), None).unwrap();
+        let asset = skelett_io::gltf::from_bytes(&bytes, Path::new(file)).unwrap();
         skl(&mut g, file, &asset);
     }
     // FBX (ufbx parse, then skelett's build with baking) beside the glb of the same content.
@@ -55,16 +55,14 @@ fn bench(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(bytes.len() as u64));
         g.bench_function(file, |b| {
             b.iter(|| {
-                skelett_io::fbx::load_bytes(black_box(&bytes), Path::new(file), opts).unwrap()
+                skelett_io::fbx::from_bytes_with(black_box(&bytes), Path::new(file), &opts).unwrap()
             })
         });
-        let asset = skelett_io::fbx::load_bytes(&bytes, Path::new(file), opts).unwrap();
-        let glb = skelett_io::gltf::export_glb(&asset);
+        let asset = skelett_io::fbx::from_bytes_with(&bytes, Path::new(file), &opts).unwrap();
+        let glb = skelett_io::gltf::to_bytes(&asset);
         g.throughput(Throughput::Bytes(glb.len() as u64));
         g.bench_function(format!("{file}.glb"), |b| {
-            b.iter(|| {
-                skelett_io::gltf::load_bytes(black_box(&glb), Path::new("x.glb"), None).unwrap()
-            })
+            b.iter(|| skelett_io::gltf::from_bytes(black_box(&glb), Path::new("x.glb")).unwrap())
         });
         skl(&mut g, file, &asset);
     }
@@ -80,13 +78,13 @@ fn skl(
 ) {
     let skl = skelett_io::native::to_bytes(asset);
     g.bench_function(format!("{file}.skl"), |b| {
-        b.iter(|| skelett_io::native::load_bytes(black_box(&skl), Path::new("x.skl")).unwrap())
+        b.iter(|| skelett_io::native::from_bytes(black_box(&skl), Path::new("x.skl")).unwrap())
     });
 }
 
 criterion_group! {
     name = benches;
-    config = Criterion::default().sample_size(10).measurement_time(std::time::Duration::from_secs(3));
+    config = skelett_testdata::bench::criterion(10, 3);
     targets = bench
 }
 criterion_main!(benches);

@@ -36,11 +36,11 @@ pub const END_SITE_SUFFIX: &str = "_End";
 /// Loads a `.bvh` file.
 ///
 /// # Errors
-/// [`Error::Io`] if it cannot be read; otherwise as [`load_bytes`].
+/// [`Error::Io`] if it cannot be read; otherwise as [`from_bytes`].
 pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
     let path = path.as_ref();
     let bytes = crate::read_file(path)?;
-    load_bytes(&bytes, path)
+    from_bytes(&bytes, path)
 }
 
 /// Loads BVH from memory; `name` is used in errors and names the clip (its file stem).
@@ -48,7 +48,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
 /// # Errors
 /// [`Error::Syntax`] with the line and column of anything that is not BVH, and
 /// [`Error::Build`] if the hierarchy or motion is rejected by the runtime.
-pub fn load_bytes(bytes: &[u8], name: &Path) -> Result<Asset, Error> {
+pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Asset, Error> {
     let mut p = Parser {
         file: name,
         b: bytes,
@@ -423,13 +423,12 @@ fn build(
     let clip = raw_clip
         .build(&skeleton)
         .map_err(|e| build_err("MOTION", e))?;
-    Ok(Asset {
-        skeleton: Arc::new(skeleton),
-        skins: Vec::new(),
-        meshes: Vec::new(),
-        clips: vec![Arc::new(clip)],
+    let clips = vec![Arc::new(clip)];
+    Ok(Asset::read(
+        skeleton,
+        Vec::new(),
+        Vec::new(),
+        clips,
         warnings,
-        images: Vec::new(),
-        meters_per_unit: None,
-    })
+    ))
 }

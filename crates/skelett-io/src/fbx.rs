@@ -59,14 +59,30 @@ pub struct Options {
     pub y_up: bool,
 }
 
-/// Loads an FBX file.
+/// Loads an FBX file in its own units and axes ([`Options::default`]).
 ///
 /// # Errors
-/// [`Error::Io`] if it cannot be read; otherwise as [`load_bytes`].
-pub fn load(path: impl AsRef<Path>, options: Options) -> Result<Asset, Error> {
+/// [`Error::Io`] if it cannot be read; otherwise as [`from_bytes`].
+pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
+    load_with(path, &Options::default())
+}
+
+/// Loads an FBX file, converting units and axes as `options` say.
+///
+/// # Errors
+/// [`Error::Io`] if it cannot be read; otherwise as [`from_bytes`].
+pub fn load_with(path: impl AsRef<Path>, options: &Options) -> Result<Asset, Error> {
     let path = path.as_ref();
     let bytes = crate::read_file(path)?;
-    load_bytes(&bytes, path, options)
+    from_bytes_with(&bytes, path, options)
+}
+
+/// Reads FBX bytes in the file's own units and axes; `name` is used in errors.
+///
+/// # Errors
+/// As [`from_bytes_with`].
+pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Asset, Error> {
+    from_bytes_with(bytes, name, &Options::default())
 }
 
 fn v3(v: ufbx::Vec3) -> Vec3 {
@@ -174,13 +190,13 @@ fn joint_names(
     names
 }
 
-/// Reads FBX bytes; `name` is used in errors.
+/// Reads FBX bytes, converting units and axes as `options` say; `name` is used in errors.
 ///
 /// # Errors
 /// [`Error::Invalid`] with ufbx's error kind and description for a file it cannot read (not
 /// an FBX, truncated, corrupted; ufbx reports no byte offsets) or a file without any bone;
 /// [`Error::Build`] if the skeleton, a skin, a mesh or a clip is rejected.
-pub fn load_bytes(bytes: &[u8], name: &Path, options: Options) -> Result<Asset, Error> {
+pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<Asset, Error> {
     // Counts and sizes in an FBX (array lengths, deflated sizes) are only bounded by the
     // file's claims; cap what ufbx may allocate in proportion to the input, so a hostile
     // file gets an error instead of exhausting memory. Real files use a few times their
@@ -518,20 +534,14 @@ pub fn load_bytes(bytes: &[u8], name: &Path, options: Options) -> Result<Asset, 
         clips.push(Arc::new(clip));
     }
 
-    Ok(Asset {
-        skeleton: Arc::new(skeleton),
-        skins,
-        meshes,
-        clips,
-        warnings,
-        images: Vec::new(),
-        meters_per_unit: Some(if options.to_meters {
-            1.0
-        } else {
-            scene.settings.unit_meters as f32
-        })
-        .filter(|u| u.is_finite() && *u > 0.0),
+    let mut asset = Asset::read(skeleton, skins, meshes, clips, warnings);
+    asset.meters_per_unit = Some(if options.to_meters {
+        1.0
+    } else {
+        scene.settings.unit_meters as f32
     })
+    .filter(|u| u.is_finite() && *u > 0.0);
+    Ok(asset)
 }
 
 /// The f32 just below `x` (for finite `x`).

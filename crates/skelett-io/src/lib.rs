@@ -8,6 +8,26 @@
 //! file bytes ──format module──▶ RawSkeleton, RawClip, meshes ──build──▶ Asset (Arc-shared parts)
 //! ```
 //!
+//! Every format module has the same shape:
+//!
+//! | | reads | writes |
+//! |---|---|---|
+//! | from a path | `load(path)`; `load_with(path, &Options)` where the format has choices | `save(&asset, path)` |
+//! | from memory | `from_bytes(bytes, name)` (`from_str` for the text pair RAM/RAA); `from_bytes_with(bytes, name, &Options)` | `to_bytes(&asset)` (`to_string` for RAM) |
+//!
+//! | module | format | options | writer |
+//! |---|---|---|---|
+//! | [`gltf`] | `.glb`, `.gltf` | folder of external buffers | `.glb` |
+//! | [`fbx`] | `.fbx` (binary, ASCII) | metres, Y-up | — |
+//! | [`bvh`] | `.bvh` | — | — |
+//! | [`x`] | DirectX `.x` (text) | right-handed | — |
+//! | [`rite`] | `.ram` + `.raa` | which `.raa` | `.ram` + `.raa` |
+//! | [`native`] | `.skl` (skelett's own) | — | `.skl` |
+//!
+//! [`load`] and [`load_with`] pick the module by extension. Every reader returns
+//! [`Error`] (`#[non_exhaustive]`), whose variants name the file as a `PathBuf` and where in
+//! it the problem is.
+//!
 //! ```no_run
 //! use skelett::{sample, local_to_model, Pose, SamplingCache};
 //! let asset = skelett_io::load("Fox.glb")?;
@@ -158,6 +178,14 @@ pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
     })
 }
 
+/// Writes a whole file; its errors name the file.
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    std::fs::write(path, bytes).map_err(|source| Error::Io {
+        file: path.to_path_buf(),
+        source,
+    })
+}
+
 /// `candidate(*next)` if `taken` lacks it, else the first `candidate(k)` for `k` counting up
 /// from `*next + 1` that it lacks; `*next` is left at that `k`, so callers that keep it per
 /// stem probe each name once.
@@ -219,6 +247,51 @@ pub(crate) fn pack_influences(per_vertex: &mut [Vec<(u16, f32)>]) -> (usize, Vec
     (per, joints, weights)
 }
 
+impl Asset {
+    /// What an importer read, with no images and no declared unit (set those after).
+    pub(crate) fn read(
+        skeleton: Skeleton,
+        skins: Vec<Skin>,
+        meshes: Vec<SkinnedMesh>,
+        clips: Vec<Arc<Clip>>,
+        warnings: Vec<String>,
+    ) -> Asset {
+        Asset {
+            skeleton: Arc::new(skeleton),
+            skins,
+            meshes,
+            clips,
+            warnings,
+            images: Vec::new(),
+            meters_per_unit: None,
+        }
+    }
+}
+
+/// An untextured white primitive (the formats without materials): positions, optional
+/// normals and UVs, each vertex's influences (packed by [`pack_influences`]), triangles.
+pub(crate) fn plain_primitive(
+    positions: Vec<glam::Vec3>,
+    normals: Option<Vec<glam::Vec3>>,
+    uvs: Option<Vec<glam::Vec2>>,
+    per_vertex: &mut [Vec<(u16, f32)>],
+    indices: Vec<u32>,
+) -> skelett::MeshPrimitive {
+    let (influences, joints, weights) = pack_influences(per_vertex);
+    skelett::MeshPrimitive {
+        positions,
+        normals,
+        tangents: None,
+        uvs,
+        influences,
+        joints,
+        weights,
+        indices,
+        base_color_texture: None,
+        base_color: glam::Vec4::ONE,
+    }
+}
+
 /// The file extensions [`load`] understands.
 pub const KNOWN_EXTENSIONS: &str = ".glb, .gltf, .bvh, .fbx, .skl, .x, .ram (+ .raa)";
 
@@ -274,13 +347,10 @@ pub fn load_with(path: impl AsRef<Path>, options: &LoadOptions) -> Result<Asset,
         "glb" | "gltf" => gltf::load(path),
         "bvh" => bvh::load(path),
         "skl" => native::load(path),
-        "x" => x::load_with(path, options.x),
-        "fbx" => fbx::load(path, options.fbx),
+        "x" => x::load_with(path, &options.x),
+        "fbx" => fbx::load_with(path, &options.fbx),
         // A .ram model with the .raa animation of the same name beside it, if there is one.
-        "ram" => {
-            let raa = path.with_extension("raa");
-            rite::load(path, raa.exists().then_some(raa.as_path()))
-        }
+        "ram" => rite::load(path),
         _ => Err(Error::UnknownFormat {
             file: path.to_path_buf(),
             known: KNOWN_EXTENSIONS,

@@ -39,9 +39,9 @@ const HEADER: usize = 4 + 4 + 8 + 4;
 /// ```
 /// # use std::path::Path;
 /// # let bvh = "HIERARCHY\nROOT Hips\n{\n OFFSET 0 0 0\n CHANNELS 3 Zrotation Xrotation Yrotation\n End Site\n {\n  OFFSET 0 1 0\n }\n}\nMOTION\nFrames: 2\nFrame Time: 0.5\n0 0 0\n0 90 0\n";
-/// let asset = skelett_io::bvh::load_bytes(bvh.as_bytes(), Path::new("wave.bvh"))?;
+/// let asset = skelett_io::bvh::from_bytes(bvh.as_bytes(), Path::new("wave.bvh"))?;
 /// let bytes = skelett_io::native::to_bytes(&asset);
-/// let back = skelett_io::native::load_bytes(&bytes, Path::new("wave.skl"))?;
+/// let back = skelett_io::native::from_bytes(&bytes, Path::new("wave.skl"))?;
 /// assert_eq!(back.clips[0], asset.clips[0]);
 /// # Ok::<(), skelett_io::Error>(())
 /// ```
@@ -213,21 +213,17 @@ fn target_code(t: Target) -> u8 {
 /// # Errors
 /// [`Error::Io`] if the file cannot be written.
 pub fn save(asset: &Asset, path: impl AsRef<Path>) -> Result<(), Error> {
-    let path = path.as_ref();
-    std::fs::write(path, to_bytes(asset)).map_err(|source| Error::Io {
-        file: path.to_path_buf(),
-        source,
-    })
+    crate::write_file(path.as_ref(), &to_bytes(asset))
 }
 
 /// Loads a `.skl` file.
 ///
 /// # Errors
-/// [`Error::Io`] if it cannot be read; otherwise as [`load_bytes`].
+/// [`Error::Io`] if it cannot be read; otherwise as [`from_bytes`].
 pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
     let path = path.as_ref();
     let bytes = crate::read_file(path)?;
-    load_bytes(&bytes, path)
+    from_bytes(&bytes, path)
 }
 
 /// Reads `.skl` bytes.
@@ -236,7 +232,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
 /// [`Error::Malformed`] with the byte offset for a wrong magic, a newer version, a
 /// truncated file, a checksum mismatch or any count or value the content cannot hold;
 /// [`Error::Build`] if the runtime rejects the skeleton, a skin, a mesh or a clip.
-pub fn load_bytes(bytes: &[u8], name: &Path) -> Result<Asset, Error> {
+pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Asset, Error> {
     let bad = |offset: usize, expected: String| Error::Malformed {
         file: name.to_path_buf(),
         offset: offset as u64,
@@ -496,44 +492,25 @@ fn read_asset(r: &mut Reader, version: u32) -> Result<Asset, Error> {
                 return Err(r.bad("1 to 8 influences per vertex".into()));
             }
             let flags = r.u8("attribute flags")?;
-            let positions = r.pod(v, "positions")?;
-            let normals = if flags & 1 != 0 {
-                Some(r.pod(v, "normals")?)
-            } else {
-                None
-            };
-            let tangents = if flags & 2 != 0 {
-                Some(r.pod(v, "tangents")?)
-            } else {
-                None
-            };
-            let uvs = if flags & 4 != 0 {
-                Some(r.pod(v, "uvs")?)
-            } else {
-                None
-            };
             let m = v.saturating_mul(influences);
-            let joints = r.pod(m, "joint indices")?;
-            let weights = r.f32s(m, "weights")?;
-            let ni = r.count(4, "indices")?;
-            let indices = r.pod(ni, "indices")?;
-            let bc = r.f32s(4, "the base colour")?;
-            let base_color_texture = if flags & 8 != 0 {
-                Some(r.u32("a texture index")? as usize)
-            } else {
-                None
-            };
+            // A struct literal evaluates its fields in the order written: the order `to_bytes`
+            // writes them.
             primitives.push(MeshPrimitive {
-                positions,
-                normals,
-                tangents,
-                uvs,
+                positions: r.pod(v, "positions")?,
+                normals: (flags & 1 != 0).then(|| r.pod(v, "normals")).transpose()?,
+                tangents: (flags & 2 != 0).then(|| r.pod(v, "tangents")).transpose()?,
+                uvs: (flags & 4 != 0).then(|| r.pod(v, "uvs")).transpose()?,
+                joints: r.pod(m, "joint indices")?,
+                weights: r.f32s(m, "weights")?,
+                indices: {
+                    let ni = r.count(4, "indices")?;
+                    r.pod(ni, "indices")?
+                },
+                base_color: Vec4::from_slice(&r.f32s(4, "the base colour")?),
+                base_color_texture: (flags & 8 != 0)
+                    .then(|| r.u32("a texture index").map(|t| t as usize))
+                    .transpose()?,
                 influences,
-                joints,
-                weights,
-                indices,
-                base_color_texture,
-                base_color: Vec4::from_slice(&bc),
             });
         }
         let mesh = SkinnedMesh {
@@ -646,15 +623,9 @@ fn read_asset(r: &mut Reader, version: u32) -> Result<Asset, Error> {
     if r.pos != r.b.len() {
         return Err(r.bad("the end of the payload".into()));
     }
-    Ok(Asset {
-        skeleton: Arc::new(skeleton),
-        skins,
-        meshes,
-        clips,
-        warnings,
-        images: Vec::new(),
-        meters_per_unit,
-    })
+    let mut asset = Asset::read(skeleton, skins, meshes, clips, warnings);
+    asset.meters_per_unit = meters_per_unit;
+    Ok(asset)
 }
 
 impl Reader<'_> {

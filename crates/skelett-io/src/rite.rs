@@ -30,10 +30,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use glam::{Quat, Vec2, Vec3, Vec4};
+use glam::{Quat, Vec2, Vec3};
 use skelett::{
-    Interpolation, MeshPrimitive, RawChannel, RawClip, RawJoint, RawSkeleton, RawValues, Skin,
-    SkinnedMesh, Target, Transform,
+    Interpolation, RawChannel, RawClip, RawJoint, RawSkeleton, RawValues, Skin, SkinnedMesh,
+    Target, Transform,
 };
 
 use crate::{Asset, Error};
@@ -162,12 +162,44 @@ impl<'a> Tokens<'a> {
     }
 }
 
-/// Loads a `.ram` model and, if given, its `.raa` animation.
+/// How to read a `.ram` model.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Options {
+    /// The `.raa` animation to read with the model. `None`: the `.raa` of the same name
+    /// beside the `.ram`, if there is one.
+    pub animation: Option<std::path::PathBuf>,
+}
+
+impl Options {
+    /// Options that read the animation from `raa`.
+    pub fn animation(raa: impl Into<std::path::PathBuf>) -> Self {
+        Options {
+            animation: Some(raa.into()),
+        }
+    }
+}
+
+/// Loads a `.ram` model with the `.raa` animation of the same name beside it, if there is
+/// one.
 ///
 /// # Errors
-/// [`Error::Io`] if a file cannot be read; otherwise as [`load_str`].
-pub fn load(ram: impl AsRef<Path>, raa: Option<&Path>) -> Result<Asset, Error> {
+/// [`Error::Io`] if a file cannot be read; otherwise as [`from_str`].
+pub fn load(ram: impl AsRef<Path>) -> Result<Asset, Error> {
+    load_with(ram, &Options::default())
+}
+
+/// Loads a `.ram` model and the animation `options` name (or the one beside it).
+///
+/// # Errors
+/// [`Error::Io`] if a file cannot be read; otherwise as [`from_str`].
+pub fn load_with(ram: impl AsRef<Path>, options: &Options) -> Result<Asset, Error> {
     let ram = ram.as_ref();
+    let beside = ram.with_extension("raa");
+    let raa = match &options.animation {
+        Some(p) => Some(p.as_path()),
+        None => beside.exists().then_some(beside.as_path()),
+    };
     let read = |p: &Path| {
         std::fs::read_to_string(p).map_err(|source| Error::Io {
             file: p.to_path_buf(),
@@ -177,7 +209,7 @@ pub fn load(ram: impl AsRef<Path>, raa: Option<&Path>) -> Result<Asset, Error> {
     let model = read(ram)?;
     let anim = raa.map(read).transpose()?;
     let raa_name = raa.map(Path::to_path_buf);
-    load_str(&model, ram, anim.as_deref().zip(raa_name.as_deref()))
+    from_str(&model, ram, anim.as_deref().zip(raa_name.as_deref()))
 }
 
 /// Reads RAM text (and RAA text with its name); names are used in errors.
@@ -185,7 +217,7 @@ pub fn load(ram: impl AsRef<Path>, raa: Option<&Path>) -> Result<Asset, Error> {
 /// # Errors
 /// [`Error::Syntax`] with the line of anything that does not parse, [`Error::Invalid`] for
 /// ids that refer to nothing, [`Error::Build`] when the runtime rejects the result.
-pub fn load_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Result<Asset, Error> {
+pub fn from_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Result<Asset, Error> {
     let mut t = Tokens::new(ram, ram_name);
     let invalid = |what: String| Error::Invalid {
         file: ram_name.to_path_buf(),
@@ -318,32 +350,26 @@ pub fn load_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
             .iter()
             .map(|&(v, _, _)| per_vertex[v].clone())
             .collect();
-        let (per, joints, weights) = crate::pack_influences(&mut per_corner);
-        let prim = MeshPrimitive {
-            positions: corners
+        let prim = crate::plain_primitive(
+            corners
                 .iter()
                 .map(|c| Vec3::from_slice(&pos[c.0 * 3..]))
                 .collect(),
-            normals: Some(
+            Some(
                 corners
                     .iter()
                     .map(|c| Vec3::from_slice(&nrm[c.1 * 3..]))
                     .collect(),
             ),
-            tangents: None,
-            uvs: Some(
+            Some(
                 corners
                     .iter()
                     .map(|c| Vec2::from_slice(&uv[c.2 * 2..]))
                     .collect(),
             ),
-            influences: per,
-            joints,
-            weights,
+            &mut per_corner,
             indices,
-            base_color_texture: None,
-            base_color: Vec4::ONE,
-        };
+        );
         let mesh = SkinnedMesh {
             name: ram_name
                 .file_stem()
@@ -424,20 +450,26 @@ pub fn load_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
             .map_err(|e| Error::build(raa_name.to_path_buf(), "tracks", e))?;
         clips.push(Arc::new(clip));
     }
-    Ok(Asset {
-        skeleton: Arc::new(skeleton),
-        skins,
-        meshes,
-        clips,
-        warnings: Vec::new(),
-        images: Vec::new(),
-        meters_per_unit: None,
-    })
+    Ok(Asset::read(skeleton, skins, meshes, clips, Vec::new()))
+}
+
+/// Writes an asset as a `.ram` file ([`to_string`]) and, if it has a clip, its first clip
+/// beside it as a `.raa` file of the same name ([`animation_to_string`] at [`DEFAULT_FPS`]),
+/// the pair [`load`] reads back.
+///
+/// # Errors
+/// [`Error::Io`] if a file cannot be written.
+pub fn save(asset: &Asset, ram: impl AsRef<Path>) -> Result<(), Error> {
+    let ram = ram.as_ref();
+    if let Some(raa) = animation_to_string(asset, 0, DEFAULT_FPS) {
+        crate::write_file(&ram.with_extension("raa"), raa.as_bytes())?;
+    }
+    crate::write_file(ram, to_string(asset).as_bytes())
 }
 
 /// Writes an asset as RAM text: the skeleton (orientation = rest rotation, rotation =
 /// identity) and its first mesh's first primitive, if any.
-pub fn write_ram(asset: &Asset) -> String {
+pub fn to_string(asset: &Asset) -> String {
     let s = &asset.skeleton;
     let mut o = String::new();
     let _ = writeln!(o, "joints {}", s.len());
@@ -505,7 +537,7 @@ pub fn write_ram(asset: &Asset) -> String {
 /// Writes clip `index` of an asset as RAA text: every joint's rotation (relative to its rest
 /// rotation, the RAM's orientation), sampled at every frame at `fps` over the clip, as the
 /// format carries rotations only.
-pub fn write_raa(asset: &Asset, index: usize, fps: f32) -> Option<String> {
+pub fn animation_to_string(asset: &Asset, index: usize, fps: f32) -> Option<String> {
     let clip = asset.clips.get(index)?;
     let s = &asset.skeleton;
     let frames = ((clip.duration() * fps).round() as usize).min(1_000_000);

@@ -26,10 +26,10 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use glam::{Mat4, Quat, Vec2, Vec3, Vec4};
+use glam::{Mat4, Quat, Vec2, Vec3};
 use skelett::{
-    Interpolation, MeshPrimitive, RawChannel, RawClip, RawJoint, RawSkeleton, RawValues, Skin,
-    SkinnedMesh, Target, Transform,
+    Interpolation, RawChannel, RawClip, RawJoint, RawSkeleton, RawValues, Skin, SkinnedMesh,
+    Target, Transform,
 };
 
 use crate::{Asset, Error};
@@ -44,19 +44,27 @@ pub struct Options {
 /// Loads a text `.x` file with default options.
 ///
 /// # Errors
-/// [`Error::Io`] if it cannot be read; otherwise as [`load_bytes`].
+/// [`Error::Io`] if it cannot be read; otherwise as [`from_bytes_with`].
 pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
-    load_with(path, Options::default())
+    load_with(path, &Options::default())
 }
 
 /// Loads a text `.x` file.
 ///
 /// # Errors
-/// [`Error::Io`] if it cannot be read; otherwise as [`load_bytes`].
-pub fn load_with(path: impl AsRef<Path>, options: Options) -> Result<Asset, Error> {
+/// [`Error::Io`] if it cannot be read; otherwise as [`from_bytes_with`].
+pub fn load_with(path: impl AsRef<Path>, options: &Options) -> Result<Asset, Error> {
     let path = path.as_ref();
     let bytes = crate::read_file(path)?;
-    load_bytes(&bytes, path, options)
+    from_bytes_with(&bytes, path, options)
+}
+
+/// Reads a text `.x` file from memory with default options; `name` is used in errors.
+///
+/// # Errors
+/// As [`from_bytes_with`].
+pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Asset, Error> {
+    from_bytes_with(bytes, name, &Options::default())
 }
 
 #[derive(Debug)]
@@ -253,7 +261,7 @@ fn parse_num(t: &str) -> Option<f32> {
 /// [`Error::Unsupported`] for binary or compressed `.x`, [`Error::Syntax`] with a line for
 /// text that does not parse, [`Error::Invalid`] for objects whose counts or values do not
 /// fit, [`Error::Build`] when the runtime rejects the result.
-pub fn load_bytes(bytes: &[u8], name: &Path, options: Options) -> Result<Asset, Error> {
+pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<Asset, Error> {
     if bytes.len() < 16 || &bytes[..4] != b"xof " {
         return Err(Error::Malformed {
             file: name.to_path_buf(),
@@ -312,7 +320,7 @@ pub fn load_bytes(bytes: &[u8], name: &Path, options: Options) -> Result<Asset, 
             _ => return Err(lx.err("a template or a data object")),
         }
     }
-    build(name, &top, options)
+    build(name, &top, *options)
 }
 
 fn nums(o: &Obj) -> Vec<f32> {
@@ -579,24 +587,18 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
             ));
             continue;
         }
-        let (per, joints, weights) = crate::pack_influences(&mut influences);
         let skin = Skin::new(format!("{mname} skin"), skin_joints, ibm)
             .map_err(|e| Error::build(name.to_path_buf(), format!("Mesh {mname}"), e))?;
         let mesh = SkinnedMesh {
             name: mname.clone(),
             skin: skins.len(),
-            primitives: vec![MeshPrimitive {
+            primitives: vec![crate::plain_primitive(
                 positions,
                 normals,
-                tangents: None,
                 uvs,
-                influences: per,
-                joints,
-                weights,
+                &mut influences,
                 indices,
-                base_color_texture: None,
-                base_color: Vec4::ONE,
-            }],
+            )],
         };
         mesh.validate(&skin)
             .map_err(|e| Error::build(name.to_path_buf(), format!("Mesh {mname}"), e))?;
@@ -699,15 +701,7 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
             _ => {}
         }
     }
-    Ok(Asset {
-        skeleton: Arc::new(skeleton),
-        skins,
-        meshes,
-        clips,
-        warnings,
-        images: Vec::new(),
-        meters_per_unit: None,
-    })
+    Ok(Asset::read(skeleton, skins, meshes, clips, warnings))
 }
 
 /// A rotation under the Z mirror: (x, y, z, w) → (-x, -y, z, w).

@@ -8,7 +8,7 @@ use std::path::Path;
 use skelett_io::Error;
 
 fn load(text: &str) -> Result<skelett_io::Asset, Error> {
-    skelett_io::bvh::load_bytes(text.as_bytes(), Path::new("bad.bvh"))
+    skelett_io::bvh::from_bytes(text.as_bytes(), Path::new("bad.bvh"))
 }
 
 fn err(text: &str) -> (usize, String) {

@@ -238,7 +238,7 @@ fn round_trip(file: &Path) {
         .map(|c| std::sync::Arc::new(compress(&asset.skeleton, c, &opts).unwrap().0))
         .collect();
     let bytes = skelett_io::native::to_bytes(&small);
-    let back = skelett_io::native::load_bytes(&bytes, Path::new("round.skl")).unwrap();
+    let back = skelett_io::native::from_bytes(&bytes, Path::new("round.skl")).unwrap();
     assert_eq!(back.meters_per_unit, small.meters_per_unit);
     for (a, b) in small.clips.iter().zip(&back.clips) {
         assert!(
@@ -300,8 +300,8 @@ fn compact_clips_export_to_glb_and_come_back() {
     small.clips = vec![std::sync::Arc::new(
         compress(&asset.skeleton, &asset.clips[0], &opts).unwrap().0,
     )];
-    let glb = skelett_io::gltf::export_glb(&small);
-    let back = skelett_io::gltf::load_bytes(&glb, Path::new("c.glb"), None).unwrap();
+    let glb = skelett_io::gltf::to_bytes(&small);
+    let back = skelett_io::gltf::from_bytes(&glb, Path::new("c.glb")).unwrap();
     let (a, b) = (&small.clips[0], &back.clips[0]);
     assert!(!b.is_compact() && b.track_count() > 0);
     let (mut pa, mut pb) = (Pose::rest(&small.skeleton), Pose::rest(&back.skeleton));
@@ -334,7 +334,7 @@ fn damaged_compact_clips_are_refused_or_harmless() {
             b[i] ^= flip;
             let crc = crc32fast::hash(&b[20..]);
             b[16..20].copy_from_slice(&crc.to_le_bytes());
-            match skelett_io::native::load_bytes(&b, Path::new("damaged.skl")) {
+            match skelett_io::native::from_bytes(&b, Path::new("damaged.skl")) {
                 Err(_) => refused += 1,
                 Ok(a) => {
                     loaded += 1;

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use skelett_io::fbx::{load_bytes, Options};
+use skelett_io::fbx::{from_bytes, from_bytes_with, Options};
 
 #[test]
 fn truncated_files_are_errors_or_smaller_assets() {
@@ -16,11 +16,11 @@ fn truncated_files_are_errors_or_smaller_assets() {
     ] {
         let bytes = std::fs::read(common::data(&format!("fbx/{file}"))).unwrap();
         let name = Path::new(file);
-        assert!(load_bytes(&bytes, name, Options::default()).is_ok());
+        assert!(from_bytes(&bytes, name).is_ok());
         // Every 97th prefix (and the tiny ones): ufbx may recover a partial scene from a
         // truncated ASCII file; whatever comes back must be a valid asset or a named error.
         for len in (0..64).chain((64..bytes.len()).step_by(97)) {
-            match load_bytes(&bytes[..len], name, Options::default()) {
+            match from_bytes(&bytes[..len], name) {
                 Ok(a) => {
                     // A partial scene must still be usable: every clip samples.
                     let mut pose = skelett::Pose::rest(&a.skeleton);
@@ -43,7 +43,7 @@ fn not_an_fbx_is_a_clear_error() {
         b"Kaydara FBX Binary  \x00\x1a\x00\xff\xff\xff\xff",
         &[0u8; 4096],
     ] {
-        let e = load_bytes(bytes, Path::new("junk.fbx"), Options::default()).unwrap_err();
+        let e = from_bytes(bytes, Path::new("junk.fbx")).unwrap_err();
         let msg = e.to_string();
         assert!(msg.contains("junk.fbx") && msg.contains("FBX"), "{msg}");
     }
@@ -66,7 +66,7 @@ Connections:  {
 	C: "OO",1000,0
 }
 "#;
-    let e = load_bytes(fbx, Path::new("box.fbx"), Options::default()).unwrap_err();
+    let e = from_bytes(fbx, Path::new("box.fbx")).unwrap_err();
     let msg = e.to_string();
     assert!(
         msg.contains("box.fbx") && msg.contains("no skeleton"),
@@ -78,11 +78,11 @@ Connections:  {
 fn units_and_axes_convert_on_request() {
     let path = common::data("fbx/ozz_pab_skeleton.fbx");
     let bytes = std::fs::read(&path).unwrap();
-    let own = load_bytes(&bytes, &path, Options::default()).unwrap();
-    let metres = load_bytes(
+    let own = from_bytes(&bytes, &path).unwrap();
+    let metres = from_bytes_with(
         &bytes,
         &path,
-        Options {
+        &Options {
             to_meters: true,
             y_up: true,
         },

@@ -106,12 +106,7 @@ golden! {
 fn check_ssc(edits: common::SscEdits) -> (skelett_io::Asset, Vec<String>) {
     let text = common::maya_ssc(edits);
     let bytes = text.as_bytes();
-    let asset = skelett_io::fbx::load_bytes(
-        bytes,
-        std::path::Path::new("ssc.fbx"),
-        skelett_io::fbx::Options::default(),
-    )
-    .unwrap();
+    let asset = skelett_io::fbx::from_bytes(bytes, std::path::Path::new("ssc.fbx")).unwrap();
     let sk = &asset.skeleton;
     let names: Vec<String> = (0..sk.len() as u16)
         .map(|j| sk.name(j).to_string())

@@ -58,9 +58,7 @@ fn check(file: &str) -> (usize, usize) {
 }
 
 fn check_bytes(file: &str, bytes: &[u8]) -> (usize, usize) {
-    let asset =
-        skelett_io::fbx::load_bytes(bytes, &data(file), skelett_io::fbx::Options::default())
-            .unwrap();
+    let asset = skelett_io::fbx::from_bytes(bytes, &data(file)).unwrap();
     // The importer's own node handling, so that nodes and joints correspond.
     let scene = ufbx::load_memory(
         bytes,
@@ -248,12 +246,7 @@ fn stepped_rotations_jump_between_adjacent_f32_times() {
     assert!(compared > 0);
     assert!(at_steps > 0, "no step was exercised");
     // Holds and steps only: the channels are STEP channels, one key per change.
-    let asset = skelett_io::fbx::load_bytes(
-        stepped.as_bytes(),
-        &data(file),
-        skelett_io::fbx::Options::default(),
-    )
-    .unwrap();
+    let asset = skelett_io::fbx::from_bytes(stepped.as_bytes(), &data(file)).unwrap();
     let counts = asset.clips[0].counts();
     assert!(counts.tracks[0] > 0, "no STEP channel: {counts:?}");
     assert_eq!(counts.tracks[1] + counts.tracks[2], 0, "{counts:?}");

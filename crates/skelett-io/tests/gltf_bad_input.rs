@@ -42,7 +42,7 @@ fn join(json: &Value, bin: &[u8]) -> Vec<u8> {
 }
 
 fn load(bytes: &[u8]) -> Result<skelett_io::Asset, Error> {
-    skelett_io::gltf::load_bytes(bytes, Path::new("broken.glb"), None)
+    skelett_io::gltf::from_bytes(bytes, Path::new("broken.glb"))
 }
 
 fn err(bytes: &[u8]) -> String {
@@ -266,7 +266,12 @@ fn external_buffer_without_folder_is_an_error() {
     let e = err(&bytes);
     assert!(e.contains("missing.bin"), "{e}");
     let dir = std::env::temp_dir();
-    let e = skelett_io::gltf::load_bytes(&bytes, Path::new("broken.gltf"), Some(&dir)).unwrap_err();
+    let e = skelett_io::gltf::from_bytes_with(
+        &bytes,
+        Path::new("broken.gltf"),
+        &skelett_io::gltf::Options::buffers_in(&dir),
+    )
+    .unwrap_err();
     assert!(matches!(e, Error::Io { .. }), "{e}");
 }
 
@@ -343,10 +348,13 @@ fn external_buffers_cannot_leave_the_folder() {
     ] {
         json["buffers"][0]["uri"] = Value::from(uri);
         let bytes = serde_json::to_vec(&json).unwrap();
-        let e =
-            skelett_io::gltf::load_bytes(&bytes, Path::new("broken.gltf"), Some(Path::new("/tmp")))
-                .unwrap_err()
-                .to_string();
+        let e = skelett_io::gltf::from_bytes_with(
+            &bytes,
+            Path::new("broken.gltf"),
+            &skelett_io::gltf::Options::buffers_in("/tmp"),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("relative path inside"), "{uri}: {e}");
     }
 }

@@ -44,11 +44,11 @@ fn every_asset_round_trips_through_glb() {
                 .unwrap();
             asset.clips[0] = std::sync::Arc::new(with);
         }
-        let glb = skelett_io::gltf::export_glb(&asset);
+        let glb = skelett_io::gltf::to_bytes(&asset);
         let out = out_dir.join(format!("{name}.glb"));
         std::fs::write(&out, &glb).unwrap();
         written.push(out);
-        let back = skelett_io::gltf::load_bytes(&glb, Path::new(&name), None)
+        let back = skelett_io::gltf::from_bytes(&glb, Path::new(&name))
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(back.skeleton.names(), asset.skeleton.names(), "{name}");
         assert_eq!(back.skeleton.parents(), asset.skeleton.parents(), "{name}");

@@ -14,7 +14,7 @@ fn every_asset_round_trips_exactly() {
     for path in common::all_assets() {
         let a = skelett_io::load(&path).unwrap();
         let bytes = native::to_bytes(&a);
-        let b = native::load_bytes(&bytes, Path::new("x.skl"))
+        let b = native::from_bytes(&bytes, Path::new("x.skl"))
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert_eq!(a.skeleton.names(), b.skeleton.names());
         assert_eq!(a.skeleton.parents(), b.skeleton.parents());
@@ -51,7 +51,7 @@ fn truncated_corrupted_newer_and_foreign_files_are_refused() {
         .step_by(997)
         .chain([0, 5, 19, 20, good.len() - 1])
     {
-        match native::load_bytes(&good[..cut], Path::new("cut.skl")) {
+        match native::from_bytes(&good[..cut], Path::new("cut.skl")) {
             Err(Error::Malformed { offset, .. }) => assert!(offset as usize <= good.len()),
             other => panic!("cut at {cut}: {other:?}"),
         }
@@ -59,17 +59,17 @@ fn truncated_corrupted_newer_and_foreign_files_are_refused() {
     let mut corrupt = good.clone();
     let mid = corrupt.len() / 2;
     corrupt[mid] ^= 0x40;
-    let e = native::load_bytes(&corrupt, Path::new("c.skl"))
+    let e = native::from_bytes(&corrupt, Path::new("c.skl"))
         .unwrap_err()
         .to_string();
     assert!(e.contains("CRC-32") && e.contains("byte 16"), "{e}");
     let mut newer = good.clone();
     newer[4..8].copy_from_slice(&(native::VERSION + 1).to_le_bytes());
-    let e = native::load_bytes(&newer, Path::new("n.skl"))
+    let e = native::from_bytes(&newer, Path::new("n.skl"))
         .unwrap_err()
         .to_string();
     assert!(e.contains("newer") && e.contains("byte 4"), "{e}");
-    let e = native::load_bytes(b"glTF\x02\0\0\0 and more bytes here", Path::new("f.skl"))
+    let e = native::from_bytes(b"glTF\x02\0\0\0 and more bytes here", Path::new("f.skl"))
         .unwrap_err()
         .to_string();
     assert!(e.contains("magic"), "{e}");
@@ -88,7 +88,7 @@ fn hostile_payloads_with_valid_checksums_are_refused() {
     // A joint count of 4 billion.
     let mut b = good.clone();
     b[20..24].copy_from_slice(&u32::MAX.to_le_bytes());
-    let e = native::load_bytes(&seal(b), Path::new("h.skl"))
+    let e = native::from_bytes(&seal(b), Path::new("h.skl"))
         .unwrap_err()
         .to_string();
     assert!(e.contains("too short"), "{e}");
@@ -96,7 +96,7 @@ fn hostile_payloads_with_valid_checksums_are_refused() {
     for i in (20..good.len().min(4096)).step_by(7) {
         let mut b = good.clone();
         b[i] = b[i].wrapping_add(0x55);
-        let _ = native::load_bytes(&seal(b), Path::new("h.skl"));
+        let _ = native::from_bytes(&seal(b), Path::new("h.skl"));
     }
 }
 

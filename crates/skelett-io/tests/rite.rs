@@ -14,9 +14,9 @@ use skelett_io::rite;
 fn every_asset_round_trips_through_ram_and_raa() {
     for path in common::all_assets() {
         let a = skelett_io::load(&path).unwrap();
-        let ram = rite::write_ram(&a);
-        let raa = rite::write_raa(&a, 0, 30.0);
-        let b = rite::load_str(
+        let ram = rite::to_string(&a);
+        let raa = rite::animation_to_string(&a, 0, 30.0);
+        let b = rite::from_str(
             &ram,
             Path::new("m.ram"),
             raa.as_deref().map(|t| (t, Path::new("m.raa"))),
@@ -69,7 +69,7 @@ fn every_asset_round_trips_through_ram_and_raa() {
 fn bad_ram_and_raa_name_the_line() {
     let ram = "joints 2\n0 \"hip\"\n parent -1\n orientation 0 0 0 1\n translation 0 1 0\n rotation 0 0 0 1\n1 \"knee\"\n parent 0\n orientation 0 0 0 1\n translation 0 -1 0\n rotation 0 0 0 1\n";
     let raa = "fps 30\ntracks 1\ntrack 0 1 \"knee\" 2\n0 0 0 0 0 1\n1 30 0.5 0 0 0.8660254\n";
-    let a = rite::load_str(ram, Path::new("a.ram"), Some((raa, Path::new("a.raa")))).unwrap();
+    let a = rite::from_str(ram, Path::new("a.ram"), Some((raa, Path::new("a.raa")))).unwrap();
     assert_eq!(a.clips[0].duration(), 1.0);
     let mut pose = Pose::rest(&a.skeleton);
     sample_uncached(&a.clips[0], 1.0, &mut pose).unwrap();
@@ -99,12 +99,12 @@ fn bad_ram_and_raa_name_the_line() {
         ),
     ];
     for (text, expect) in cases {
-        let e = rite::load_str(&text, Path::new("b.ram"), None)
+        let e = rite::from_str(&text, Path::new("b.ram"), None)
             .unwrap_err()
             .to_string();
         assert!(e.contains(expect), "{expect}: {e}");
     }
-    let e = rite::load_str(
+    let e = rite::from_str(
         ram,
         Path::new("a.ram"),
         Some((&raa.replace("track 0 1", "track 0 5"), Path::new("b.raa"))),
@@ -115,7 +115,7 @@ fn bad_ram_and_raa_name_the_line() {
         e.contains("b.raa") && e.contains("joint id of the RAM"),
         "{e}"
     );
-    let e = rite::load_str(
+    let e = rite::from_str(
         ram,
         Path::new("a.ram"),
         Some((&raa.replace("1 30 ", "1 0 "), Path::new("b.raa"))),

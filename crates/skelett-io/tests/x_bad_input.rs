@@ -7,7 +7,7 @@ use std::path::Path;
 use skelett_io::{x, Error};
 
 fn load(text: &[u8]) -> Result<skelett_io::Asset, Error> {
-    x::load_bytes(text, Path::new("bad.x"), x::Options::default())
+    x::from_bytes(text, Path::new("bad.x"))
 }
 
 const GOOD: &str = "xof 0303txt 0032\nFrame Root {\n FrameTransformMatrix { 1,0,0,0, 0,1,0,0, 0,0,1,0, 0,0,0,1;; }\n Frame Arm {\n  FrameTransformMatrix { 1,0,0,0, 0,1,0,0, 0,0,1,0, 1,2,3,1;; }\n }\n}\nAnimTicksPerSecond { 4800; }\nAnimationSet Wave {\n Animation { { Arm } AnimationKey { 2; 2; 0;3;1,2,3;;, 4800;3;1,2,4;;; } }\n}\n";
@@ -26,10 +26,10 @@ fn a_small_file_loads() {
     let mut pose = skelett::Pose::rest(&a.skeleton);
     skelett::sample_uncached(clip, 0.5, &mut pose).unwrap();
     assert!((pose[1].translation.z - 3.5).abs() < 1e-6);
-    let rh = x::load_bytes(
+    let rh = x::from_bytes_with(
         GOOD.as_bytes(),
         Path::new("g.x"),
-        x::Options { right_handed: true },
+        &x::Options { right_handed: true },
     )
     .unwrap();
     assert_eq!(

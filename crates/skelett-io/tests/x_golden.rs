@@ -19,7 +19,8 @@ fn check(file: &str) -> f32 {
     let path = common::data(&format!("x/{file}"));
     let bytes = std::fs::read(&path).unwrap();
     let options = skelett_io::x::Options { right_handed: true };
-    let asset = skelett_io::x::load_bytes(&bytes, &path, options).unwrap_or_else(|e| panic!("{e}"));
+    let asset =
+        skelett_io::x::from_bytes_with(&bytes, &path, &options).unwrap_or_else(|e| panic!("{e}"));
     let r = common::reference(file);
     let clips = r["clips"].as_array().unwrap();
     assert_eq!(clips.len(), asset.clips.len(), "{file}: clips");

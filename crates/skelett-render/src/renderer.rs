@@ -200,18 +200,8 @@ impl Renderer {
         let line_vertex_layout = wgpu::VertexBufferLayout {
             array_stride: std::mem::size_of::<LineVertex>() as u64,
             step_mode: wgpu::VertexStepMode::Vertex,
-            attributes: &[
-                wgpu::VertexAttribute {
-                    format: wgpu::VertexFormat::Float32x3,
-                    offset: 0,
-                    shader_location: 0,
-                },
-                wgpu::VertexAttribute {
-                    format: wgpu::VertexFormat::Float32x4,
-                    offset: 12,
-                    shader_location: 1,
-                },
-            ],
+            // Position then colour, packed (LineVertex is repr(C), 12 + 16 bytes).
+            attributes: &wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x4],
         };
         let pipeline = |label: &str,
                         layout: &wgpu::PipelineLayout,

@@ -110,10 +110,7 @@ fn bench(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default()
-        .sample_size(20)
-        .warm_up_time(std::time::Duration::from_millis(500))
-        .measurement_time(std::time::Duration::from_secs(3));
+    config = skelett_testdata::bench::criterion(20, 3);
     targets = bench
 }
 criterion_main!(benches);

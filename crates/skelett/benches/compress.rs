@@ -13,6 +13,7 @@
 //!
 //! `cargo bench -p skelett --bench compress`
 
+use skelett_testdata::bench::{criterion, forward_times, random_times};
 use skelett_testdata::data;
 use std::hint::black_box;
 use std::sync::Arc;
@@ -34,25 +35,6 @@ const CASES: &[(&str, &str, &str, Option<f32>)] = &[
     ("fox_run", "gltf/Fox.glb", "Run", Some(1.0)),
     ("cesium_man", "gltf/CesiumMan.glb", "0", Some(100.0)),
 ];
-
-fn forward_times(clip: &Clip) -> Vec<f32> {
-    let frames = ((clip.duration() * 60.0).ceil() as usize).max(1);
-    (0..=frames)
-        .map(|i| clip.start() + (i as f32 / 60.0).min(clip.duration()))
-        .collect()
-}
-
-fn random_times(clip: &Clip, count: usize) -> Vec<f32> {
-    let mut s = 0x9E37_79B9_7F4A_7C15u64;
-    (0..count)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            clip.start() + clip.duration() * ((s >> 40) as f32 / (1u64 << 24) as f32)
-        })
-        .collect()
-}
 
 fn bench_compact(c: &mut Criterion) {
     for &(label, file, clip_name, cm) in CASES {
@@ -78,7 +60,7 @@ fn bench_compact(c: &mut Criterion) {
         for (kind, clip) in [("keys", &raw), ("compact", &small)] {
             let mut pose = Pose::rest(skeleton);
             let mut cache = SamplingCache::for_clip(clip);
-            let times = forward_times(clip);
+            let times = forward_times(clip.start(), clip.duration(), 60.0);
             let mut i = 0;
             group.bench_function(format!("{kind}/forward_60hz"), |b| {
                 b.iter(|| {
@@ -86,7 +68,7 @@ fn bench_compact(c: &mut Criterion) {
                     sample(clip, black_box(times[i]), &mut cache, &mut pose).unwrap();
                 })
             });
-            let seeks = random_times(clip, 256);
+            let seeks = random_times(clip.start(), clip.duration(), 256);
             let mut k = 0;
             group.bench_function(format!("{kind}/random_seek"), |b| {
                 b.iter(|| {
@@ -98,7 +80,7 @@ fn bench_compact(c: &mut Criterion) {
             let copies: Vec<Clip> = (0..256).map(|_| (**clip).clone()).collect();
             let mut caches: Vec<SamplingCache> =
                 copies.iter().map(SamplingCache::for_clip).collect();
-            let seeks = random_times(clip, 1024);
+            let seeks = random_times(clip.start(), clip.duration(), 1024);
             let mut k = 0;
             group.bench_function(format!("{kind}/cold_seek"), |b| {
                 b.iter(|| {
@@ -114,10 +96,7 @@ fn bench_compact(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default()
-        .sample_size(30)
-        .warm_up_time(std::time::Duration::from_millis(500))
-        .measurement_time(std::time::Duration::from_secs(2));
+    config = criterion(30, 2);
     targets = bench_compact
 }
 criterion_main!(benches);

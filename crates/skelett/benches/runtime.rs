@@ -9,12 +9,13 @@
 //! `cargo bench -p skelett --bench runtime` runs them; `skelett bench FILE` runs the same
 //! workloads on any asset without criterion.
 
+use skelett_testdata::bench::{criterion, forward_times, random_times};
 use skelett_testdata::data;
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use glam::Mat4;
-use skelett::{local_to_model, sample, skinning_palette, Clip, Pose, SamplingCache};
+use skelett::{local_to_model, sample, skinning_palette, Pose, SamplingCache};
 
 /// (label, file, clip) triples benchmarked.
 const CASES: &[(&str, &str, &str)] = &[
@@ -28,25 +29,6 @@ const CASES: &[(&str, &str, &str)] = &[
     ("cesium_man", "gltf/CesiumMan.glb", "0"),
 ];
 
-fn forward_times(clip: &Clip) -> Vec<f32> {
-    let frames = ((clip.duration() * 60.0).ceil() as usize).max(1);
-    (0..=frames)
-        .map(|i| clip.start() + (i as f32 / 60.0).min(clip.duration()))
-        .collect()
-}
-
-fn seek_times(clip: &Clip) -> Vec<f32> {
-    let mut s = 0x9E37_79B9_7F4A_7C15u64;
-    (0..256)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            clip.start() + clip.duration() * ((s >> 40) as f32 / (1u64 << 24) as f32)
-        })
-        .collect()
-}
-
 fn bench_runtime(c: &mut Criterion) {
     for &(label, file, clip_name) in CASES {
         let asset = skelett_io::load(data(file)).expect("shared data beside the repository");
@@ -58,7 +40,7 @@ fn bench_runtime(c: &mut Criterion) {
 
         let mut pose = Pose::rest(skeleton);
         let mut cache = SamplingCache::for_clip(clip);
-        let times = forward_times(clip);
+        let times = forward_times(clip.start(), clip.duration(), 60.0);
         let mut i = 0;
         group.bench_function("sample_forward_60hz", |b| {
             b.iter(|| {
@@ -66,7 +48,7 @@ fn bench_runtime(c: &mut Criterion) {
                 sample(clip, black_box(times[i]), &mut cache, &mut pose).unwrap();
             })
         });
-        let seeks = seek_times(clip);
+        let seeks = random_times(clip.start(), clip.duration(), 256);
         let mut k = 0;
         group.bench_function("sample_random_seek", |b| {
             b.iter(|| {
@@ -91,10 +73,7 @@ fn bench_runtime(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default()
-        .sample_size(30)
-        .warm_up_time(std::time::Duration::from_millis(500))
-        .measurement_time(std::time::Duration::from_secs(2));
+    config = criterion(30, 2);
     targets = bench_runtime
 }
 criterion_main!(benches);

@@ -177,7 +177,7 @@ fn bench(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default().sample_size(20).measurement_time(std::time::Duration::from_secs(3));
+    config = skelett_testdata::bench::criterion(20, 3);
     targets = bench
 }
 criterion_main!(benches);

@@ -5,7 +5,7 @@
 
 use glam::{Quat, Vec3A};
 
-use crate::clip::{ChannelCounts, Track};
+use crate::clip::{ChannelCounts, Keys, Storage, Track};
 use crate::compress::{Compact, CompactTrack, MAX_BITS, SEG_LEN};
 use crate::transform::SlerpSegment;
 use crate::{Clip, ClipEvent, Error, Interpolation, JointIndex, Target, Transform};
@@ -68,15 +68,15 @@ impl Clip {
     /// The clip's arrays (see [`ClipParts`]); for a compact clip, those of
     /// [`Clip::decompressed`] (use [`Clip::compact_parts`] to keep it compact).
     pub fn to_parts(&self) -> ClipParts {
-        if self.compact.is_some() {
+        let Storage::Keyed(keys) = &self.storage else {
             return self.decompressed().to_parts();
-        }
+        };
         ClipParts {
             name: self.name.clone(),
             start: self.start,
             duration: self.duration,
             base: self.base.to_vec(),
-            tracks: self
+            tracks: keys
                 .tracks
                 .iter()
                 .map(|t| TrackPart {
@@ -87,13 +87,13 @@ impl Clip {
                     value_start: t.value_start,
                 })
                 .collect(),
-            timelines: self.timelines.to_vec(),
-            times: self.times.to_vec(),
-            vec3s: self.vec3s.to_vec(),
-            quats: self.quats.to_vec(),
-            slerp: self.slerp.to_vec(),
+            timelines: keys.timelines.to_vec(),
+            times: keys.times.to_vec(),
+            vec3s: keys.vec3s.to_vec(),
+            quats: keys.quats.to_vec(),
+            slerp: keys.slerp.to_vec(),
             events: self.events.to_vec(),
-            constant_channels: self.counts.constant,
+            constant_channels: keys.counts.constant,
         }
     }
 
@@ -255,20 +255,21 @@ impl Clip {
             start: p.start,
             duration: p.duration,
             base: p.base.into(),
-            tracks: tracks.into(),
-            groups,
-            timelines: p.timelines.into(),
             static_joints: (0..n)
                 .filter(|&j| animated[j] != 7)
                 .map(|j| j as JointIndex)
                 .collect(),
-            times: p.times.into(),
-            vec3s: p.vec3s.into(),
-            quats: p.quats.into(),
-            slerp: p.slerp.into(),
-            counts,
             events: Box::new([]),
-            compact: None,
+            storage: Storage::Keyed(Keys {
+                tracks: tracks.into(),
+                groups,
+                timelines: p.timelines.into(),
+                times: p.times.into(),
+                vec3s: p.vec3s.into(),
+                quats: p.quats.into(),
+                slerp: p.slerp.into(),
+                counts,
+            }),
         };
         clip.with_events(p.events)
     }
@@ -306,7 +307,9 @@ pub struct CompactParts {
 impl Clip {
     /// A compact clip's arrays; `None` for a clip with keys.
     pub fn compact_parts(&self) -> Option<CompactParts> {
-        let c = self.compact.as_ref()?;
+        let Storage::Compact(c) = &self.storage else {
+            return None;
+        };
         Some(CompactParts {
             name: self.name.clone(),
             start: self.start,

@@ -93,13 +93,13 @@ fn trs(t: &Transform) -> Value {
 /// ```
 /// # use std::path::Path;
 /// # let bvh = "HIERARCHY\nROOT Hips\n{\n OFFSET 0 0 0\n CHANNELS 3 Zrotation Xrotation Yrotation\n End Site\n {\n  OFFSET 0 1 0\n }\n}\nMOTION\nFrames: 2\nFrame Time: 0.5\n0 0 0\n0 90 0\n";
-/// let asset = skelett_io::bvh::load_bytes(bvh.as_bytes(), Path::new("wave.bvh"))?;
-/// let glb = skelett_io::gltf::export_glb(&asset);
-/// let back = skelett_io::gltf::load_bytes(&glb, Path::new("wave.glb"), None)?;
+/// let asset = skelett_io::bvh::from_bytes(bvh.as_bytes(), Path::new("wave.bvh"))?;
+/// let glb = skelett_io::gltf::to_bytes(&asset);
+/// let back = skelett_io::gltf::from_bytes(&glb, Path::new("wave.glb"))?;
 /// assert_eq!(back.skeleton.names(), asset.skeleton.names());
 /// # Ok::<(), skelett_io::Error>(())
 /// ```
-pub fn export_glb(asset: &Asset) -> Vec<u8> {
+pub fn to_bytes(asset: &Asset) -> Vec<u8> {
     let s = &asset.skeleton;
     let n = s.len();
     let mut bin = Bin::default();
@@ -403,4 +403,12 @@ fn glb(json: &[u8], bin: &[u8]) -> Vec<u8> {
         out.extend_from_slice(&b);
     }
     out
+}
+
+/// Writes `asset` to a binary glTF (`.glb`) file ([`to_bytes`]).
+///
+/// # Errors
+/// [`crate::Error::Io`] if the file cannot be written.
+pub fn save(asset: &Asset, path: impl AsRef<std::path::Path>) -> Result<(), crate::Error> {
+    crate::write_file(path.as_ref(), &to_bytes(asset))
 }

@@ -21,11 +21,10 @@ mod anim;
 mod container;
 mod export;
 
-pub use export::export_glb;
+pub use export::{save, to_bytes};
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::Arc;
 
 use glam::{Mat4, Quat, Vec2, Vec3, Vec4};
 use gltf::accessor::DataType;
@@ -34,25 +33,66 @@ use skelett::{JointIndex, MeshPrimitive, RawJoint, RawSkeleton, Skin, SkinnedMes
 use self::accessor::{Accept, Reader};
 use crate::{Asset, Error};
 
+/// How to read a glTF file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Options {
+    /// The folder external buffers (`"uri": "scene.bin"`) are read from. [`load_with`] uses
+    /// the file's own folder when this is `None`; [`from_bytes_with`] then reads only GLB and
+    /// `data:` buffers.
+    pub buffers: Option<std::path::PathBuf>,
+}
+
+impl Options {
+    /// Options that read external buffers from `folder`.
+    pub fn buffers_in(folder: impl Into<std::path::PathBuf>) -> Self {
+        Options {
+            buffers: Some(folder.into()),
+        }
+    }
+}
+
 /// Loads a `.gltf` or `.glb` file; external buffers are read from the file's folder.
 ///
 /// # Errors
-/// [`Error::Io`] if a file cannot be read; otherwise as [`load_bytes`].
+/// [`Error::Io`] if a file cannot be read; otherwise as [`from_bytes_with`].
 pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
-    let path = path.as_ref();
-    let bytes = crate::read_file(path)?;
-    load_bytes(&bytes, path, path.parent())
+    load_with(path, &Options::default())
 }
 
-/// Loads glTF from memory. `name` is used in errors; `base`, if given, is the folder external
-/// buffers are read from (without it, only GLB and `data:` buffers can be read).
+/// Loads a `.gltf` or `.glb` file with options.
+///
+/// # Errors
+/// [`Error::Io`] if a file cannot be read; otherwise as [`from_bytes_with`].
+pub fn load_with(path: impl AsRef<Path>, options: &Options) -> Result<Asset, Error> {
+    let path = path.as_ref();
+    let bytes = crate::read_file(path)?;
+    let base = options.buffers.as_deref().or(path.parent());
+    import(&bytes, path, base)
+}
+
+/// Loads GLB, or glTF JSON whose buffers are `data:` URIs, from memory; `name` is used in
+/// errors.
+///
+/// # Errors
+/// As [`from_bytes_with`].
+pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Asset, Error> {
+    from_bytes_with(bytes, name, &Options::default())
+}
+
+/// Loads glTF from memory, with external buffers from [`Options::buffers`] if set (without
+/// it, only GLB and `data:` buffers can be read). `name` is used in errors.
 ///
 /// # Errors
 /// [`Error::Malformed`] for a bad GLB container, [`Error::Syntax`] for bad JSON,
 /// [`Error::Invalid`] for a document that breaks the glTF rules (out-of-range accessors,
 /// node cycles, wrong accessor types), [`Error::Build`] when the runtime rejects the content
 /// (unsorted or non-finite key times, for example).
-pub fn load_bytes(bytes: &[u8], name: &Path, base: Option<&Path>) -> Result<Asset, Error> {
+pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<Asset, Error> {
+    import(bytes, name, options.buffers.as_deref())
+}
+
+fn import(bytes: &[u8], name: &Path, base: Option<&Path>) -> Result<Asset, Error> {
     let c = container::parse(name, bytes, base)?;
     Importer {
         file: name,
@@ -115,16 +155,11 @@ impl Importer<'_, '_> {
         let meshes = self.meshes(&skins)?;
         let clips = self.clips(&joint_of_node, &skeleton)?;
         let images = self.images()?;
-        Ok(Asset {
-            skeleton: Arc::new(skeleton),
-            skins,
-            meshes,
-            clips,
-            warnings: self.warnings,
-            images,
-            // glTF's unit is the metre.
-            meters_per_unit: Some(1.0),
-        })
+        let mut asset = Asset::read(skeleton, skins, meshes, clips, self.warnings);
+        asset.images = images;
+        // glTF's unit is the metre.
+        asset.meters_per_unit = Some(1.0);
+        Ok(asset)
     }
 
     /// Images stored in buffer views (GLB, or `.gltf` with buffers); images given by URI are

@@ -4,7 +4,7 @@
 
 use glam::{Quat, Vec3A};
 
-use crate::clip::{Clip, Interpolation, RawChannel, RawClip, RawValues, Target};
+use crate::clip::{Clip, Interpolation, Keys, RawChannel, RawClip, RawValues, Storage, Target};
 use crate::{Error, JointIndex, Transform};
 
 impl Clip {
@@ -25,17 +25,20 @@ impl Clip {
     /// [`Error::Length`] if `reference` has fewer entries than the clip has joints.
     pub fn to_additive(&self, reference: &[Transform]) -> Result<Clip, Error> {
         crate::error::check_len("additive reference", self.joint_count(), reference.len())?;
-        if self.compact.is_some() {
+        let Storage::Keyed(keys) = &self.storage else {
             // Deltas of quantised values are not quantised: work on the decoded keys.
             return self.decompressed().to_additive(reference);
-        }
+        };
         let mut out = self.clone();
         out.id = crate::clip::next_clip_id();
         for (j, b) in out.base.iter_mut().enumerate() {
             *b = crate::pose::additive_delta(b, &reference[j]);
         }
+        let Storage::Keyed(out_keys) = &mut out.storage else {
+            unreachable!("a clone of a keyed clip is keyed")
+        };
         let safe = |v: f32| if v.abs() > f32::MIN_POSITIVE { v } else { 1.0 };
-        for tr in self.tracks.iter() {
+        for tr in keys.tracks.iter() {
             let r = &reference[tr.joint as usize];
             let per = if tr.interpolation == Interpolation::CubicSpline {
                 3
@@ -46,7 +49,7 @@ impl Clip {
             let vs = tr.value_start as usize;
             match tr.target {
                 Target::Translation => {
-                    for (i, v) in out.vec3s[vs..vs + n].iter_mut().enumerate() {
+                    for (i, v) in out_keys.vec3s[vs..vs + n].iter_mut().enumerate() {
                         // Tangents (in, out of cubic keys) are differences: unchanged.
                         if per == 1 || i % 3 == 1 {
                             *v -= Vec3A::from(r.translation);
@@ -56,13 +59,13 @@ impl Clip {
                 Target::Scale => {
                     let inv =
                         Vec3A::ONE / Vec3A::new(safe(r.scale.x), safe(r.scale.y), safe(r.scale.z));
-                    for v in &mut out.vec3s[vs..vs + n] {
+                    for v in &mut out_keys.vec3s[vs..vs + n] {
                         *v *= inv;
                     }
                 }
                 Target::Rotation => {
                     let inv = r.rotation.conjugate();
-                    for q in &mut out.quats[vs..vs + n] {
+                    for q in &mut out_keys.quats[vs..vs + n] {
                         *q = inv * *q;
                     }
                 }
@@ -79,22 +82,24 @@ impl Clip {
         for b in out.base.iter_mut() {
             b.translation *= factor;
         }
-        if let Some(c) = &mut out.compact {
-            c.scale_translations(factor);
-        }
-        for tr in self
-            .tracks
-            .iter()
-            .filter(|t| t.target == Target::Translation)
-        {
-            let per = if tr.interpolation == Interpolation::CubicSpline {
-                3
-            } else {
-                1
-            };
-            let vs = tr.value_start as usize;
-            for v in &mut out.vec3s[vs..vs + tr.key_count as usize * per] {
-                *v *= factor;
+        match &mut out.storage {
+            Storage::Compact(c) => c.scale_translations(factor),
+            Storage::Keyed(keys) => {
+                for tr in keys
+                    .tracks
+                    .iter()
+                    .filter(|t| t.target == Target::Translation)
+                {
+                    let per = if tr.interpolation == Interpolation::CubicSpline {
+                        3
+                    } else {
+                        1
+                    };
+                    let vs = tr.value_start as usize;
+                    for v in &mut keys.vec3s[vs..vs + tr.key_count as usize * per] {
+                        *v *= factor;
+                    }
+                }
             }
         }
         out
@@ -106,7 +111,7 @@ impl Clip {
     /// the compact clip up to the slerp/nlerp difference between keys), for exporters and
     /// edits; any other clip is returned as it is. Never a compact clip.
     pub fn decompressed(&self) -> std::borrow::Cow<'_, Clip> {
-        let Some(c) = &self.compact else {
+        let Storage::Compact(c) = &self.storage else {
             return std::borrow::Cow::Borrowed(self);
         };
         let mut channels: Vec<RawChannel> = c.decoded_channels(self.start, self.duration);
@@ -139,31 +144,17 @@ impl Clip {
         std::borrow::Cow::Owned(built.unwrap_or_else(|_| {
             // Unreachable for a validated compact clip (finite, increasing times and finite
             // values); the clip's pose alone keeps this total, never the compact clip again.
-            Clip::from_compact(
-                self.name.clone(),
-                self.start,
-                self.duration,
-                self.base.to_vec(),
-                (0..self.base.len() as JointIndex).collect(),
-                crate::clip::compact::Compact::new(
-                    1.0,
-                    1,
-                    1.0,
-                    Vec::new(),
-                    Vec::new(),
-                    vec![0],
-                    vec![0; 8],
-                ),
-                self.events.to_vec(),
-            )
-            .without_compact()
+            Clip {
+                id: crate::clip::next_clip_id(),
+                name: self.name.clone(),
+                start: self.start,
+                duration: self.duration,
+                base: self.base.clone(),
+                static_joints: (0..self.base.len() as JointIndex).collect(),
+                events: self.events.clone(),
+                storage: Storage::Keyed(Keys::default()),
+            }
         }))
-    }
-
-    /// The clip with its compact data dropped: its base pose alone.
-    fn without_compact(mut self) -> Clip {
-        self.compact = None;
-        self
     }
 
     /// [`Clip::to_additive`] relative to this clip's own first frame.

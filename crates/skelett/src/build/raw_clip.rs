@@ -10,8 +10,8 @@ use glam::Vec3A;
 
 use super::reduce::{reduce_channel, KeyValues};
 use crate::clip::{
-    interp_slot, next_clip_id, BuildOptions, BuildReport, ChannelCounts, Clip, Interpolation,
-    RawChannel, RawClip, RawValues, Target, Track, UnboundChannels,
+    interp_slot, next_clip_id, BuildOptions, BuildReport, ChannelCounts, Clip, Interpolation, Keys,
+    RawChannel, RawClip, RawValues, Storage, Target, Track, UnboundChannels,
 };
 use crate::transform::SlerpSegment;
 use crate::{Error, JointIndex, Skeleton};
@@ -134,18 +134,11 @@ impl RawClip {
             start: self.start,
             duration: self.duration,
             base: skeleton.rest_pose().into(),
-            tracks: Box::new([]),
-            groups: [0; 3],
-            timelines: Box::new([]),
             static_joints: Box::new([]),
-            times: Box::new([]),
-            vec3s: Box::new([]),
-            quats: Box::new([]),
-            slerp: Box::new([]),
-            counts: ChannelCounts::default(),
             events: Box::new([]),
-            compact: None,
+            storage: Storage::Keyed(Keys::default()),
         };
+        let mut counts = ChannelCounts::default();
         let mut tracks = Vec::new();
         let mut times = Vec::new();
         let mut vec3s = Vec::new();
@@ -181,14 +174,14 @@ impl RawClip {
                     report.rest_channels += 1;
                 } else {
                     report.constant_channels += 1;
-                    clip.counts.constant += 1;
+                    counts.constant += 1;
                 }
                 continue;
             }
             let n = keys.times.len();
             report.keys_out += n;
-            clip.counts.tracks[interp_slot(ch.interpolation)] += 1;
-            clip.counts.keys[interp_slot(ch.interpolation)] += n;
+            counts.tracks[interp_slot(ch.interpolation)] += 1;
+            counts.keys[interp_slot(ch.interpolation)] += n;
             let value_start = match &keys.values {
                 KeyValues::Vec3(v) => {
                     let s = vec3s.len();
@@ -223,7 +216,6 @@ impl RawClip {
                 value_start: value_start as u32,
             });
         }
-        clip.timelines = timelines.into();
         let mut animated = vec![0u8; skeleton.len()];
         for t in &tracks {
             animated[t.joint as usize] |= match t.target {
@@ -255,14 +247,20 @@ impl RawClip {
             _ => 3,
         };
         tracks.sort_by_key(|t| (group(t), t.joint, t.target));
-        for g in 0..3 {
-            clip.groups[g] = tracks.partition_point(|t| group(t) <= g);
+        let mut groups = [0; 3];
+        for (g, end) in groups.iter_mut().enumerate() {
+            *end = tracks.partition_point(|t| group(t) <= g);
         }
-        clip.tracks = tracks.into();
-        clip.times = times.into();
-        clip.vec3s = vec3s.into();
-        clip.quats = quats.into();
-        clip.slerp = slerp.into();
+        clip.storage = Storage::Keyed(Keys {
+            tracks: tracks.into(),
+            groups,
+            timelines: timelines.into(),
+            times: times.into(),
+            vec3s: vec3s.into(),
+            quats: quats.into(),
+            slerp: slerp.into(),
+            counts,
+        });
         Ok((clip, report))
     }
 }

@@ -83,9 +83,9 @@ pub(crate) struct Track {
     pub target: Target,
     pub interpolation: Interpolation,
     /// Index of the track's timeline (its key times, shared with every track keyed at the
-    /// same times) in [`Clip::timelines`].
+    /// same times) in `Keys::timelines`.
     pub timeline: u32,
-    /// First key's index in [`Clip::times`] (its timeline's).
+    /// First key's index in `Keys::times` (its timeline's).
     pub time_start: u32,
     /// Number of keys (at least 2).
     pub key_count: u32,
@@ -106,6 +106,28 @@ pub struct Clip {
     pub(crate) duration: f32,
     /// Rest pose with every constant channel applied: what a joint is where no track moves it.
     pub(crate) base: Box<[Transform]>,
+    /// Joints with at least one component no track writes: only these need the base pose
+    /// copied in before the tracks run.
+    pub(crate) static_joints: Box<[JointIndex]>,
+    /// Events sorted by time.
+    pub(crate) events: Box<[ClipEvent]>,
+    /// The animated channels' keys, in one of two forms.
+    pub(crate) storage: Storage,
+}
+
+/// How a [`Clip`] stores its animated channels. Sampling (`play/sampling`) dispatches on it
+/// once per call; everything else about a clip (base pose, events, time range) is shared.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Storage {
+    /// Keys as imported, after lossless reduction ([`RawClip::build`], [`Clip::from_parts`]).
+    Keyed(Keys),
+    /// The compact form ([`crate::compress`]): quantized keys on a uniform grid, as bits.
+    Compact(Box<compact::Compact>),
+}
+
+/// The keys of a keyed clip, laid out for sampling.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Keys {
     /// Tracks in groups: `..groups[0]` LINEAR rotations, `..groups[1]` LINEAR translations,
     /// `..groups[2]` LINEAR scales, then STEP and CUBICSPLINE tracks of any target. Within a
     /// group, by joint. Sampling runs one tight loop per group.
@@ -115,9 +137,6 @@ pub struct Clip {
     /// every channel of a clip at the same times, so sampling finds the keys around a time
     /// once per timeline rather than once per channel.
     pub(crate) timelines: Box<[(u32, u32)]>,
-    /// Joints with at least one component no track writes: only these need the base pose
-    /// copied in before the tracks run.
-    pub(crate) static_joints: Box<[JointIndex]>,
     pub(crate) times: Box<[f32]>,
     /// Translation and scale values, 16-byte aligned so that interpolation is one SIMD op.
     pub(crate) vec3s: Box<[Vec3A]>,
@@ -125,11 +144,34 @@ pub struct Clip {
     /// One per LINEAR rotation key, at the key's value index: the angle to the next key.
     pub(crate) slerp: Box<[SlerpSegment]>,
     pub(crate) counts: ChannelCounts,
-    /// Events sorted by time.
-    pub(crate) events: Box<[ClipEvent]>,
-    /// The compact form ([`crate::compress`]): when present, the key arrays above are empty
-    /// and sampling decodes this instead.
-    pub(crate) compact: Option<Box<compact::Compact>>,
+}
+
+impl PartialEq for Keys {
+    /// Equal keys; the slerp angles and counts are derived from them and not compared.
+    fn eq(&self, o: &Self) -> bool {
+        self.tracks == o.tracks
+            && self.groups == o.groups
+            && self.timelines == o.timelines
+            && self.times == o.times
+            && self.vec3s == o.vec3s
+            && self.quats == o.quats
+    }
+}
+
+impl Keys {
+    /// The key times of a track.
+    #[inline(always)]
+    pub(crate) fn track_times(&self, track: &Track) -> &[f32] {
+        let ts = track.time_start as usize;
+        &self.times[ts..ts + track.key_count as usize]
+    }
+
+    /// The key times of timeline `i`.
+    #[inline(always)]
+    pub(crate) fn timeline_times(&self, i: usize) -> &[f32] {
+        let (start, n) = self.timelines[i];
+        &self.times[start as usize..(start + n) as usize]
+    }
 }
 
 /// Channel and key counts of a built clip, by interpolation.
@@ -149,14 +191,8 @@ impl PartialEq for Clip {
             && self.start == o.start
             && self.duration == o.duration
             && self.base == o.base
-            && self.tracks == o.tracks
-            && self.groups == o.groups
-            && self.timelines == o.timelines
-            && self.times == o.times
-            && self.vec3s == o.vec3s
-            && self.quats == o.quats
             && self.events == o.events
-            && self.compact == o.compact
+            && self.storage == o.storage
     }
 }
 
@@ -208,17 +244,17 @@ impl Clip {
     /// Number of animated (multi-key) channels.
     #[inline]
     pub fn track_count(&self) -> usize {
-        match &self.compact {
-            Some(c) => c.tracks.len(),
-            None => self.tracks.len(),
+        match &self.storage {
+            Storage::Compact(c) => c.tracks.len(),
+            Storage::Keyed(k) => k.tracks.len(),
         }
     }
 
     /// Channel and key counts by interpolation (for a compact clip: its stored keys, STEP or
     /// LINEAR).
     pub fn counts(&self) -> ChannelCounts {
-        match &self.compact {
-            Some(c) => {
+        match &self.storage {
+            Storage::Compact(c) => {
                 let mut counts = ChannelCounts {
                     constant: c.constants.len(),
                     ..Default::default()
@@ -230,18 +266,21 @@ impl Clip {
                 }
                 counts
             }
-            None => self.counts,
+            Storage::Keyed(k) => k.counts,
         }
     }
 
     /// `true` for a clip made by [`crate::compress::compress`] (or loaded as one).
     pub fn is_compact(&self) -> bool {
-        self.compact.is_some()
+        matches!(self.storage, Storage::Compact(_))
     }
 
     /// For a compact clip: its grid's frames per second and number of frames.
     pub fn compact_grid(&self) -> Option<(f32, usize)> {
-        self.compact.as_ref().map(|c| (c.rate, c.frames as usize))
+        match &self.storage {
+            Storage::Compact(c) => Some((c.rate, c.frames as usize)),
+            Storage::Keyed(_) => None,
+        }
     }
 
     /// The pose of joints no track moves: the rest pose with every constant channel applied.
@@ -253,15 +292,16 @@ impl Clip {
     /// for a compact clip, what it stores (see [`crate::compress`]).
     pub fn size_bytes(&self) -> usize {
         use std::mem::size_of;
-        if let Some(c) = &self.compact {
-            return c.byte_size();
-        }
-        self.tracks.len() * size_of::<Track>()
-            + self.timelines.len() * 8
-            + self.times.len() * 4
-            + self.vec3s.len() * size_of::<Vec3A>()
-            + self.quats.len() * size_of::<Quat>()
-            + self.slerp.len() * size_of::<SlerpSegment>()
+        let k = match &self.storage {
+            Storage::Compact(c) => return c.byte_size(),
+            Storage::Keyed(k) => k,
+        };
+        k.tracks.len() * size_of::<Track>()
+            + k.timelines.len() * 8
+            + k.times.len() * 4
+            + k.vec3s.len() * size_of::<Vec3A>()
+            + k.quats.len() * size_of::<Quat>()
+            + k.slerp.len() * size_of::<SlerpSegment>()
             + self.base.len() * size_of::<Transform>()
             + self.static_joints.len() * size_of::<JointIndex>()
     }
@@ -271,11 +311,14 @@ impl Clip {
     pub fn channels(
         &self,
     ) -> impl Iterator<Item = (JointIndex, Target, Interpolation, usize)> + '_ {
-        let keyed = self
-            .tracks
+        let (keyed, compact) = match &self.storage {
+            Storage::Keyed(k) => (&k.tracks[..], None),
+            Storage::Compact(c) => (&[][..], Some(c)),
+        };
+        let keyed = keyed
             .iter()
             .map(|t| (t.joint, t.target, t.interpolation, t.key_count as usize));
-        let compact = self.compact.iter().flat_map(|c| {
+        let compact = compact.into_iter().flat_map(|c| {
             c.tracks.iter().zip(c.keys.iter()).map(|(t, &k)| {
                 let interp = if t.step {
                     Interpolation::Step
@@ -294,26 +337,22 @@ impl Clip {
     /// # Panics
     /// If `i >= self.track_count()`.
     pub fn channel_times(&self, i: usize) -> &[f32] {
-        if self.compact.is_some() {
-            assert!(i < self.track_count(), "channel {i} out of range");
-            return &[];
+        match &self.storage {
+            Storage::Keyed(k) => k.track_times(&k.tracks[i]),
+            Storage::Compact(c) => {
+                assert!(i < c.tracks.len(), "channel {i} out of range");
+                &[]
+            }
         }
-        let t = &self.tracks[i];
-        &self.times[t.time_start as usize..(t.time_start + t.key_count) as usize]
     }
 
-    /// The key times of a track.
+    /// The keys of a keyed clip; `None` for a compact one.
     #[inline(always)]
-    pub(crate) fn track_times(&self, track: &Track) -> &[f32] {
-        let ts = track.time_start as usize;
-        &self.times[ts..ts + track.key_count as usize]
-    }
-
-    /// The key times of timeline `i`.
-    #[inline(always)]
-    pub(crate) fn timeline_times(&self, i: usize) -> &[f32] {
-        let (start, n) = self.timelines[i];
-        &self.times[start as usize..(start + n) as usize]
+    pub(crate) fn keys(&self) -> Option<&Keys> {
+        match &self.storage {
+            Storage::Keyed(k) => Some(k),
+            Storage::Compact(_) => None,
+        }
     }
 
     /// Animated channel `i` (in [`Clip::channels`] order) with its keys, for exporters and
@@ -321,7 +360,8 @@ impl Clip {
     /// out-tangent). `None` past the last channel, and for compact clips (whose keys are
     /// bits: [`Clip::decompressed`] gives them as a clip with keys).
     pub fn channel(&self, i: usize) -> Option<ChannelView<'_>> {
-        let t = self.tracks.get(i)?;
+        let k = self.keys()?;
+        let t = k.tracks.get(i)?;
         let per = if t.interpolation == Interpolation::CubicSpline {
             3
         } else {
@@ -333,10 +373,10 @@ impl Clip {
             joint: t.joint,
             target: t.target,
             interpolation: t.interpolation,
-            times: self.track_times(t),
+            times: k.track_times(t),
             values: match t.target {
-                Target::Rotation => ChannelValues::Quat(&self.quats[vs..vs + n]),
-                _ => ChannelValues::Vec3(&self.vec3s[vs..vs + n]),
+                Target::Rotation => ChannelValues::Quat(&k.quats[vs..vs + n]),
+                _ => ChannelValues::Vec3(&k.vec3s[vs..vs + n]),
             },
         })
     }
@@ -388,7 +428,7 @@ impl Clip {
 
     /// Number of distinct key-time arrays (channels keyed at the same times share one).
     pub fn timeline_count(&self) -> usize {
-        self.timelines.len()
+        self.keys().map_or(0, |k| k.timelines.len())
     }
 
     #[inline(always)]
@@ -412,17 +452,9 @@ impl Clip {
             start,
             duration,
             base: base.into(),
-            tracks: Box::new([]),
-            groups: [0; 3],
-            timelines: Box::new([]),
             static_joints: static_joints.into(),
-            times: Box::new([]),
-            vec3s: Box::new([]),
-            quats: Box::new([]),
-            slerp: Box::new([]),
-            counts: ChannelCounts::default(),
             events: events.into(),
-            compact: Some(Box::new(compact)),
+            storage: Storage::Compact(Box::new(compact)),
         }
     }
 }

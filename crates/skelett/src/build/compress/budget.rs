@@ -143,8 +143,8 @@ pub(super) fn prepare(
         let x = ((t - reference.start) * grid.rate).abs();
         t - (2e-4f32).max(16.0 * f32::EPSILON * x) / grid.rate
     };
-    let mut keys: Vec<f32> = reference
-        .times
+    let source_times = reference.keys().map_or(&[][..], |k| &k.times[..]);
+    let mut keys: Vec<f32> = source_times
         .iter()
         .filter(|&&t| t >= reference.start && t <= reference.end())
         .flat_map(|&t| [before(t), t])

@@ -4,6 +4,7 @@
 
 use glam::{Mat4, Vec3};
 
+use crate::clip::Storage;
 use crate::{local_to_model, Clip, Skeleton};
 
 /// Where the unit came from.
@@ -132,10 +133,11 @@ pub fn detect_cm_per_unit(skeleton: &Skeleton) -> (f32, UnitSource) {
 /// are 120.0005 fps, not 120); else the reciprocal of the closest two key times (at most
 /// 240).
 pub fn detect_rate(clip: &Clip) -> f32 {
-    if let Some(c) = &clip.compact {
-        return c.rate;
-    }
-    let mut times: Vec<f64> = clip
+    let keys = match &clip.storage {
+        Storage::Compact(c) => return c.rate,
+        Storage::Keyed(keys) => keys,
+    };
+    let mut times: Vec<f64> = keys
         .times
         .iter()
         .map(|&t| f64::from(t) - f64::from(clip.start))

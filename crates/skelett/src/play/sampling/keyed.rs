@@ -4,11 +4,11 @@
 
 use glam::{Quat, Vec4};
 
-use crate::clip::{Clip, Interpolation, Target, Track};
+use crate::clip::{Interpolation, Keys, Target, Track};
 use crate::transform::SlerpSegment;
 use crate::Transform;
 
-impl Clip {
+impl Keys {
     /// Evaluates a STEP or CUBICSPLINE channel (or any channel, slowly) in segment `k`
     /// (keys `k` and `k + 1`) at `u` in 0..=1 through the segment, which is time `t`.
     #[inline]

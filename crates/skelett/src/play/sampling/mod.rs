@@ -16,13 +16,18 @@
 //! backwards moves it by a step or two, and a jump further than a few keys falls back to a
 //! binary search. Before a channel's first key its first value holds, after its last key its
 //! last value.
+//!
+//! Where the parts live: the cursors, the LINEAR loops and the one place where keyed and
+//! compact clips part ways (`dispatch`) here; STEP and cubic keys and slerp (`keyed.rs`);
+//! the decoder of compact clips (`compact.rs`, the bit format it reads is in
+//! `clip/compact.rs`).
 
 pub(crate) mod compact;
 mod keyed;
 
 use glam::{Quat, Vec4};
 
-use crate::clip::Track;
+use crate::clip::{Keys, Storage, Track};
 use crate::error::check_len;
 use crate::{Clip, Error, Transform};
 
@@ -140,13 +145,17 @@ impl SamplingCache {
     fn bind(&mut self, clip: &Clip) {
         if self.clip != clip.id() {
             self.clip = clip.id();
+            let timelines = match &clip.storage {
+                Storage::Keyed(keys) => keys.timelines.len(),
+                Storage::Compact(c) => {
+                    self.compact.reset(c);
+                    0
+                }
+            };
             self.cursors.clear();
-            self.cursors.resize(clip.timelines.len(), Cursor::default());
+            self.cursors.resize(timelines, Cursor::default());
             self.at.clear();
-            self.at.resize(clip.timelines.len(), (0, 0.0));
-            if let Some(c) = &clip.compact {
-                self.compact.reset(c);
-            }
+            self.at.resize(timelines, (0, 0.0));
         }
     }
 }
@@ -227,21 +236,7 @@ pub fn sample(
     check_len("pose", clip.joint_count(), pose.len())?;
     let time = not_nan(time);
     cache.bind(clip);
-    if let Some(c) = &clip.compact {
-        copy_static(clip, pose);
-        compact::sample_tracks(c, time - clip.start, &mut cache.compact, pose);
-        return Ok(());
-    }
-    let n = clip.timelines.len();
-    for (i, (cursor, at)) in cache.cursors[..n]
-        .iter_mut()
-        .zip(&mut cache.at[..n])
-        .enumerate()
-    {
-        *at = cursor.locate(clip.timeline_times(i), time);
-    }
-    let at = &cache.at[..n];
-    sample_with(clip, time, pose, |tr| at[tr.timeline as usize]);
+    dispatch(clip, time, Search::Cached(cache), pose);
     Ok(())
 }
 
@@ -252,15 +247,7 @@ pub fn sample(
 /// As [`sample`].
 pub fn sample_uncached(clip: &Clip, time: f32, pose: &mut [Transform]) -> Result<(), Error> {
     check_len("pose", clip.joint_count(), pose.len())?;
-    let time = not_nan(time);
-    if let Some(c) = &clip.compact {
-        copy_static(clip, pose);
-        compact::sample_tracks_uncached(c, time - clip.start, None, pose);
-        return Ok(());
-    }
-    sample_with(clip, time, pose, |tr| {
-        locate_fresh(clip.track_times(tr), time)
-    });
+    dispatch(clip, not_nan(time), Search::Fresh, pose);
     Ok(())
 }
 
@@ -271,18 +258,63 @@ pub fn sample_uncached(clip: &Clip, time: f32, pose: &mut [Transform]) -> Result
 /// # Panics
 /// If `joint` is not a joint of the clip's skeleton.
 pub fn sample_joint(clip: &Clip, joint: crate::JointIndex, time: f32) -> Transform {
-    let time = not_nan(time);
     let mut out = clip.base[joint as usize];
-    if let Some(c) = &clip.compact {
-        let pose = std::slice::from_mut(&mut out);
-        compact::sample_tracks_uncached(c, time - clip.start, Some(joint), pose);
-        return out;
-    }
-    for tr in clip.tracks.iter().filter(|t| t.joint == joint) {
-        let (k, u) = locate_fresh(clip.track_times(tr), time);
-        clip.eval_track(tr, k as usize, u, time, &mut out);
-    }
+    let pose = std::slice::from_mut(&mut out);
+    dispatch(clip, not_nan(time), Search::Joint(joint), pose);
     out
+}
+
+/// How a sample finds the keys around its time.
+enum Search<'a> {
+    /// Through the cursors of a cache bound to the clip; every joint.
+    Cached(&'a mut SamplingCache),
+    /// By binary search; every joint.
+    Fresh,
+    /// By binary search, only this joint's channels, into a one-entry `pose`.
+    Joint(crate::JointIndex),
+}
+
+/// The one place sampling parts ways by how the clip stores its keys: keyed tracks run the
+/// grouped loops below, compact tracks the decoder in `compact.rs`. `time` is not NaN; `pose`
+/// is long enough (one entry for [`Search::Joint`]).
+#[inline(always)]
+fn dispatch(clip: &Clip, time: f32, search: Search<'_>, pose: &mut [Transform]) {
+    match (&clip.storage, search) {
+        (Storage::Keyed(keys), Search::Cached(cache)) => {
+            let n = keys.timelines.len();
+            for (i, (cursor, at)) in cache.cursors[..n]
+                .iter_mut()
+                .zip(&mut cache.at[..n])
+                .enumerate()
+            {
+                *at = cursor.locate(keys.timeline_times(i), time);
+            }
+            let at = &cache.at[..n];
+            sample_with(clip, keys, time, pose, |tr| at[tr.timeline as usize]);
+        }
+        (Storage::Keyed(keys), Search::Fresh) => {
+            sample_with(clip, keys, time, pose, |tr| {
+                locate_fresh(keys.track_times(tr), time)
+            });
+        }
+        (Storage::Keyed(keys), Search::Joint(joint)) => {
+            for tr in keys.tracks.iter().filter(|t| t.joint == joint) {
+                let (k, u) = locate_fresh(keys.track_times(tr), time);
+                keys.eval_track(tr, k as usize, u, time, &mut pose[0]);
+            }
+        }
+        (Storage::Compact(c), Search::Cached(cache)) => {
+            copy_static(clip, pose);
+            compact::sample_tracks(c, time - clip.start, &mut cache.compact, pose);
+        }
+        (Storage::Compact(c), Search::Fresh) => {
+            copy_static(clip, pose);
+            compact::sample_tracks_uncached(c, time - clip.start, None, pose);
+        }
+        (Storage::Compact(c), Search::Joint(joint)) => {
+            compact::sample_tracks_uncached(c, time - clip.start, Some(joint), pose);
+        }
+    }
 }
 
 /// The segment of `times` holding `time` and the position in it, by binary search (what a
@@ -315,11 +347,17 @@ fn copy_static(clip: &Clip, pose: &mut [Transform]) {
 /// The sampling loops, one per track group; `at(track)` gives the track's key segment and
 /// position in it.
 #[inline(always)]
-fn sample_with(clip: &Clip, time: f32, pose: &mut [Transform], at: impl Fn(&Track) -> (u32, f32)) {
+fn sample_with(
+    clip: &Clip,
+    keys: &Keys,
+    time: f32,
+    pose: &mut [Transform],
+    at: impl Fn(&Track) -> (u32, f32),
+) {
     copy_static(clip, pose);
     let pose = &mut pose[..clip.joint_count()];
-    let [rot_end, trans_end, scale_end] = clip.groups;
-    let tracks = &clip.tracks[..];
+    let [rot_end, trans_end, scale_end] = keys.groups;
+    let tracks = &keys.tracks[..];
 
     // LINEAR rotations, four at a time: the slerp weights of four tracks in one SIMD pass.
     let rot = &tracks[..rot_end];
@@ -333,7 +371,7 @@ fn sample_with(clip: &Clip, time: f32, pose: &mut [Transform], at: impl Fn(&Trac
             let tr = &chunk[lane];
             let (k, ul) = at(tr);
             v[lane] = tr.value_start as usize + k as usize;
-            let seg = clip.slerp[v[lane]];
+            let seg = keys.slerp[v[lane]];
             u[lane] = ul;
             angle[lane] = seg.angle;
             inv_sin[lane] = seg.inv_sin;
@@ -344,8 +382,8 @@ fn sample_with(clip: &Clip, time: f32, pose: &mut [Transform], at: impl Fn(&Trac
         let w0 = sin4((Vec4::ONE - u) * angle) * inv_sin;
         let w1 = sin4(u * angle) * inv_sin;
         for lane in 0..4 {
-            let a = Vec4::from(clip.quats[v[lane]]);
-            let b = Vec4::from(clip.quats[v[lane] + 1]);
+            let a = Vec4::from(keys.quats[v[lane]]);
+            let b = Vec4::from(keys.quats[v[lane] + 1]);
             pose[chunk[lane].joint as usize].rotation =
                 Quat::from_vec4(a * w0[lane] + b * w1[lane]);
         }
@@ -354,23 +392,23 @@ fn sample_with(clip: &Clip, time: f32, pose: &mut [Transform], at: impl Fn(&Trac
         let (k, u) = at(tr);
         let v = tr.value_start as usize + k as usize;
         pose[tr.joint as usize].rotation =
-            keyed::slerp_weights_apply(clip.quats[v], clip.quats[v + 1], clip.slerp[v], u);
+            keyed::slerp_weights_apply(keys.quats[v], keys.quats[v + 1], keys.slerp[v], u);
     }
     // LINEAR translations and scales.
     for tr in &tracks[rot_end..trans_end] {
         let (k, u) = at(tr);
         let v = tr.value_start as usize + k as usize;
-        pose[tr.joint as usize].translation = clip.vec3s[v].lerp(clip.vec3s[v + 1], u).into();
+        pose[tr.joint as usize].translation = keys.vec3s[v].lerp(keys.vec3s[v + 1], u).into();
     }
     for tr in &tracks[trans_end..scale_end] {
         let (k, u) = at(tr);
         let v = tr.value_start as usize + k as usize;
-        pose[tr.joint as usize].scale = clip.vec3s[v].lerp(clip.vec3s[v + 1], u).into();
+        pose[tr.joint as usize].scale = keys.vec3s[v].lerp(keys.vec3s[v + 1], u).into();
     }
     // STEP and CUBICSPLINE tracks of any target.
     for tr in &tracks[scale_end..] {
         let (k, u) = at(tr);
-        clip.eval_track(tr, k as usize, u, time, &mut pose[tr.joint as usize]);
+        keys.eval_track(tr, k as usize, u, time, &mut pose[tr.joint as usize]);
     }
 }
 
