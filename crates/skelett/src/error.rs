@@ -96,6 +96,31 @@ pub enum Error {
     /// An animator call that needs something playing found the layer empty.
     #[error("layer {0} has nothing playing")]
     NothingPlaying(usize),
+    /// An IK or pose-modifier input is NaN or infinite (nothing was written).
+    #[error("{what} is not finite")]
+    NotFinite {
+        /// Which input.
+        what: &'static str,
+    },
+    /// Joints given as a chain are not each below the one before.
+    #[error("joint {child} is not below joint {ancestor} in the skeleton")]
+    NotAChain {
+        /// The joint that should be above.
+        ancestor: crate::JointIndex,
+        /// The joint that should be below it.
+        child: crate::JointIndex,
+    },
+    /// A joint index past the skeleton's joints.
+    #[error("there is no joint {joint}: the skeleton has {joints}")]
+    NoSuchJoint {
+        /// The index given.
+        joint: crate::JointIndex,
+        /// Joints the skeleton has.
+        joints: usize,
+    },
+    /// A joint name the skeleton does not have.
+    #[error("the skeleton has no joint named {0:?}")]
+    NoSuchJointName(String),
     /// A mesh or skin is malformed.
     #[error("mesh {mesh:?}: {problem}")]
     Mesh {

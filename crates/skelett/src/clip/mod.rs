@@ -20,6 +20,11 @@
 //! Times are seconds in the source's own time base: a clip may start at 0.0417 s, and
 //! [`Clip::start`] and [`Clip::duration`] keep that.
 //!
+//! A built clip holds its keys in one of two storages: keyed (the arrays above, as imported
+//! after lossless reduction) or compact (quantized keys on a uniform grid, from
+//! [`crate::compress`]). Everything else (name, time range, base pose, events) is the same
+//! for both, and sampling chooses between the two in one place.
+//!
 //! Where the parts live: the [`Clip`] asset and its accessors here; what a channel animates
 //! and how (`channel.rs`); the raw types importers fill (`raw.rs`); the compact storage
 //! format (`compact.rs`). [`RawClip::build`] and derived clips (additive, scaled,

@@ -1,18 +1,20 @@
 //! Playing assets, per character and per frame, with no allocation: sampling clips into
 //! local poses (every key interpolation: `sampling/`), blending poses (`pose.rs`), the
 //! animator that drives both (`animator/`), local-to-model and skinning palettes
-//! (`hierarchy.rs`), and CPU skinning (`skin.rs`).
+//! (`hierarchy.rs`), inverse kinematics on the blended pose (`ik/`), and CPU skinning
+//! (`skin.rs`).
 //!
 //! ```text
 //! Animator::update ─▶ sample (keyed.rs | compact.rs) ─▶ blend / override / additive
-//!   ─▶ local_to_model ─▶ skinning_palette ─▶ skin
+//!   ─▶ local_to_model ─▶ ik (two_bone, aim) ─▶ local_to_model ─▶ skinning_palette ─▶ skin
 //! ```
 //!
-//! Planned here: `ik` (model-space modifiers after blending), `graph` (state machines over
-//! the animator), `morph` (morph targets before skinning).
+//! Planned here: `graph` (state machines over the animator), `morph` (morph targets before
+//! skinning).
 
 pub mod animator;
 pub mod hierarchy;
+pub mod ik;
 pub mod pose;
 pub mod sampling;
 pub mod skin;

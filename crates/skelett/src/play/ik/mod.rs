@@ -1,0 +1,169 @@
+//! Inverse kinematics: bending a sampled and blended pose to the world.
+//!
+//! ```text
+//! pose (local SRT) ──local_to_model──▶ model matrices ──┐
+//!                                                        ├─▶ two_bone / aim / aim_chain
+//! targets (model space, from game code) ─────────────────┘        │
+//!        corrected local rotations of the chain's joints ◀────────┘
+//!        + the chain's own model matrices, updated
+//! ```
+//!
+//! Every solver is a stateless function in the style of the rest of `play/`: the skeleton
+//! and the targets are borrowed, the pose and the model matrices are the caller's, nothing is
+//! allocated. A solver reads the model-space matrices of its joints (what
+//! [`crate::local_to_model`] wrote), computes model-space rotations that bring the chain to
+//! the target, and writes them back as corrections of the joints' **local** rotations, so
+//! that blending, further modifiers and [`crate::local_to_model`] compose with them. It also
+//! updates the model matrices of the joints it moved (and of the chain joints below them), so
+//! that the next modifier can run at once; joints below the chain that are not part of it
+//! (fingers under a wrist) are refreshed by running [`crate::local_to_model`] from the
+//! chain's first joint afterwards.
+//!
+//! | solver | moves | what for |
+//! |---|---|---|
+//! | [`two_bone`] | start and mid joints (and optionally the end's rotation) | an arm reaching, a leg planted |
+//! | [`aim`] | one joint | a head, an eye, a gun turned toward a point |
+//! | [`aim_chain`] | several joints, each a share of the turn | spine, neck and head looking at a point |
+//!
+//! Robustness: a NaN or infinite input is an [`Error::NotFinite`] and the pose is left
+//! untouched; joints that do not form a chain are [`Error::NotAChain`]; degenerate geometry
+//! (zero-length bones, a target on the chain's root, a pole along the chain) has a defined,
+//! finite answer; weight 0 returns the pose bit for bit.
+//!
+//! Scale: corrections are exact for rigid and uniformly scaled parents (what animation rigs
+//! use); under a non-uniformly scaled parent a rotation cannot keep bone lengths, and the
+//! result is the rotation that would be exact for that parent's rotation alone.
+
+mod aim;
+mod two_bone;
+
+pub use aim::{aim, aim_chain, Aim};
+pub use two_bone::{two_bone, Bend, TwoBone, TwoBoneChain};
+
+use glam::{Mat4, Quat, Vec3};
+
+use crate::{Error, JointIndex, Skeleton, Transform};
+
+/// What a solver achieved.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IkReport {
+    /// The target was met (within 1e-4 of the chain's length for [`two_bone`]; exactly
+    /// aimed for [`aim`]) by the full-weight solution. With a weight below 1 the pose is
+    /// only moved part of the way there.
+    pub reached: bool,
+    /// How far the full-weight solution leaves the end from the target (model-space units;
+    /// for aims, the distance from the target to the aimed ray).
+    pub distance: f32,
+}
+
+/// Below this, a length or a direction is treated as zero.
+const EPS: f32 = 1e-6;
+
+/// Checks that `v` is finite.
+fn finite_vec(what: &'static str, v: Vec3) -> Result<(), Error> {
+    if v.is_finite() {
+        Ok(())
+    } else {
+        Err(Error::NotFinite { what })
+    }
+}
+
+/// Checks that `x` is finite.
+fn finite(what: &'static str, x: f32) -> Result<(), Error> {
+    if x.is_finite() {
+        Ok(())
+    } else {
+        Err(Error::NotFinite { what })
+    }
+}
+
+/// Checks that `joint` is a joint of `skeleton`.
+fn in_range(skeleton: &Skeleton, joint: JointIndex) -> Result<(), Error> {
+    if (joint as usize) < skeleton.len() {
+        Ok(())
+    } else {
+        Err(Error::NoSuchJoint {
+            joint,
+            joints: skeleton.len(),
+        })
+    }
+}
+
+/// Checks that `child` lies below `ancestor` in `skeleton` (both in range, not equal).
+fn check_descendant(
+    skeleton: &Skeleton,
+    ancestor: JointIndex,
+    child: JointIndex,
+) -> Result<(), Error> {
+    in_range(skeleton, ancestor)?;
+    in_range(skeleton, child)?;
+    let mut j = child;
+    while let Some(p) = skeleton.parent(j) {
+        if p == ancestor {
+            return Ok(());
+        }
+        j = p;
+    }
+    Err(Error::NotAChain { ancestor, child })
+}
+
+/// The rotation of a model matrix (its scale divided out).
+#[inline]
+fn rotation_of(m: &Mat4) -> Quat {
+    let (_, r, _) = m.to_scale_rotation_translation();
+    if r.is_finite() {
+        r.normalize()
+    } else {
+        Quat::IDENTITY
+    }
+}
+
+/// Turns joint `local` by the model-space rotation `c` about its own origin: the local
+/// correction `R⁻¹ c R`, with `R` the joint's model rotation (`model`).
+#[inline]
+fn turn_local(local: &mut Transform, model: &Mat4, c: Quat) {
+    let r = rotation_of(model);
+    let q = r.conjugate() * c * r;
+    local.rotation = (local.rotation * q).normalize();
+}
+
+/// `model` turned by `c` about the model-space point `pivot`.
+#[inline]
+fn turn_model(model: &Mat4, pivot: Vec3, c: Quat) -> Mat4 {
+    let t = model.w_axis.truncate();
+    Mat4::from_cols(
+        (c * model.x_axis.truncate()).extend(0.0),
+        (c * model.y_axis.truncate()).extend(0.0),
+        (c * model.z_axis.truncate()).extend(0.0),
+        (c * (t - pivot) + pivot).extend(1.0),
+    )
+}
+
+/// The rotation taking unit `from` to unit `to` (the shortest arc; a half turn about some
+/// perpendicular axis when they are opposite).
+#[inline]
+fn arc(from: Vec3, to: Vec3) -> Quat {
+    Quat::from_rotation_arc(from, to)
+}
+
+/// `c` scaled by `weight` in 0..=1 (slerp from the identity).
+#[inline]
+fn weighted(c: Quat, weight: f32) -> Quat {
+    if weight >= 1.0 {
+        c
+    } else {
+        Quat::IDENTITY.slerp(c, weight.max(0.0)).normalize()
+    }
+}
+
+/// `c` with its angle limited to `max_angle` radians (and whether it was).
+#[inline]
+fn limited(c: Quat, max_angle: f32) -> (Quat, bool) {
+    let c = if c.w < 0.0 { -c } else { c };
+    let angle = 2.0 * c.w.clamp(-1.0, 1.0).acos();
+    if angle > max_angle && angle > EPS {
+        (Quat::IDENTITY.slerp(c, max_angle.max(0.0) / angle), true)
+    } else {
+        (c, false)
+    }
+}
