@@ -10,8 +10,8 @@
 use glam::{Mat4, Quat, Vec3};
 
 use super::{
-    arc, check_descendant, finite, finite_vec, in_range, limited, rotation_of, turn_local,
-    turn_model, weighted, IkReport, EPS,
+    arc, check_descendant, finite, finite_vec, in_range, limited, turn_local, turn_model, weighted,
+    IkReport, EPS,
 };
 use crate::error::check_len;
 use crate::{Error, JointIndex, Skeleton, Transform};
@@ -186,11 +186,12 @@ pub fn aim_chain(
 fn turn_toward(aim: &Aim, tip: &Mat4, forward: Vec3, pivot: Vec3) -> Quat {
     let t = aim.target - pivot;
     let dt = t.length();
-    let o = tip.transform_point3(aim.offset) - pivot;
-    let f = (rotation_of(tip) * forward).normalize();
-    let Some(t_dir) = (dt > EPS).then(|| t / dt) else {
+    if dt <= EPS {
         return Quat::IDENTITY; // target on the pivot: every direction is as good
-    };
+    }
+    let t_dir = t / dt;
+    let o = tip.transform_point3(aim.offset) - pivot;
+    let f = tip.transform_vector3(forward).normalize_or(forward);
     // The point o + s f at the target's distance from the pivot (s >= 0, the far one), so
     // that turning it onto t puts the ray through the target; inside the offset's sphere no
     // such point exists and the forward axis itself is aimed.
@@ -202,17 +203,22 @@ fn turn_toward(aim: &Aim, tip: &Mat4, forward: Vec3, pivot: Vec3) -> Quat {
         f
     };
     let mut c = arc(v, t_dir);
-    // Roll about the aiming line: the up axis toward the pole, then the twist.
-    let up = c * (rotation_of(tip) * aim.up);
-    let flat = |x: Vec3| x - t_dir * x.dot(t_dir);
-    let (up_flat, pole_flat) = (flat(up), flat(aim.pole));
-    let mut roll = aim.twist;
-    if up_flat.length_squared() > EPS && pole_flat.length_squared() > EPS {
-        let (u, p) = (up_flat.normalize(), pole_flat.normalize());
-        roll += u.cross(p).dot(t_dir).atan2(u.dot(p));
+    // Roll about the aiming line: the up axis toward the pole (the arc between their parts
+    // across the line is a turn about it), then the twist.
+    if aim.pole != Vec3::ZERO {
+        let up = c * tip.transform_vector3(aim.up);
+        let flat = |x: Vec3| x - t_dir * x.dot(t_dir);
+        if let (Some(u), Some(p)) = (flat(up).try_normalize(), flat(aim.pole).try_normalize()) {
+            let roll = if u.dot(p) > -1.0 + 1e-6 {
+                arc(u, p)
+            } else {
+                Quat::from_axis_angle(t_dir, std::f32::consts::PI)
+            };
+            c = roll * c;
+        }
     }
-    if roll != 0.0 {
-        c = Quat::from_axis_angle(t_dir, roll) * c;
+    if aim.twist != 0.0 {
+        c = Quat::from_axis_angle(t_dir, aim.twist) * c;
     }
     c.normalize()
 }
@@ -220,7 +226,7 @@ fn turn_toward(aim: &Aim, tip: &Mat4, forward: Vec3, pivot: Vec3) -> Quat {
 /// How far the tip's ray passes from the target.
 fn report(aim: &Aim, tip: &Mat4, forward: Vec3, limited: bool) -> IkReport {
     let o = tip.transform_point3(aim.offset);
-    let f = (rotation_of(tip) * forward).normalize();
+    let f = tip.transform_vector3(forward).normalize_or(forward);
     let to = aim.target - o;
     let along = to.dot(f).max(0.0);
     let distance = (to - f * along).length();

@@ -119,23 +119,39 @@ fn rotation_of(m: &Mat4) -> Quat {
 }
 
 /// Turns joint `local` by the model-space rotation `c` about its own origin: the local
-/// correction `R⁻¹ c R`, with `R` the joint's model rotation (`model`).
+/// correction `R⁻¹ c R`, with `R` the joint's model rotation (`model`). A rotation's vector
+/// part is its axis: `R⁻¹ c R` has the same angle about `R⁻¹` times the axis, and for a
+/// rotation-and-uniform-scale matrix `R⁻¹ v` is `Mᵀ v` rescaled to `v`'s length, which
+/// spares extracting `R` as a quaternion.
 #[inline]
 fn turn_local(local: &mut Transform, model: &Mat4, c: Quat) {
-    let r = rotation_of(model);
-    let q = r.conjugate() * c * r;
+    let v = Vec3::new(c.x, c.y, c.z);
+    let len2 = v.length_squared();
+    if len2 == 0.0 {
+        return;
+    }
+    let m = glam::Mat3::from_mat4(*model);
+    let back = m.transpose() * v;
+    let back_len2 = back.length_squared();
+    let axis = if back_len2 > 0.0 && back_len2.is_finite() {
+        back * (len2 / back_len2).sqrt()
+    } else {
+        v
+    };
+    let q = Quat::from_xyzw(axis.x, axis.y, axis.z, c.w);
     local.rotation = (local.rotation * q).normalize();
 }
 
 /// `model` turned by `c` about the model-space point `pivot`.
 #[inline]
 fn turn_model(model: &Mat4, pivot: Vec3, c: Quat) -> Mat4 {
+    let r = glam::Mat3::from_quat(c);
     let t = model.w_axis.truncate();
     Mat4::from_cols(
-        (c * model.x_axis.truncate()).extend(0.0),
-        (c * model.y_axis.truncate()).extend(0.0),
-        (c * model.z_axis.truncate()).extend(0.0),
-        (c * (t - pivot) + pivot).extend(1.0),
+        (r * model.x_axis.truncate()).extend(0.0),
+        (r * model.y_axis.truncate()).extend(0.0),
+        (r * model.z_axis.truncate()).extend(0.0),
+        (r * (t - pivot) + pivot).extend(1.0),
     )
 }
 
@@ -156,14 +172,19 @@ fn weighted(c: Quat, weight: f32) -> Quat {
     }
 }
 
-/// `c` with its angle limited to `max_angle` radians (and whether it was).
+/// `c` with its angle limited to `max_angle` radians (and whether it was). No limit costs
+/// nothing: the angle is only computed when `max_angle` is below a half turn and the
+/// rotation's `w` says it may be exceeded.
 #[inline]
 fn limited(c: Quat, max_angle: f32) -> (Quat, bool) {
-    let c = if c.w < 0.0 { -c } else { c };
-    let angle = 2.0 * c.w.clamp(-1.0, 1.0).acos();
-    if angle > max_angle && angle > EPS {
-        (Quat::IDENTITY.slerp(c, max_angle.max(0.0) / angle), true)
-    } else {
-        (c, false)
+    if max_angle >= std::f32::consts::PI {
+        return (c, false);
     }
+    let c = if c.w < 0.0 { -c } else { c };
+    // angle > max  <=>  cos(angle / 2) < cos(max / 2)
+    if c.w >= (0.5 * max_angle.max(0.0)).cos() {
+        return (c, false);
+    }
+    let angle = 2.0 * c.w.clamp(-1.0, 1.0).acos();
+    (Quat::IDENTITY.slerp(c, max_angle.max(0.0) / angle), true)
 }
