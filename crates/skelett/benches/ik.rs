@@ -1,6 +1,6 @@
 //! IK solvers (criterion): ns per two-bone solve, per aim, and per joint of an aim chain.
 //!
-//! The workload is the one `scripts/ozz_ik_bench.cc` runs through ozz-animation 0.16's
+//! The workload is the one `scripts/bench/ozz_ik_bench.cc` runs through ozz-animation 0.16's
 //! `IKTwoBoneJob` and `IKAimJob`, so the two can be compared in one session: a leg with its
 //! hip at the origin, knee 0.45 below (2 cm forward), ankle 0.45 below that, solved for 256
 //! reachable targets (xorshift, the same sequence in both) with the pole forward (+Z); a head
@@ -17,19 +17,11 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use glam::{Mat4, Quat, Vec3};
 use skelett::ik::{aim, aim_chain, two_bone, Aim, TwoBone, TwoBoneChain};
 use skelett::{local_to_model, Pose, RawJoint, RawSkeleton, Skeleton, Transform};
-use skelett_testdata::bench::criterion;
+use skelett_testdata::bench::{criterion, random_times};
 
-/// The xorshift the ozz bench uses too: 256 values in 0..1.
+/// `n` values in 0..1: the xorshift sequence the ozz bench uses too.
 fn uniform(n: usize) -> Vec<f32> {
-    let mut s = 0x9E37_79B9_7F4A_7C15u64;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 40) as f32 / (1u64 << 24) as f32
-        })
-        .collect()
+    random_times(0.0, 1.0, n)
 }
 
 fn skeleton(joints: &[(&str, Option<usize>, Vec3)]) -> Skeleton {

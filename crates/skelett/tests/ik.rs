@@ -398,3 +398,73 @@ fn a_real_leg_reaches_and_bends_forward() {
         model = fresh;
     }
 }
+
+/// Soften holds the end back near full reach; twist turns the bend plane about the
+/// start-to-target line by its angle; an end rotation is met at full weight; a mirrored
+/// (negatively scaled) parent still gives an exact solve.
+#[test]
+fn soften_twist_end_rotation_and_mirrored_parents() {
+    let s = chain_skeleton([1.0, 1.0], [Quat::IDENTITY; 3], Vec3::ONE);
+    let rest = Pose::rest(&s).to_vec();
+    let model0 = model_of(&s, &rest);
+    let chain = TwoBoneChain::new(&s, CHAIN).unwrap();
+    let a = pos(&model0[1]);
+    let solve = |ik: &TwoBone| {
+        let (mut pose, mut model) = (rest.clone(), model0.clone());
+        let r = two_bone(&chain, ik, &mut pose, &mut model).unwrap();
+        (r, model_of(&s, &pose))
+    };
+    // Soften 0.8: a target at 1.95 of a 2.0 chain is not reached; the end stops short, on
+    // the line, beyond the softening start (1.6).
+    let target = a + Vec3::new(1.95, 0.0, 0.0);
+    let mut ik = TwoBone::new(target, Vec3::Z);
+    ik.soften = 0.8;
+    let (r, m) = solve(&ik);
+    let d = pos(&m[3]).distance(a);
+    assert!(!r.reached && d > 1.6 && d < 1.95, "{r:?}, end at {d}");
+    assert!((pos(&m[3]) - a).normalize().dot(Vec3::X) > 1.0 - 1e-6);
+    // Twist by 90 degrees about +X turns the knee from +Z to where Rx(90°) takes +Z.
+    let target = a + Vec3::new(1.5, 0.0, 0.0);
+    let mut ik = TwoBone::new(target, Vec3::Z);
+    ik.twist = std::f32::consts::FRAC_PI_2;
+    let (r, m) = solve(&ik);
+    assert!(r.reached);
+    let knee = (pos(&m[2]) - a).reject_from(Vec3::X).normalize();
+    assert!(
+        knee.dot(Quat::from_rotation_x(std::f32::consts::FRAC_PI_2) * Vec3::Z) > 0.9999,
+        "{knee}"
+    );
+    // End rotation.
+    let want = Quat::from_euler(glam::EulerRot::XYZ, 0.3, -0.7, 1.1);
+    ik.twist = 0.0;
+    ik.end_rotation = Some(want);
+    let (r, m) = solve(&ik);
+    assert!(r.reached);
+    let (_, got, _) = m[3].to_scale_rotation_translation();
+    assert!(got.angle_between(want) < 1e-4, "{got} vs {want}");
+    // A mirrored parent (scale -1 on X): reached exactly, on the pole's side.
+    let s = chain_skeleton(
+        [1.0, 0.7],
+        [Quat::from_rotation_z(0.4), Quat::IDENTITY, Quat::IDENTITY],
+        Vec3::new(-1.0, 1.0, 1.0),
+    );
+    let mut pose = Pose::rest(&s).to_vec();
+    let mut model = model_of(&s, &pose);
+    let a = pos(&model[1]);
+    let target = a + Vec3::new(0.5, -1.2, 0.3);
+    let r = two_bone(
+        &TwoBoneChain::new(&s, CHAIN).unwrap(),
+        &TwoBone::new(target, Vec3::Z),
+        &mut pose,
+        &mut model,
+    )
+    .unwrap();
+    assert!(r.reached);
+    let m = model_of(&s, &pose);
+    assert!(
+        pos(&m[3]).distance(target) < 1e-4 * 1.7,
+        "{} vs {target}",
+        pos(&m[3])
+    );
+    assert!((pos(&m[2]) - a).reject_from(target - a).z > 0.0);
+}

@@ -2,7 +2,7 @@
 //! local poses (every key interpolation: `sampling/`), blending poses (`pose.rs`), the
 //! animator that drives both (`animator/`), local-to-model and skinning palettes
 //! (`hierarchy.rs`), inverse kinematics on the blended pose (`ik/`), and CPU skinning
-//! (`skin.rs`).
+//! (`skin/`).
 //!
 //! ```text
 //! Animator::update ─▶ sample (keyed.rs | compact.rs) ─▶ blend / override / additive

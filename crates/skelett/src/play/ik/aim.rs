@@ -21,7 +21,8 @@ use crate::{Error, JointIndex, Skeleton, Transform};
 pub struct Aim {
     /// Model-space point to aim at.
     pub target: Vec3,
-    /// The aiming joint's forward axis, in its local space (normalized here).
+    /// The aiming joint's forward axis, in its local space (normalized here; a zero axis
+    /// aims +Z).
     pub forward: Vec3,
     /// Where the ray starts, in the aiming joint's local space (the eyes' position relative
     /// to the head joint); zero for the joint itself.
@@ -111,7 +112,8 @@ pub fn aim(
     aim_chain(skeleton, &[joint], &[1.0], aim, local, model)
 }
 
-/// Spreads an aim over a chain: `chain` lists joints from the top (a spine joint) to the
+/// Spreads an aim over a chain (an empty chain does nothing and reports `reached: false`
+/// with an infinite distance): `chain` lists joints from the top (a spine joint) to the
 /// aiming joint (the head), each below the one before; `aim`'s ray (forward, offset, up) is
 /// the last joint's. Each joint in turn takes `weights[i]` of the turn that is still needed
 /// (after the joints above it turned): weights such as `[0.3, 0.5, 1.0]` let the spine and
@@ -197,8 +199,9 @@ fn turn_toward(aim: &Aim, tip: &Mat4, forward: Vec3, pivot: Vec3) -> Quat {
     // such point exists and the forward axis itself is aimed.
     let of = o.dot(f);
     let disc = of * of - o.length_squared() + dt * dt;
-    let v = if disc >= 0.0 {
-        (o + f * (-of + disc.sqrt())).try_normalize().unwrap_or(f)
+    let s = -of + disc.max(0.0).sqrt();
+    let v = if disc >= 0.0 && s >= 0.0 {
+        (o + f * s).try_normalize().unwrap_or(f)
     } else {
         f
     };
@@ -209,12 +212,13 @@ fn turn_toward(aim: &Aim, tip: &Mat4, forward: Vec3, pivot: Vec3) -> Quat {
         let up = c * tip.transform_vector3(aim.up);
         let flat = |x: Vec3| x - t_dir * x.dot(t_dir);
         if let (Some(u), Some(p)) = (flat(up).try_normalize(), flat(aim.pole).try_normalize()) {
-            let roll = if u.dot(p) > -1.0 + 1e-6 {
-                arc(u, p)
-            } else {
-                Quat::from_axis_angle(t_dir, std::f32::consts::PI)
-            };
-            c = roll * c;
+            // The turn about t_dir (exactly that axis, whatever rounding left in u and p)
+            // by the angle from u to p, from its cosine and the sign of its sine.
+            let cos = u.dot(p).clamp(-1.0, 1.0);
+            let half_sin = ((1.0 - cos) * 0.5).sqrt().copysign(u.cross(p).dot(t_dir));
+            let half_cos = ((1.0 + cos) * 0.5).sqrt();
+            let axis = t_dir * half_sin;
+            c = Quat::from_xyzw(axis.x, axis.y, axis.z, half_cos) * c;
         }
     }
     if aim.twist != 0.0 {

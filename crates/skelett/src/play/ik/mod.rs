@@ -30,9 +30,10 @@
 //! (zero-length bones, a target on the chain's root, a pole along the chain) has a defined,
 //! finite answer; weight 0 returns the pose bit for bit.
 //!
-//! Scale: corrections are exact for rigid and uniformly scaled parents (what animation rigs
-//! use); under a non-uniformly scaled parent a rotation cannot keep bone lengths, and the
-//! result is the rotation that would be exact for that parent's rotation alone.
+//! Scale: corrections are exact for rigid, uniformly scaled and mirrored (negatively scaled)
+//! joints, what animation rigs use. Under a non-uniformly scaled parent no rotation keeps
+//! bone lengths; the solvers then compute the correction as if the scale were uniform, and
+//! the result is approximate (finite always; property-tested).
 
 mod aim;
 mod two_bone;
@@ -47,12 +48,13 @@ use crate::{Error, JointIndex, Skeleton, Transform};
 /// What a solver achieved.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct IkReport {
-    /// The target was met (within 1e-4 of the chain's length for [`two_bone`]; exactly
-    /// aimed for [`aim`]) by the full-weight solution. With a weight below 1 the pose is
-    /// only moved part of the way there.
+    /// The target was met: for [`two_bone`], by the full-weight solution (within 1e-4 of
+    /// the chain's length; with a weight below 1 the pose only moves part of the way); for
+    /// [`aim`] and [`aim_chain`], by the pose as written (the ray passes within 1e-4 of the
+    /// distance through the target, and no angle limit held the aim back).
     pub reached: bool,
-    /// How far the full-weight solution leaves the end from the target (model-space units;
-    /// for aims, the distance from the target to the aimed ray).
+    /// For [`two_bone`], how far the full-weight solution leaves the end from the target;
+    /// for aims, how far the written pose's ray passes from it (model-space units).
     pub distance: f32,
 }
 
@@ -119,7 +121,7 @@ fn rotation_of(m: &Mat4) -> Quat {
 }
 
 /// Turns joint `local` by the model-space rotation `c` about its own origin: the local
-/// correction `R⁻¹ c R`, with `R` the joint's model rotation (`model`). A rotation's vector
+/// correction `M⁻¹ c M`, with `M` the joint's model frame (`model`). A rotation's vector
 /// part is its axis: `R⁻¹ c R` has the same angle about `R⁻¹` times the axis, and for a
 /// rotation-and-uniform-scale matrix `R⁻¹ v` is `Mᵀ v` rescaled to `v`'s length, which
 /// spares extracting `R` as a quaternion.
@@ -131,7 +133,13 @@ fn turn_local(local: &mut Transform, model: &Mat4, c: Quat) {
         return;
     }
     let m = glam::Mat3::from_mat4(*model);
-    let back = m.transpose() * v;
+    // A mirrored frame (M = R D, D a reflection): conjugating by D turns the axis n into
+    // det(D) D n = -D n, and Mᵀ v is D Rᵀ v, so the axis is -Mᵀ v.
+    let back = if m.determinant() < 0.0 {
+        -(m.transpose() * v)
+    } else {
+        m.transpose() * v
+    };
     let back_len2 = back.length_squared();
     let axis = if back_len2 > 0.0 && back_len2.is_finite() {
         back * (len2 / back_len2).sqrt()

@@ -76,10 +76,11 @@ pub enum Bend {
     /// the start-to-target line). When it lies along that line, the chain keeps the side it
     /// bends to in the input pose.
     Pole(Vec3),
-    /// The mid joint's hinge axis, in its local space. The chain bends in the plane
-    /// perpendicular to it, the mid joint moving toward `(target - start) × hinge` (hinge in
-    /// model space): a leg pointing down (-Y) whose knee should go forward (+Z) has a hinge
-    /// along +X in model space.
+    /// The mid joint's hinge axis, in its local space. It picks the bend plane (the plane
+    /// perpendicular to it) and side: the mid joint moves toward `(target - start) × hinge`
+    /// (hinge in model space), so a leg pointing down (-Y) whose knee should go forward (+Z)
+    /// has a hinge along +X in model space. The joints then turn by shortest arcs, as with a
+    /// pole: the knee is not constrained to turn about its hinge.
     Hinge(Vec3),
 }
 
