@@ -34,7 +34,7 @@ impl Gpu {
                 compatible_surface: None,
             })
             .await
-            .map_err(|e| RenderError::NoAdapter(e.to_string()))?;
+            .map_err(RenderError::NoAdapter)?;
         let info = adapter.get_info();
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
@@ -46,7 +46,7 @@ impl Gpu {
                 ..Default::default()
             })
             .await
-            .map_err(|e| RenderError::Device(e.to_string()))?;
+            .map_err(RenderError::Device)?;
         Ok(Gpu {
             device,
             queue,
@@ -72,7 +72,7 @@ impl Gpu {
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
             .map(|_| ())
-            .map_err(|e| RenderError::Readback(e.to_string()))
+            .map_err(|e| RenderError::Readback(Box::new(e)))
     }
 
     /// A one-line description of the adapter.
@@ -111,10 +111,10 @@ impl Gpu {
         });
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| RenderError::Readback(e.to_string()))?;
+            .map_err(|e| RenderError::Readback(Box::new(e)))?;
         rx.recv()
-            .map_err(|e| RenderError::Readback(e.to_string()))?
-            .map_err(|e| RenderError::Readback(e.to_string()))?;
+            .map_err(|e| RenderError::Readback(Box::new(e)))?
+            .map_err(|e| RenderError::Readback(Box::new(e)))?;
         let bytes = slice.get_mapped_range().to_vec();
         staging.unmap();
         Ok(bytes)

@@ -42,13 +42,14 @@ pub enum RenderError {
     /// No GPU adapter (on Linux without a GPU, install Mesa's lavapipe:
     /// `mesa-vulkan-drivers libvulkan1`).
     #[error("no GPU adapter found ({0}); without a GPU, install Mesa's software Vulkan (apt: mesa-vulkan-drivers libvulkan1)")]
-    NoAdapter(String),
+    NoAdapter(#[source] wgpu::RequestAdapterError),
     /// The adapter refused to create a device.
     #[error("the GPU adapter refused a device: {0}")]
-    Device(String),
-    /// A buffer could not be read back.
+    Device(#[source] wgpu::RequestDeviceError),
+    /// A buffer could not be read back (the device was lost, or mapping failed); the cause
+    /// is wgpu's error (`wgpu::PollError`, `wgpu::BufferAsyncError`) or the lost callback.
     #[error("reading back from the GPU failed: {0}")]
-    Readback(String),
+    Readback(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The character data does not fit (sizes, palette).
     #[error(transparent)]
     Skelett(#[from] skelett::Error),
