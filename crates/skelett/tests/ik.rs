@@ -144,7 +144,9 @@ proptest! {
         }
         let end = |p: &[Transform]| pos(&model_of(&s, p)[3]);
         let (e0, e1) = (end(&run(w)), end(&run(w + 0.001)));
-        prop_assert!(e0.distance(e1) < 0.05, "a jump of {} for a weight step of 0.001", e0.distance(e1));
+        // Each correction turns by at most a half turn, so a 0.001 weight step moves the end
+        // by at most about 2 * 0.001 * pi * 1.8 = 0.011.
+        prop_assert!(e0.distance(e1) < 0.02, "a jump of {} for a weight step of 0.001", e0.distance(e1));
         prop_assert!(end(&run(1.0)).distance(target) < 1e-4 * 1.8);
     }
 
@@ -326,12 +328,13 @@ fn bad_input_is_a_typed_error_and_leaves_the_pose_untouched() {
 /// A hinge instead of a pole: the knee goes where the hinge says.
 #[test]
 fn hinge_axis_decides_the_bend() {
+    let down = Quat::from_rotation_x(std::f32::consts::PI);
     let s = chain_skeleton(
         [1.0, 1.0],
-        [Quat::from_rotation_x(std::f32::consts::PI); 3],
+        [down, Quat::IDENTITY, Quat::IDENTITY],
         Vec3::ONE,
     );
-    // The chain points down (-Y) from joint a; with a hinge along +X in model space the knee
+    // The chain points straight down (-Y) from joint a; with a hinge along +X in model space the knee
     // goes to +Z, along -X to -Z.
     for (hinge, side) in [(Vec3::X, 1.0), (-Vec3::X, -1.0)] {
         let mut pose = Pose::rest(&s).to_vec();
