@@ -121,6 +121,27 @@ pub enum Error {
     /// A joint name the skeleton does not have.
     #[error("the skeleton has no joint named {0:?}")]
     NoSuchJointName(String),
+    /// A joint limit given for an IK chain is not a limit.
+    #[error("the limit of joint {joint} is invalid: {why}")]
+    BadLimit {
+        /// The joint the limit was given for.
+        joint: crate::JointIndex,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// Foot placement handles at most [`crate::ik::MAX_LEGS`] legs.
+    #[error("foot placement handles at most 8 legs, got {0}")]
+    TooManyLegs(usize),
+    /// An IK chain needs at least two joints (one bone).
+    #[error("an IK chain needs at least 2 joints, got {0}")]
+    ChainTooShort(usize),
+    /// A ground for foot placement is malformed, or a ground query answered something that
+    /// is not a ground.
+    #[error("bad ground: {what}")]
+    BadGround {
+        /// What it answered.
+        what: &'static str,
+    },
     /// A mesh or skin is malformed.
     #[error("mesh {mesh:?}: {problem}")]
     Mesh {

@@ -24,6 +24,8 @@
 //! | [`two_bone`] | start and mid joints (and optionally the end's rotation) | an arm reaching, a leg planted |
 //! | [`aim`] | one joint | a head, an eye, a gun turned toward a point |
 //! | [`aim_chain`] | several joints, each a share of the turn | spine, neck and head looking at a point |
+//! | [`place_feet`] | pelvis, legs and feet of a character ([`Feet`]) | feet on a slope, a stair, terrain ([`Ground`]) |
+//! | [`fabrik`], [`ccd`] | every joint of a [`Chain`] of any length, each within its [`Limit`] | a tail, a tentacle, a finger, a crane arm |
 //!
 //! Robustness: a NaN or infinite input is an [`Error::NotFinite`] and the pose is left
 //! untouched; joints that do not form a chain are [`Error::NotAChain`]; degenerate geometry
@@ -36,9 +38,17 @@
 //! the result is approximate (finite always; property-tested).
 
 mod aim;
+mod chain;
+mod foot;
+mod ground;
+mod limit;
 mod two_bone;
 
 pub use aim::{aim, aim_chain, Aim};
+pub use chain::{ccd, fabrik, Chain, Reach};
+pub use foot::{place_feet, Feet, FeetReport, Leg, Placement, MAX_LEGS};
+pub use ground::{Ground, GroundHit, Heightfield, Plane, TriangleMesh};
+pub use limit::Limit;
 pub use two_bone::{two_bone, Bend, TwoBone, TwoBoneChain};
 
 use glam::{Mat4, Quat, Vec3};

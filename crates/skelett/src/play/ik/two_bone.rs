@@ -20,11 +20,14 @@ use crate::{Error, JointIndex, Skeleton, Transform};
 /// Three joints of a skeleton, checked once: `start` above `mid` above `end` (each a
 /// descendant of the one before; joints between them, such as twist joints, stay as they
 /// are).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TwoBoneChain {
     start: JointIndex,
     mid: JointIndex,
     end: JointIndex,
+    /// The end is this point of the mid joint's local space instead of the `end` joint
+    /// (which is then `mid`).
+    tip: Option<Vec3>,
     /// One more than the largest index: the pose and model lengths the solver needs.
     len: usize,
 }
@@ -42,8 +45,37 @@ impl TwoBoneChain {
             start,
             mid,
             end,
+            tip: None,
             len: 1 + start.max(mid).max(end) as usize,
         })
+    }
+
+    /// A chain whose end is not a joint but a point of the mid joint's local space (`tip`):
+    /// the far end of a lower leg in rigs whose foot is a separate control joint, such as
+    /// Blender IK rigs exported with their foot bones at the root. [`TwoBone::end_rotation`]
+    /// has nothing to turn then.
+    ///
+    /// # Errors
+    /// As [`TwoBoneChain::new`]; [`Error::NotFinite`] for a NaN or infinite tip.
+    pub fn with_tip(
+        skeleton: &Skeleton,
+        [start, mid]: [JointIndex; 2],
+        tip: Vec3,
+    ) -> Result<Self, Error> {
+        check_descendant(skeleton, start, mid)?;
+        finite_vec("two-bone tip", tip)?;
+        Ok(TwoBoneChain {
+            start,
+            mid,
+            end: mid,
+            tip: Some(tip),
+            len: 1 + start.max(mid) as usize,
+        })
+    }
+
+    /// The end point in the mid joint's space, for a chain built by [`TwoBoneChain::with_tip`].
+    pub fn tip(&self) -> Option<Vec3> {
+        self.tip
     }
 
     /// The chain of the joints named `names` (start, mid, end).
@@ -63,7 +95,7 @@ impl TwoBoneChain {
         )
     }
 
-    /// The joints, start to end.
+    /// The joints, start to end (the end is the mid joint for a chain with a tip).
     pub fn joints(&self) -> [JointIndex; 3] {
         [self.start, self.mid, self.end]
     }
@@ -181,7 +213,11 @@ pub fn two_bone(
         }
     }
     let (s, m, e) = (chain.start as usize, chain.mid as usize, chain.end as usize);
-    let (ms, mm, me) = (model[s], model[m], model[e]);
+    let (ms, mm) = (model[s], model[m]);
+    let me = match chain.tip {
+        Some(tip) => mm * Mat4::from_translation(tip),
+        None => model[e],
+    };
     if !(ms.is_finite() && mm.is_finite() && me.is_finite()) {
         return Err(Error::NotFinite {
             what: "two-bone chain's model matrices",
@@ -205,6 +241,9 @@ pub fn two_bone(
     turn_local(&mut local[m], &mm, c2);
     model[m] = turn_model(&mm, b, c2);
     let mut me = turn_model(&me, b, c2);
+    if chain.tip.is_some() {
+        return Ok(solved.report);
+    }
     if let Some(want) = ik.end_rotation {
         let c3 = weighted(want.normalize() * rotation_of(&me).conjugate(), weight);
         turn_local(&mut local[e], &me, c3);
