@@ -93,6 +93,14 @@ pub enum Error {
         /// Layers the animator has.
         layers: usize,
     },
+    /// An animator call named a pose modifier it does not have.
+    #[error("the animator has {count} modifier(s); there is no modifier {index}")]
+    NoSuchModifier {
+        /// The modifier asked for.
+        index: usize,
+        /// Modifiers the animator has.
+        count: usize,
+    },
     /// An animator call that needs something playing found the layer empty.
     #[error("layer {0} has nothing playing")]
     NothingPlaying(usize),

@@ -817,3 +817,122 @@ fn negative_additive_layer_weight_subtracts() {
     anim.update(0.1);
     assert!((anim.pose()[0].translation.x - 0.5).abs() < 1e-6);
 }
+
+/// Pose modifiers after blending: a modifier at weight 0 leaves the pose bit for bit; foot
+/// placement as a modifier, with contacts from the playing clip, is the stateless job with
+/// those contacts at the player's time; fades are linear in time; bad modifiers are
+/// refused.
+#[test]
+fn modifiers_run_after_blending_with_fading_weights() {
+    use glam::Mat4;
+    use skelett::ik::*;
+    let robot = skelett_io::load(data("gltf/robot_quaternius.glb")).unwrap();
+    let sk = robot.skeleton.clone();
+    let walk = robot.clip("Robot_Walking").unwrap().clone();
+    let find = |n: &str| sk.find(n).unwrap();
+    let mut rest_model = vec![Mat4::IDENTITY; sk.len()];
+    local_to_model(&sk, sk.rest_pose(), 0, &mut rest_model).unwrap();
+    let leg = |upper: &str, lower: &str, foot: &str| {
+        let tip = rest_model[find(lower) as usize]
+            .inverse()
+            .transform_point3(rest_model[find(foot) as usize].w_axis.truncate());
+        let chain = TwoBoneChain::with_tip(&sk, [find(upper), find(lower)], tip).unwrap();
+        Leg::from_rest(&sk, chain, find(foot), Vec3::Y)
+            .unwrap()
+            .with_pole(Vec3::Z)
+    };
+    let feet = Feet::new(
+        &sk,
+        vec![
+            leg("UpperLeg.L", "LowerLeg.L", "Foot.L"),
+            leg("UpperLeg.R", "LowerLeg.R", "Foot.R"),
+        ],
+        Some(find("Body")),
+        Vec3::Y,
+    )
+    .unwrap();
+    let contacts = feet.contacts(&sk, &walk);
+    let ground: SharedGround =
+        Arc::new(Plane::new(Vec3::ZERO, Vec3::new(0.0, 1.0, -0.27)).unwrap());
+    let placement = Placement::new(Mat4::IDENTITY, 1.0);
+
+    let mut plain = Animator::new(sk.clone());
+    let mut bent = Animator::new(sk.clone());
+    plain.play(0, walk.clone(), PlayOptions::default()).unwrap();
+    bent.play(0, walk.clone(), PlayOptions::default()).unwrap();
+    let m = bent
+        .add_modifier(
+            Modifier::feet(feet.clone(), placement, ground.clone())
+                .with_contacts(walk.clone(), contacts.clone()),
+            0.0,
+        )
+        .unwrap();
+    for _ in 0..5 {
+        plain.update(0.05);
+        bent.update(0.05);
+        assert_eq!(plain.pose(), bent.pose(), "weight 0 is bit for bit");
+    }
+    bent.fade_modifier(m, 1.0, 0.2).unwrap();
+    let mut weights = Vec::new();
+    for _ in 0..6 {
+        plain.update(0.05);
+        bent.update(0.05);
+        weights.push(bent.modifier_state(m).unwrap().0);
+    }
+    for (got, want) in weights.iter().zip([0.25, 0.5, 0.75, 1.0, 1.0, 1.0]) {
+        assert!((got - want).abs() < 1e-5, "{weights:?}");
+    }
+    // At full weight: the job itself on the plain animator's pose, with the walk's contacts
+    // at the player's time.
+    let time = plain.players(0)[0].0.time();
+    let mut c = [0.0; 2];
+    contacts.weights_at(time, &mut c);
+    let mut pose = plain.pose().to_vec();
+    let mut model = vec![Mat4::IDENTITY; sk.len()];
+    local_to_model(&sk, &pose, 0, &mut model).unwrap();
+    place_feet(&feet, &placement, &c, &*ground, &sk, &mut pose, &mut model).unwrap();
+    for (a, b) in pose.iter().zip(bent.pose()) {
+        assert!(a.translation.abs_diff_eq(b.translation, 1e-6));
+        assert!(a.rotation.abs_diff_eq(b.rotation, 1e-6));
+    }
+    for (a, b) in model.iter().zip(bent.model()) {
+        assert!(a.abs_diff_eq(*b, 1e-5));
+    }
+    assert_ne!(plain.pose(), bent.pose(), "the feet moved");
+    // Bad modifiers.
+    let chain = TwoBoneChain::new(
+        &sk,
+        [find("UpperLeg.L"), find("LowerLeg.L"), find("LowerLeg.L")],
+    );
+    assert!(chain.is_err(), "a joint is not below itself");
+    assert!(matches!(
+        bent.add_modifier(
+            Modifier::Aim {
+                chain: vec![999],
+                weights: vec![1.0],
+                aim: Aim::new(Vec3::ONE, Vec3::Z)
+            },
+            1.0
+        ),
+        Err(Error::NoSuchJoint { joint: 999, .. })
+    ));
+    assert!(matches!(
+        bent.add_modifier(
+            Modifier::Aim {
+                chain: vec![1, 2],
+                weights: vec![1.0],
+                aim: Aim::new(Vec3::ONE, Vec3::Z)
+            },
+            1.0
+        ),
+        Err(Error::Length { .. })
+    ));
+    assert!(matches!(
+        bent.fade_modifier(7, 1.0, 1.0),
+        Err(Error::NoSuchModifier { index: 7, count: 1 })
+    ));
+    assert!(matches!(
+        bent.set_modifier_target(m, Vec3::NAN),
+        Err(Error::NotFinite { .. })
+    ));
+}

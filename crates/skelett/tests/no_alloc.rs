@@ -1,6 +1,6 @@
 //! The per-frame path allocates nothing: a counting global allocator watches sampling,
 //! the hierarchy, the palette, animator updates (cross-fades, sync, events, additive
-//! layers, root motion) and CPU skinning (linear and dual quaternion) once they are set up.
+//! layers, root motion, IK modifiers: foot placement, aim, chains) and CPU skinning (linear and dual quaternion) once they are set up.
 
 use skelett_testdata::data;
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -123,6 +123,56 @@ fn per_frame_path_does_not_allocate() {
         }
     };
     skin_all(&mut skin_palettes, &model, &mut positions, &mut normals);
+    // Pose modifiers: the Fox's four paws on a slope (contacts from the walk), its head
+    // looking at a point, its tail reaching, the tail fading in while the update runs.
+    use skelett::animator::{ChainSolver, Modifier};
+    use skelett::ik::*;
+    let leg = |names: [&str; 3]| {
+        let chain = TwoBoneChain::by_name(&sk, names).unwrap();
+        Leg::from_rest(&sk, chain, chain.joints()[2], glam::Vec3::Y).unwrap()
+    };
+    let feet = Feet::new(
+        &sk,
+        vec![
+            leg(["b_LeftLeg01_015", "b_LeftLeg02_016", "b_LeftFoot01_017"]),
+            leg(["b_RightLeg01_019", "b_RightLeg02_020", "b_RightFoot01_021"]),
+            leg(["b_LeftUpperArm_09", "b_LeftForeArm_010", "b_LeftHand_011"]),
+            leg(["b_RightUpperArm_06", "b_RightForeArm_07", "b_RightHand_08"]),
+        ],
+        sk.find("b_Hip_01"),
+        glam::Vec3::Y,
+    )
+    .unwrap();
+    let contacts = feet.contacts(&sk, &walk);
+    let slope = Arc::new(Plane::slope(15.0));
+    anim.add_modifier(
+        Modifier::feet(feet, Placement::new(Mat4::IDENTITY, 30.0), slope)
+            .with_contacts(walk.clone(), contacts),
+        1.0,
+    )
+    .unwrap();
+    let head = sk.find("b_Head_05").unwrap();
+    anim.add_modifier(
+        Modifier::Aim {
+            chain: vec![sk.find("b_Neck_04").unwrap(), head],
+            weights: vec![0.4, 1.0],
+            aim: Aim::new(glam::Vec3::new(40.0, 60.0, 80.0), glam::Vec3::Z),
+        },
+        1.0,
+    )
+    .unwrap();
+    let tail = Chain::by_name(&sk, &["b_Tail01_012", "b_Tail02_013", "b_Tail03_014"]).unwrap();
+    let reach_tail = anim
+        .add_modifier(
+            Modifier::Chain {
+                chain: tail,
+                reach: Reach::new(glam::Vec3::new(10.0, 50.0, -60.0)),
+                solver: ChainSolver::Fabrik,
+            },
+            0.0,
+        )
+        .unwrap();
+    anim.fade_modifier(reach_tail, 1.0, 2.0).unwrap();
     // Warm up: the first updates may size reusable buffers.
     for _ in 0..10 {
         anim.update(1.0 / 60.0);
@@ -132,6 +182,11 @@ fn per_frame_path_does_not_allocate() {
     let mut events = 0;
     for i in 0..600 {
         events += anim.update(1.0 / 60.0).events.len();
+        anim.set_modifier_target(
+            reach_tail,
+            glam::Vec3::new(10.0, 50.0 + i as f32 * 0.01, -60.0),
+        )
+        .unwrap();
         local_to_model(&sk, anim.pose(), 0, &mut model).unwrap();
         skinning_palette(&skin, &model, &mut palette).unwrap();
         sample(&run, i as f32 * 0.013, &mut cache, &mut pose).unwrap();
@@ -140,5 +195,10 @@ fn per_frame_path_does_not_allocate() {
     let after = ALLOCATIONS.load(Ordering::Relaxed);
     COUNTED.with(|c| c.set(false));
     assert!(events > 10, "events fired: {events}");
+    for m in 0..anim.modifier_count() {
+        let (weight, error) = anim.modifier_state(m).unwrap();
+        assert_eq!(weight, 1.0, "modifier {m} faded in");
+        assert!(error.is_none(), "modifier {m}: {error:?}");
+    }
     assert_eq!(after - before, 0, "allocations in 600 frames");
 }

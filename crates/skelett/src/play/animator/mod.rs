@@ -7,6 +7,7 @@
 //!   sync groups,     each slot: advance ─▶ events;  sample ─▶ blend slots ─▶ (inertial offset)
 //!   events,          layers combined over the rest pose: override / additive, with masks
 //!   root motion   ──▶ UpdateResult { events, root_motion }
+//!   modifiers     ──▶ pose bent by IK (two-bone, aim, chains, feet), model matrices
 //! ```
 //!
 //! A layer holds *slots*: a [`Player`] or a [`BlendSpace1D`], each with a weight that may be
@@ -28,6 +29,7 @@
 //! | root motion | `root_motion.rs` |
 //! | sampling, blending and combining layers | `evaluate.rs` (inertial offsets: `inertial.rs`) |
 //! | 1D blend spaces | `blend_space.rs` |
+//! | pose modifiers (IK) after blending, with fading weights | `modifiers.rs` |
 //!
 //! The animator writes a local pose ([`Animator::pose`]); the caller runs
 //! [`crate::local_to_model`] and [`crate::skinning_palette`]. Clips and the skeleton stay
@@ -38,7 +40,7 @@
 //! use std::sync::Arc;
 //! use skelett::*;
 //! use skelett::animator::*;
-//! # use glam::Vec3;
+//! # use glam::{Mat4, Vec3};
 //! # let skeleton = Arc::new(RawSkeleton { joints: vec![RawJoint { name: "root".into(), parent: None,
 //! #     rest: Transform::IDENTITY }], ..Default::default() }.build().unwrap());
 //! # let make = |name: &str, x: f32| Arc::new(RawClip { name: name.into(), start: 0.0, duration: 1.0,
@@ -65,6 +67,7 @@ mod control;
 mod evaluate;
 pub mod inertial;
 mod layer;
+mod modifiers;
 mod options;
 mod player;
 mod queue;
@@ -72,10 +75,11 @@ mod root_motion;
 
 use std::sync::Arc;
 
-use glam::Vec3;
+use glam::{Mat4, Vec3};
 
 pub use blend_space::BlendSpace1D;
 pub use layer::MAX_SLOTS;
+pub use modifiers::{ChainSolver, Modifier, SharedGround};
 pub use options::{
     BlendMode, Curve, EventPolicy, FiredEvent, PlayOptions, RootMotion, RootMotionConfig,
     Transition, UpdateResult, When,
@@ -103,6 +107,10 @@ pub struct Animator {
     events_stale: bool,
     policy: EventPolicy,
     root: Option<RootMotionConfig>,
+    /// Pose modifiers (IK) after blending, with their fading weights.
+    modifiers: Vec<modifiers::Slot>,
+    /// Model matrices of the pose, kept for the modifiers.
+    model: Vec<Mat4>,
 }
 
 impl Animator {
@@ -119,6 +127,8 @@ impl Animator {
             events_stale: false,
             policy: EventPolicy::default(),
             root: None,
+            modifiers: Vec::new(),
+            model: vec![Mat4::IDENTITY; n],
         };
         // A layer without a mask always fits the skeleton.
         let _ = a.add_layer(BlendMode::Override, 1.0, None);
@@ -268,6 +278,7 @@ impl Animator {
         if let Some(cfg) = self.root {
             root_motion::strip_root(&mut self.pose[cfg.joint as usize], &cfg);
         }
+        self.run_modifiers(dt);
         UpdateResult {
             events: &self.events,
             root_motion: root,

@@ -188,6 +188,11 @@ impl Feet {
         &self.legs
     }
 
+    /// The first joint (by index) foot placement may move.
+    pub fn first_joint(&self) -> JointIndex {
+        self.first
+    }
+
     /// The model-space up axis.
     pub fn up(&self) -> Vec3 {
         self.up
