@@ -128,6 +128,8 @@ struct Command {
     seek: Option<f32>,
     stop: Option<bool>,
     pause: Option<bool>,
+    /// Turns an IK modifier on, moves its target or fades it (see [`IkSpec`]).
+    ik: Option<IkSpec>,
     // Options of the actions.
     duration: Option<f32>,
     curve: Option<String>,
@@ -141,6 +143,104 @@ struct Command {
     when: Option<serde_json::Value>,
     /// For `queue` and `blend_space`: "immediate", {"crossfade": s} or {"inertial": s}.
     transition: Option<serde_json::Value>,
+}
+
+/// An IK modifier in a script: one of the kinds. A command naming the same kind and joints
+/// as an earlier one changes that modifier (target, pole, weight) instead of adding one; it
+/// stays on until its weight is set to 0. Points and directions are in scene space (the
+/// space of `--joints`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+enum IkSpec {
+    TwoBone(TwoBoneSpec),
+    Aim(AimSpec),
+    Chain(ChainSpec),
+    Feet(FeetSpec),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TwoBoneSpec {
+    joints: [String; 3],
+    target: [f32; 3],
+    #[serde(default)]
+    pole: [f32; 3],
+    #[serde(default = "one")]
+    weight: f32,
+    #[serde(default = "one")]
+    soften: f32,
+    /// Degrees.
+    #[serde(default)]
+    twist: f32,
+    /// Seconds over which the weight changes (0: at once).
+    #[serde(default)]
+    fade: f32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AimSpec {
+    /// Top to the aiming joint.
+    joints: Vec<String>,
+    /// Each joint's share (default: all 1).
+    weights: Option<Vec<f32>>,
+    target: [f32; 3],
+    /// The aiming joint's local forward axis.
+    #[serde(default = "forward")]
+    forward: [f32; 3],
+    #[serde(default)]
+    offset: [f32; 3],
+    #[serde(default = "up")]
+    up: [f32; 3],
+    /// Scene-space direction the up axis leans to (none by default).
+    #[serde(default)]
+    pole: [f32; 3],
+    /// Largest turn per joint, degrees (default: none).
+    max_angle: Option<f32>,
+    #[serde(default = "one")]
+    weight: f32,
+    #[serde(default)]
+    fade: f32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChainSpec {
+    joints: Vec<String>,
+    target: [f32; 3],
+    /// "fabrik" (default) or "ccd".
+    solver: Option<String>,
+    iterations: Option<u32>,
+    #[serde(default = "one")]
+    weight: f32,
+    #[serde(default)]
+    fade: f32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FeetSpec {
+    /// Each leg's [hip, knee, ankle]; the ankle stands, its sole below it at rest.
+    legs: Vec<[String; 3]>,
+    /// The joint lowered so the legs reach (none: not lowered).
+    pelvis: Option<String>,
+    /// {"slope": degrees} (rising along +Z), {"plane": {"point": [..], "normal": [..]}} or
+    /// {"stairs": {"steps": n, "rise": m, "depth": m}} (rising along +Z from z = 0).
+    ground: GroundSpec,
+    /// Scene units; default: a fifth of the first leg.
+    max_pelvis_drop: Option<f32>,
+    #[serde(default = "one")]
+    weight: f32,
+    #[serde(default)]
+    fade: f32,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+enum GroundSpec {
+    Slope(f32),
+    Plane { point: [f32; 3], normal: [f32; 3] },
+    Stairs { steps: usize, rise: f32, depth: f32 },
 }
 
 #[derive(Serialize)]
@@ -252,7 +352,13 @@ fn options(c: &Command) -> Result<PlayOptions> {
     })
 }
 
-fn run_command(anim: &mut Animator, asset: &Asset, clips: &[Arc<Clip>], c: &Command) -> Result<()> {
+fn run_command(
+    anim: &mut Animator,
+    asset: &Asset,
+    clips: &[Arc<Clip>],
+    iks: &mut Vec<(String, usize)>,
+    c: &Command,
+) -> Result<()> {
     let l = c.layer;
     let actions = [
         c.play.is_some(),
@@ -267,12 +373,13 @@ fn run_command(anim: &mut Animator, asset: &Asset, clips: &[Arc<Clip>], c: &Comm
         c.seek.is_some(),
         c.stop.is_some(),
         c.pause.is_some(),
+        c.ik.is_some(),
     ];
     let n = actions.iter().filter(|&&a| a).count();
     if n != 1 {
         return Err(format!(
             "needs exactly one action (play, crossfade, inertialize, queue, blend_space, parameter, \
-             set_speed, layer_weight, seek, stop, pause), found {n}"
+             set_speed, layer_weight, seek, stop, pause, ik), found {n}"
         )
         .into());
     }
@@ -342,8 +449,206 @@ fn run_command(anim: &mut Animator, asset: &Asset, clips: &[Arc<Clip>], c: &Comm
         }
     } else if let Some(p) = c.pause {
         anim.set_paused(l, p)?;
+    } else if let Some(spec) = &c.ik {
+        run_ik(anim, asset, clips, iks, spec)?;
     }
     Ok(())
+}
+
+/// Adds or changes the IK modifier `spec` describes.
+fn run_ik(
+    anim: &mut Animator,
+    asset: &Asset,
+    clips: &[Arc<Clip>],
+    iks: &mut Vec<(String, usize)>,
+    spec: &IkSpec,
+) -> Result<()> {
+    use skelett::animator::{ChainSolver, Modifier};
+    use skelett::ik;
+    let sk = &asset.skeleton;
+    let find = |n: &str| {
+        sk.find(n)
+            .ok_or_else(|| format!("ik: no joint {n:?} in the skeleton ({} joints)", sk.len()))
+    };
+    let finds = |names: &[String]| {
+        names
+            .iter()
+            .map(|n| find(n))
+            .collect::<std::result::Result<Vec<_>, _>>()
+    };
+    // Scene space to model space.
+    let to_model = sk.root_transform().inverse();
+    let point = |p: [f32; 3]| to_model.transform_point3(Vec3::from(p));
+    let direction = |v: [f32; 3]| to_model.transform_vector3(Vec3::from(v));
+    let (key, weight, fade) = match spec {
+        IkSpec::TwoBone(s) => (format!("two_bone {:?}", s.joints), s.weight, s.fade),
+        IkSpec::Aim(s) => (format!("aim {:?}", s.joints), s.weight, s.fade),
+        IkSpec::Chain(s) => (format!("chain {:?}", s.joints), s.weight, s.fade),
+        IkSpec::Feet(s) => (format!("feet {:?}", s.legs), s.weight, s.fade),
+    };
+    if !(weight.is_finite() && fade.is_finite()) {
+        return Err("ik: weight and fade must be finite numbers".into());
+    }
+    let existing = iks.iter().find(|(k, _)| *k == key).map(|(_, i)| *i);
+    let index = match existing {
+        Some(i) => {
+            // Same modifier: a new target, pole and request.
+            let m = anim.modifier_mut(i).ok_or("ik: modifier vanished")?;
+            match (m, spec) {
+                (Modifier::TwoBone { ik: r, .. }, IkSpec::TwoBone(s)) => {
+                    r.target = point(s.target);
+                    r.bend = ik::Bend::Pole(direction(s.pole));
+                    r.soften = s.soften;
+                    r.twist = s.twist.to_radians();
+                }
+                (Modifier::Aim { aim, .. }, IkSpec::Aim(s)) => {
+                    aim.target = point(s.target);
+                    aim.pole = direction(s.pole);
+                }
+                (Modifier::Chain { reach, .. }, IkSpec::Chain(s)) => {
+                    reach.target = point(s.target);
+                }
+                _ => {}
+            }
+            i
+        }
+        None => {
+            let modifier = match spec {
+                IkSpec::TwoBone(s) => {
+                    let chain = ik::TwoBoneChain::new(
+                        sk,
+                        [
+                            find(&s.joints[0])?,
+                            find(&s.joints[1])?,
+                            find(&s.joints[2])?,
+                        ],
+                    )?;
+                    let mut r = ik::TwoBone::new(point(s.target), direction(s.pole));
+                    r.soften = s.soften;
+                    r.twist = s.twist.to_radians();
+                    Modifier::TwoBone { chain, ik: r }
+                }
+                IkSpec::Aim(s) => {
+                    let chain = finds(&s.joints)?;
+                    for pair in chain.windows(2) {
+                        ik::Chain::new(sk, pair)?;
+                    }
+                    let weights = s.weights.clone().unwrap_or_else(|| vec![1.0; chain.len()]);
+                    let mut aim = ik::Aim::new(point(s.target), Vec3::from(s.forward));
+                    aim.offset = Vec3::from(s.offset);
+                    aim.up = Vec3::from(s.up);
+                    aim.pole = direction(s.pole);
+                    aim.max_angle = s.max_angle.map_or(std::f32::consts::PI, f32::to_radians);
+                    Modifier::Aim {
+                        chain,
+                        weights,
+                        aim,
+                    }
+                }
+                IkSpec::Chain(s) => {
+                    let chain = ik::Chain::new(sk, &finds(&s.joints)?)?;
+                    let mut reach = ik::Reach::new(point(s.target));
+                    if let Some(n) = s.iterations {
+                        reach.iterations = n.min(10_000);
+                    }
+                    let solver = match s.solver.as_deref().unwrap_or("fabrik") {
+                        "fabrik" => ChainSolver::Fabrik,
+                        "ccd" => ChainSolver::Ccd,
+                        other => {
+                            return Err(
+                                format!("ik chain: unknown solver {other:?} (fabrik, ccd)").into()
+                            )
+                        }
+                    };
+                    Modifier::Chain {
+                        chain,
+                        reach,
+                        solver,
+                    }
+                }
+                IkSpec::Feet(s) => feet_modifier(asset, clips, s)?,
+            };
+            let i = anim.add_modifier(modifier, 0.0)?;
+            iks.push((key, i));
+            i
+        }
+    };
+    anim.fade_modifier(index, weight, fade.max(0.0))?;
+    Ok(())
+}
+
+/// Foot placement from a script: legs from rest, contacts from every clip of the file.
+fn feet_modifier(
+    asset: &Asset,
+    clips: &[Arc<Clip>],
+    s: &FeetSpec,
+) -> Result<skelett::animator::Modifier> {
+    use skelett::animator::{Modifier, SharedGround};
+    use skelett::ik;
+    let sk = &asset.skeleton;
+    let root = sk.root_transform();
+    let up = root.inverse().transform_vector3(Vec3::Y);
+    let mut legs = Vec::new();
+    for names in &s.legs {
+        let chain = ik::TwoBoneChain::by_name(sk, [&names[0], &names[1], &names[2]])?;
+        let leg = ik::Leg::from_rest(sk, chain, chain.joints()[2], up)?;
+        // Knees forward (+Z, where glTF characters face), in model space.
+        legs.push(leg.with_pole(root.inverse().transform_vector3(Vec3::Z)));
+    }
+    let pelvis = match &s.pelvis {
+        Some(n) => Some(
+            sk.find(n)
+                .ok_or_else(|| format!("ik feet: no joint {n:?} for the pelvis"))?,
+        ),
+        None => None,
+    };
+    let feet = ik::Feet::new(sk, legs, pelvis, up)?;
+    let ground: SharedGround = match s.ground {
+        GroundSpec::Slope(deg) => {
+            let a = deg.to_radians();
+            Arc::new(ik::Plane::new(
+                Vec3::ZERO,
+                Vec3::new(0.0, a.cos(), -a.sin()),
+            )?)
+        }
+        GroundSpec::Plane { point, normal } => {
+            Arc::new(ik::Plane::new(point.into(), normal.into())?)
+        }
+        GroundSpec::Stairs { steps, rise, depth } => {
+            if steps > 10_000 || !(rise.is_finite() && depth.is_finite() && depth > 0.0) {
+                return Err(
+                    "ik feet: stairs need at most 10000 steps and a finite rise and positive depth"
+                        .into(),
+                );
+            }
+            // Stairs rise along +X; turn them to rise along +Z.
+            let mesh = ik::TriangleMesh::stairs(steps, rise, depth, 1000.0);
+            let turn = glam::Quat::from_rotation_y(-std::f32::consts::FRAC_PI_2);
+            let positions: Vec<Vec3> = mesh
+                .triangles()
+                .iter()
+                .flatten()
+                .map(|p| turn * *p)
+                .collect();
+            let indices: Vec<u32> = (0..positions.len() as u32).collect();
+            Arc::new(ik::TriangleMesh::new(&positions, &indices)?)
+        }
+    };
+    let first = feet.legs().first().ok_or("ik feet: no legs")?;
+    let [h, k, a] = first.chain().joints();
+    let mut model = vec![Mat4::IDENTITY; sk.len()];
+    local_to_model(sk, sk.rest_pose(), 0, &mut model)?;
+    let p = |j: u16| model[j as usize].w_axis.truncate();
+    let leg_length = p(h).distance(p(k)) + p(k).distance(p(a));
+    let drop = match s.max_pelvis_drop {
+        Some(d) => root.inverse().transform_vector3(Vec3::Y * d).length(),
+        None => 0.2 * leg_length,
+    };
+    let mut m = Modifier::feet(feet.clone(), ik::Placement::new(root, drop), ground);
+    for c in clips {
+        m = m.with_contacts(c.clone(), feet.contacts(sk, c));
+    }
+    Ok(m)
 }
 
 fn mask(asset: &Asset, spec: &MaskSpec) -> Result<JointMask> {
@@ -432,12 +737,13 @@ pub fn run(
     let root = asset.skeleton.root_transform();
     let mut model = vec![Mat4::IDENTITY; asset.skeleton.len()];
     let mut next = 0;
+    let mut iks = Vec::new();
     let mut out_steps = Vec::new();
     for step in 0..steps {
         let t0 = step as f64 * dt as f64;
         while next < commands.len() && (commands[next].1.at as f64) <= t0 + 1e-9 {
             let (i, c) = commands[next];
-            run_command(&mut anim, &asset, &clips, c)
+            run_command(&mut anim, &asset, &clips, &mut iks, c)
                 .map_err(|e| format!("commands[{i}] (at {} s): {e}", c.at))?;
             next += 1;
         }

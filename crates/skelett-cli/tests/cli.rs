@@ -6,6 +6,7 @@ use common::*;
 use skelett_testdata::data;
 use std::path::{Path, PathBuf};
 
+use glam::{Mat4, Vec3};
 use serde_json::Value;
 
 #[test]
@@ -731,4 +732,97 @@ fn compress_files_and_folders() {
         assert!(!ok && !err.is_empty(), "{args:?}");
         assert!(!err.contains("panicked"), "{err}");
     }
+}
+
+/// `skelett play` with IK commands (`scripts/kaykit_ik.json` on KayKit's rig): the left wrist
+/// meets its target while the two-bone modifier is on and returns when it fades out; the
+/// head aims at its point; on a 15 degree side slope both ankles end up the same height
+/// above the ground along its normal (before, the uphill one sank into it by about 6 cm).
+#[test]
+fn play_script_ik_commands_bend_the_pose() {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kaykit_ik.json");
+    let file = data("gltf/KayKit_Rig_Medium_General.glb");
+    let v = skelett_json(&[
+        "play",
+        file.to_str().unwrap(),
+        "--script",
+        script.to_str().unwrap(),
+        "--joints",
+        "--json",
+        "--dt",
+        "1/20",
+    ]);
+    let steps = items(&v["steps"]);
+    let at = |t: f64, name: &str| -> Mat4 {
+        let s = steps
+            .iter()
+            .find(|s| (num(&s["t"]) - t).abs() < 1e-6)
+            .unwrap_or_else(|| panic!("no step at {t}"));
+        let j = items(&s["joints"])
+            .iter()
+            .find(|j| j["name"] == name)
+            .unwrap_or_else(|| panic!("no joint {name}"));
+        let w: Vec<f32> = items(&j["world"]).iter().map(|x| num(x) as f32).collect();
+        Mat4::from_cols_slice(&w)
+    };
+    let p = |t: f64, name: &str| at(t, name).w_axis.truncate();
+    let target = Vec3::new(0.45, 1.0, 0.35);
+    let arm = p(0.5, "upperarm.l").distance(p(0.5, "lowerarm.l"))
+        + p(0.5, "lowerarm.l").distance(p(0.5, "wrist.l"));
+    assert!(
+        p(0.5, "wrist.l").distance(target) > 0.2,
+        "the idle's wrist is elsewhere"
+    );
+    for t in [0.6, 0.8, 1.0] {
+        let d = p(t, "wrist.l").distance(target);
+        assert!(d <= 1e-3 * arm, "t {t}: wrist {d} from its target");
+    }
+    // The elbow bends toward the pole (-Z) off the shoulder-to-target line.
+    let (s, e) = (p(0.8, "upperarm.l"), p(0.8, "lowerarm.l"));
+    let line = (target - s).normalize();
+    let off = (e - s) - line * (e - s).dot(line);
+    assert!(off.z < 0.0, "elbow off the line by {off:?}");
+    // The aim: the head's +Z passes through the point.
+    let look = Vec3::new(1.0, 1.3, 1.0);
+    for t in [1.2, 1.4] {
+        let h = at(t, "head");
+        let (o, f) = (h.w_axis.truncate(), h.z_axis.truncate().normalize());
+        let miss = (look - o).cross(f).length();
+        assert!(
+            miss < 1e-3 && (look - o).dot(f) > 0.0,
+            "t {t}: the head misses by {miss}"
+        );
+    }
+    // Feet on the side slope.
+    let n = Vec3::new(-0.2588, 0.9659, 0.0).normalize();
+    let height = |t: f64, foot: &str| p(t, foot).dot(n);
+    let before = height(1.45, "foot.l") - height(1.45, "foot.r");
+    assert!(before.abs() > 0.05, "the slope matters: {before}");
+    for t in [1.6, 2.0, 2.4] {
+        let diff = height(t, "foot.l") - height(t, "foot.r");
+        assert!(
+            diff.abs() < 0.005,
+            "t {t}: ankles {diff} apart along the normal"
+        );
+        assert!(
+            height(t, "foot.l") > 0.05,
+            "t {t}: the left ankle above the ground"
+        );
+    }
+    // Faded out by 2.75: the wrist is back where the idle (with the aim and the feet) puts it.
+    assert!(p(2.8, "wrist.l").distance(target) > 0.2);
+    // A missing joint is a clear error naming it.
+    let bad = std::env::temp_dir().join("skelett_bad_ik.json");
+    std::fs::write(
+        &bad,
+        r#"{"commands": [{"at": 0, "ik": {"two_bone": {"joints": ["a", "b", "c"], "target": [0, 0, 0]}}}]}"#,
+    )
+    .unwrap();
+    let (ok, _, err) = skelett(&[
+        "play",
+        file.to_str().unwrap(),
+        "--script",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(!ok && err.contains("\"a\""), "{err}");
 }
