@@ -231,13 +231,9 @@ fn bench(c: &mut Criterion) {
     let sk = robot.skeleton.clone();
     let walk = robot.clip("Robot_Walking").unwrap().clone();
     let find = |n: &str| sk.find(n).unwrap();
-    let mut rest_model = vec![Mat4::IDENTITY; sk.len()];
-    local_to_model(&sk, sk.rest_pose(), 0, &mut rest_model).unwrap();
     let leg = |upper: &str, lower: &str, foot: &str| {
-        let tip = rest_model[find(lower) as usize]
-            .inverse()
-            .transform_point3(rest_model[find(foot) as usize].w_axis.truncate());
-        let chain = TwoBoneChain::with_tip(&sk, [find(upper), find(lower)], tip).unwrap();
+        let chain =
+            TwoBoneChain::reaching_joint(&sk, [find(upper), find(lower)], find(foot)).unwrap();
         Leg::from_rest(&sk, chain, find(foot), Vec3::Y)
             .unwrap()
             .with_pole(Vec3::Z)

@@ -24,7 +24,6 @@ fn load(file: &str, clip: &str) -> (Skeleton, Clip) {
 fn rig(file: &str, clip: &str, legs: &[[&str; 4]], pelvis: &str) -> Rig {
     let (skeleton, clip) = load(file, clip);
     let find = |n: &str| skeleton.find(n).unwrap_or_else(|| panic!("{n}"));
-    let mut joints = Vec::new();
     let mut poles = Vec::new();
     let legs = legs
         .iter()
@@ -32,16 +31,10 @@ fn rig(file: &str, clip: &str, legs: &[[&str; 4]], pelvis: &str) -> Rig {
             let chain = if e.is_empty() {
                 // The foot is a separate joint: the chain ends at the lower leg's tip, where
                 // the foot is at rest.
-                let mut model = vec![Mat4::IDENTITY; skeleton.len()];
-                local_to_model(&skeleton, skeleton.rest_pose(), 0, &mut model).unwrap();
-                let tip = model[find(m) as usize]
-                    .inverse()
-                    .transform_point3(model[find(f) as usize].w_axis.truncate());
-                TwoBoneChain::with_tip(&skeleton, [find(s), find(m)], tip).unwrap()
+                TwoBoneChain::reaching_joint(&skeleton, [find(s), find(m)], find(f)).unwrap()
             } else {
                 TwoBoneChain::by_name(&skeleton, [s, m, e]).unwrap()
             };
-            joints.push(find(f));
             // Knees forward; a quadruped's elbows (legs named "arm") backward.
             let pole = if s.contains("Arm") { -Vec3::Z } else { Vec3::Z };
             poles.push(pole.z);

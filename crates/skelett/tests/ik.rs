@@ -1,7 +1,9 @@
 //! Inverse kinematics: accuracy, bend side, weights, limits and degenerate input, over random
 //! chains (proptest) and on a real rig.
 
-use glam::{Mat4, Quat, Vec3};
+mod common;
+use common::{model_of, pos, quat, unit};
+use glam::{Quat, Vec3};
 use proptest::prelude::*;
 use skelett::ik::{aim, aim_chain, two_bone, Aim, Bend, TwoBone, TwoBoneChain};
 use skelett::*;
@@ -29,31 +31,6 @@ fn chain_skeleton(lengths: [f32; 2], rotations: [Quat; 3], parent_scale: Vec3) -
     }
     .build()
     .unwrap()
-}
-
-fn model_of(skeleton: &Skeleton, pose: &[Transform]) -> Vec<Mat4> {
-    let mut model = vec![Mat4::IDENTITY; skeleton.len()];
-    local_to_model(skeleton, pose, 0, &mut model).unwrap();
-    model
-}
-
-fn pos(m: &Mat4) -> Vec3 {
-    m.w_axis.truncate()
-}
-
-fn quat() -> impl Strategy<Value = Quat> {
-    (-1.0f32..1.0, -1.0f32..1.0, -1.0f32..1.0, -1.0f32..1.0).prop_filter_map(
-        "non-zero",
-        |(x, y, z, w)| {
-            let q = Quat::from_xyzw(x, y, z, w);
-            (q.length() > 0.1).then(|| q.normalize())
-        },
-    )
-}
-
-fn unit() -> impl Strategy<Value = Vec3> {
-    (-1.0f32..1.0, -1.0f32..1.0, -1.0f32..1.0)
-        .prop_filter_map("non-zero", |(x, y, z)| Vec3::new(x, y, z).try_normalize())
 }
 
 const CHAIN: [JointIndex; 3] = [1, 2, 3];

@@ -2,6 +2,8 @@
 //! casts rays against: random chains, limits and targets (proptest), truths computed here
 //! by other means (a straight line, the limit's own definition, brute force over triangles).
 
+mod common;
+use common::{model_of, pos, quat, unit};
 use glam::{Mat3, Mat4, Quat, Vec3};
 use proptest::prelude::*;
 use skelett::ik::{ccd, fabrik, Chain, Ground, Heightfield, Limit, Plane, Reach, TriangleMesh};
@@ -29,31 +31,6 @@ fn chain_skeleton(bones: &[f32], rests: &[Quat]) -> Skeleton {
     }
     .build()
     .unwrap()
-}
-
-fn model_of(skeleton: &Skeleton, pose: &[Transform]) -> Vec<Mat4> {
-    let mut model = vec![Mat4::IDENTITY; skeleton.len()];
-    local_to_model(skeleton, pose, 0, &mut model).unwrap();
-    model
-}
-
-fn pos(m: &Mat4) -> Vec3 {
-    m.w_axis.truncate()
-}
-
-fn quat() -> impl Strategy<Value = Quat> {
-    (-1.0f32..1.0, -1.0f32..1.0, -1.0f32..1.0, -1.0f32..1.0).prop_filter_map(
-        "non-zero",
-        |(x, y, z, w)| {
-            let q = Quat::from_xyzw(x, y, z, w);
-            (q.length() > 0.1).then(|| q.normalize())
-        },
-    )
-}
-
-fn unit() -> impl Strategy<Value = Vec3> {
-    (-1.0f32..1.0, -1.0f32..1.0, -1.0f32..1.0)
-        .prop_filter_map("non-zero", |(x, y, z)| Vec3::new(x, y, z).try_normalize())
 }
 
 /// A limit: free, a hinge or a cone, with random axes and ranges.

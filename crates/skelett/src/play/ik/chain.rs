@@ -318,11 +318,12 @@ fn solve(
         *q = local[chain.joints[i] as usize].rotation;
     }
 
-    // Every joint inside its limit first, root down.
-    for i in 0..n {
-        let j = chain.joints[i] as usize;
-        let q = local[j].rotation;
-        set_rotation(chain, i, q, local, model);
+    // Every limited joint inside its limit first, root down.
+    for (i, limit) in chain.limits.iter().enumerate() {
+        if *limit != Limit::Free {
+            let q = local[chain.joints[i] as usize].rotation;
+            set_rotation(chain, i, q, local, model);
+        }
     }
 
     let mut positions_stack = [Vec3::ZERO; STACK];

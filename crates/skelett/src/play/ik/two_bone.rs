@@ -73,6 +73,29 @@ impl TwoBoneChain {
         })
     }
 
+    /// A chain with a tip (see [`TwoBoneChain::with_tip`]) at the place `joint` has in the
+    /// mid joint's frame in the skeleton's rest pose: for rigs whose foot is a control joint
+    /// outside the leg (robot_quaternius's `Foot.L` at the root), the lower leg's end is where
+    /// the foot is at rest.
+    ///
+    /// # Errors
+    /// As [`TwoBoneChain::with_tip`]; [`Error::NoSuchJoint`] for `joint`; [`Error::NotFinite`]
+    /// if the rest pose gives no finite tip (a zero-scaled mid joint).
+    pub fn reaching_joint(
+        skeleton: &Skeleton,
+        [start, mid]: [JointIndex; 2],
+        joint: JointIndex,
+    ) -> Result<Self, Error> {
+        super::in_range(skeleton, joint)?;
+        super::in_range(skeleton, mid)?;
+        let mut model = vec![Mat4::IDENTITY; skeleton.len()];
+        crate::local_to_model(skeleton, skeleton.rest_pose(), 0, &mut model)?;
+        let tip = model[mid as usize]
+            .inverse()
+            .transform_point3(model[joint as usize].w_axis.truncate());
+        Self::with_tip(skeleton, [start, mid], tip)
+    }
+
     /// The end point in the mid joint's space, for a chain built by [`TwoBoneChain::with_tip`].
     pub fn tip(&self) -> Option<Vec3> {
         self.tip
