@@ -141,6 +141,10 @@ enum Command {
     Render {
         /// The file to render; the embedded Fox when omitted.
         file: Option<PathBuf>,
+        /// A `skelett play` script to render instead of --clip/--to: its clips, layers and
+        /// IK commands; IK targets are drawn as crosses, the ground of `feet` as a surface.
+        #[arg(long, conflicts_with_all = ["clip", "to"])]
+        script: Option<PathBuf>,
         /// Clip name or index (default: the first clip).
         #[arg(long)]
         clip: Option<String>,
@@ -168,6 +172,13 @@ enum Command {
         /// Do not draw the shaded skin (with --skeleton or --wireframe).
         #[arg(long)]
         no_skin: bool,
+        /// Camera yaw, degrees: 0 looks from the front (+Z), 90 from the character's left
+        /// (+X, the side view that shows a slope); default 35.
+        #[arg(long, allow_negative_numbers = true)]
+        yaw: Option<f32>,
+        /// Camera pitch, degrees above the horizon (default 15).
+        #[arg(long, allow_negative_numbers = true)]
+        pitch: Option<f32>,
         /// Output file: .gif (animated) or .png.
         #[arg(long)]
         out: PathBuf,
@@ -395,6 +406,7 @@ fn main() -> ExitCode {
         } => view(file.as_deref(), exit_after, screenshot),
         Command::Render {
             file,
+            script,
             clip,
             to,
             crossfade,
@@ -404,10 +416,13 @@ fn main() -> ExitCode {
             skeleton,
             wireframe,
             no_skin,
+            yaw,
+            pitch,
             out: path,
         } => render::render(
             &mut out,
             file.as_deref(),
+            script.as_deref(),
             clip.as_deref(),
             to.as_deref(),
             crossfade,
@@ -421,6 +436,8 @@ fn main() -> ExitCode {
                 skeleton,
                 ..Default::default()
             },
+            (yaw.is_some() || pitch.is_some())
+                .then(|| (yaw.unwrap_or(35.0), pitch.unwrap_or(15.0))),
             &path,
         ),
         Command::Inspect { file, json } => inspect::run(&mut out, file.as_deref(), json),

@@ -220,8 +220,13 @@ struct ChainSpec {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FeetSpec {
-    /// Each leg's [hip, knee, ankle]; the ankle stands, its sole below it at rest.
+    /// Each leg's [hip, knee, ankle]; the ankle stands, its sole below it at rest. An
+    /// ankle that is not below the knee (a foot control joint at the root, as in
+    /// robot_quaternius) is reached by the knee's tip where the ankle is at rest.
     legs: Vec<[String; 3]>,
+    /// Each leg's knee direction in scene space (default: all forward, +Z; a quadruped's
+    /// front legs bend backward, -Z).
+    poles: Option<Vec<[f32; 3]>>,
     /// The joint lowered so the legs reach (none: not lowered).
     pelvis: Option<String>,
     /// {"slope": degrees} (rising along +Z), {"plane": {"point": [..], "normal": [..]}} or
@@ -588,12 +593,34 @@ fn feet_modifier(
     let sk = &asset.skeleton;
     let root = sk.root_transform();
     let up = root.inverse().transform_vector3(Vec3::Y);
+    if let Some(p) = &s.poles {
+        if p.len() != s.legs.len() {
+            return Err(format!(
+                "ik feet: {} poles for {} legs (one per leg, or none)",
+                p.len(),
+                s.legs.len()
+            )
+            .into());
+        }
+    }
     let mut legs = Vec::new();
-    for names in &s.legs {
-        let chain = ik::TwoBoneChain::by_name(sk, [&names[0], &names[1], &names[2]])?;
-        let leg = ik::Leg::from_rest(sk, chain, chain.joints()[2], up)?;
-        // Knees forward (+Z, where glTF characters face), in model space.
-        legs.push(leg.with_pole(root.inverse().transform_vector3(Vec3::Z)));
+    for (i, names) in s.legs.iter().enumerate() {
+        let find = |n: &str| {
+            sk.find(n)
+                .ok_or_else(|| format!("ik feet: no joint {n:?} in the skeleton"))
+        };
+        let [hip, knee, ankle] = [find(&names[0])?, find(&names[1])?, find(&names[2])?];
+        let below_knee =
+            std::iter::successors(sk.parent(ankle), |&j| sk.parent(j)).any(|j| j == knee);
+        let chain = if below_knee {
+            ik::TwoBoneChain::new(sk, [hip, knee, ankle])?
+        } else {
+            ik::TwoBoneChain::reaching_joint(sk, [hip, knee], ankle)?
+        };
+        let leg = ik::Leg::from_rest(sk, chain, ankle, up)?;
+        // Knees forward (+Z, where glTF characters face) unless given, in model space.
+        let pole = s.poles.as_ref().map_or(Vec3::Z, |p| Vec3::from(p[i]));
+        legs.push(leg.with_pole(root.inverse().transform_vector3(pole)));
     }
     let pelvis = match &s.pelvis {
         Some(n) => Some(
@@ -639,7 +666,11 @@ fn feet_modifier(
     let mut model = vec![Mat4::IDENTITY; sk.len()];
     local_to_model(sk, sk.rest_pose(), 0, &mut model)?;
     let p = |j: u16| model[j as usize].w_axis.truncate();
-    let leg_length = p(h).distance(p(k)) + p(k).distance(p(a));
+    let end = match first.chain().tip() {
+        Some(tip) => model[k as usize].transform_point3(tip),
+        None => p(a),
+    };
+    let leg_length = p(h).distance(p(k)) + p(k).distance(end);
     let drop = match s.max_pelvis_drop {
         Some(d) => root.inverse().transform_vector3(Vec3::Y * d).length(),
         None => 0.2 * leg_length,
@@ -669,6 +700,144 @@ fn mask(asset: &Asset, spec: &MaskSpec) -> Result<JointMask> {
     Ok(m)
 }
 
+/// A play script bound to an asset: what `skelett play` prints and `skelett render --script`
+/// draws. [`ScriptPlayer::start`] makes the animator with the script's layers and root
+/// motion; [`ScriptPlayer::run_due`] runs the commands due by a time.
+pub struct ScriptPlayer<'a> {
+    asset: &'a Asset,
+    script: Script,
+    /// The asset's clips with the script's events added.
+    clips: Vec<Arc<Clip>>,
+    /// Command indices in the order they run (by time, then as written).
+    order: Vec<usize>,
+    duration: f32,
+}
+
+/// One run of a [`ScriptPlayer`]: the animator and how far the commands have gone.
+pub struct ScriptState {
+    /// The animator the commands drive.
+    pub anim: Animator,
+    next: usize,
+    iks: Vec<(String, usize)>,
+}
+
+impl<'a> ScriptPlayer<'a> {
+    /// Reads and checks the script at `path` for `asset`.
+    pub fn load(asset: &'a Asset, path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let script: Script =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut clips: Vec<Arc<Clip>> = asset.clips.clone();
+        for (i, e) in script.events.iter().enumerate() {
+            let ci = asset
+                .clip_index(&e.clip)
+                .ok_or_else(|| format!("events[{i}]: no clip {:?}", e.clip))?;
+            let c = (*clips[ci]).clone().with_events(vec![ClipEvent {
+                time: e.time,
+                name: e.name.clone(),
+                payload: e.payload.clone(),
+            }])?;
+            clips[ci] = Arc::new(c);
+        }
+        let mut order: Vec<usize> = (0..script.commands.len()).collect();
+        order.sort_by(|&a, &b| {
+            script.commands[a]
+                .at
+                .total_cmp(&script.commands[b].at)
+                .then(a.cmp(&b))
+        });
+        let last_at = script.commands.iter().map(|c| c.at).fold(0.0f32, f32::max);
+        let duration = script.duration.unwrap_or(last_at + 1.0).max(0.0);
+        Ok(ScriptPlayer {
+            asset,
+            script,
+            clips,
+            order,
+            duration,
+        })
+    }
+
+    /// Seconds the script runs: its `duration`, or one second past its last command.
+    pub fn duration(&self) -> f32 {
+        self.duration
+    }
+
+    /// Whether the script asks for root motion.
+    fn root_motion(&self) -> bool {
+        self.script.root_motion.is_some()
+    }
+
+    /// A fresh animator with the script's layers, event policy and root motion, no command
+    /// run yet.
+    pub fn start(&self) -> Result<ScriptState> {
+        let (asset, script) = (self.asset, &self.script);
+        let mut anim = Animator::new(asset.skeleton.clone());
+        anim.set_event_policy(EventPolicy {
+            min_weight: script.event_min_weight.unwrap_or(0.5),
+            sync_leader_only: script.sync_leader_only.unwrap_or(true),
+        });
+        for (i, l) in script.layers.iter().enumerate() {
+            let m = l
+                .mask
+                .as_ref()
+                .map(|m| mask(asset, m))
+                .transpose()
+                .map_err(|e| format!("layers[{i}]: {e}"))?;
+            let mode = match l.mode {
+                Mode::Override => BlendMode::Override,
+                Mode::Additive => BlendMode::Additive,
+            };
+            anim.add_layer(mode, l.weight, m)
+                .map_err(|e| format!("layers[{i}]: {e}"))?;
+        }
+        if let Some(r) = &script.root_motion {
+            let joint = asset
+                .skeleton
+                .find(&r.joint)
+                .ok_or_else(|| format!("root_motion: no joint {:?}", r.joint))?;
+            anim.set_root_motion(Some(RootMotionConfig {
+                joint,
+                up: Vec3::from(r.up).normalize_or(Vec3::Y),
+                forward: Vec3::from(r.forward).normalize_or(Vec3::Z),
+            }))?;
+        }
+        Ok(ScriptState {
+            anim,
+            next: 0,
+            iks: Vec::new(),
+        })
+    }
+
+    /// Runs the commands due at or before `t` seconds that have not run yet.
+    pub fn run_due(&self, state: &mut ScriptState, t: f64) -> Result<()> {
+        while let Some(&i) = self.order.get(state.next) {
+            let c = &self.script.commands[i];
+            if c.at as f64 > t + 1e-9 {
+                break;
+            }
+            run_command(&mut state.anim, self.asset, &self.clips, &mut state.iks, c)
+                .map_err(|e| format!("commands[{i}] (at {} s): {e}", c.at))?;
+            state.next += 1;
+        }
+        Ok(())
+    }
+
+    /// An error if commands are left that come after the script's end.
+    pub fn check_done(&self, state: &ScriptState) -> Result<()> {
+        match self.order.get(state.next) {
+            None => Ok(()),
+            Some(&i) => Err(format!(
+                "commands[{i}] (at {} s) and {} more come after the script's end ({} s); \
+                 lengthen \"duration\"",
+                self.script.commands[i].at,
+                self.order.len() - state.next - 1,
+                self.duration
+            )
+            .into()),
+        }
+    }
+}
+
 /// Runs `skelett play`.
 pub fn run(
     out: &mut String,
@@ -679,74 +848,19 @@ pub fn run(
     joints: bool,
 ) -> Result<()> {
     let (asset, source) = crate::load(file)?;
-    let text = std::fs::read_to_string(script).map_err(|e| format!("{}: {e}", script.display()))?;
-    let script: Script =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", script.display()))?;
-
-    // Clips with the script's events added.
-    let mut clips: Vec<Arc<Clip>> = asset.clips.clone();
-    for (i, e) in script.events.iter().enumerate() {
-        let ci = asset
-            .clip_index(&e.clip)
-            .ok_or_else(|| format!("events[{i}]: no clip {:?}", e.clip))?;
-        let c = (*clips[ci]).clone().with_events(vec![ClipEvent {
-            time: e.time,
-            name: e.name.clone(),
-            payload: e.payload.clone(),
-        }])?;
-        clips[ci] = Arc::new(c);
-    }
-
-    let mut anim = Animator::new(asset.skeleton.clone());
-    anim.set_event_policy(EventPolicy {
-        min_weight: script.event_min_weight.unwrap_or(0.5),
-        sync_leader_only: script.sync_leader_only.unwrap_or(true),
-    });
-    for (i, l) in script.layers.iter().enumerate() {
-        let m = l
-            .mask
-            .as_ref()
-            .map(|m| mask(&asset, m))
-            .transpose()
-            .map_err(|e| format!("layers[{i}]: {e}"))?;
-        let mode = match l.mode {
-            Mode::Override => BlendMode::Override,
-            Mode::Additive => BlendMode::Additive,
-        };
-        anim.add_layer(mode, l.weight, m)
-            .map_err(|e| format!("layers[{i}]: {e}"))?;
-    }
-    if let Some(r) = &script.root_motion {
-        let joint = asset
-            .skeleton
-            .find(&r.joint)
-            .ok_or_else(|| format!("root_motion: no joint {:?}", r.joint))?;
-        anim.set_root_motion(Some(RootMotionConfig {
-            joint,
-            up: Vec3::from(r.up).normalize_or(Vec3::Y),
-            forward: Vec3::from(r.forward).normalize_or(Vec3::Z),
-        }))?;
-    }
-    let mut commands: Vec<(usize, &Command)> = script.commands.iter().enumerate().collect();
-    commands.sort_by(|a, b| a.1.at.total_cmp(&b.1.at).then(a.0.cmp(&b.0)));
-    let last_at = commands.iter().map(|c| c.1.at).fold(0.0f32, f32::max);
-    let duration = script.duration.unwrap_or(last_at + 1.0).max(0.0);
+    let player = ScriptPlayer::load(&asset, script)?;
+    let mut state = player.start()?;
+    let duration = player.duration();
     let steps = ((duration / dt).round() as usize).min(10_000_000);
 
     let skin_joints = asset.skin_joints(0);
     let root = asset.skeleton.root_transform();
     let mut model = vec![Mat4::IDENTITY; asset.skeleton.len()];
-    let mut next = 0;
-    let mut iks = Vec::new();
     let mut out_steps = Vec::new();
     for step in 0..steps {
         let t0 = step as f64 * dt as f64;
-        while next < commands.len() && (commands[next].1.at as f64) <= t0 + 1e-9 {
-            let (i, c) = commands[next];
-            run_command(&mut anim, &asset, &clips, &mut iks, c)
-                .map_err(|e| format!("commands[{i}] (at {} s): {e}", c.at))?;
-            next += 1;
-        }
+        player.run_due(&mut state, t0)?;
+        let anim = &mut state.anim;
         let r = anim.update(dt);
         let events: Vec<EventOut> = r
             .events
@@ -760,7 +874,7 @@ pub fn run(
                 payload: e.payload().map(str::to_string),
             })
             .collect();
-        let rm = script.root_motion.as_ref().map(|_| RootOut {
+        let rm = player.root_motion().then(|| RootOut {
             translation: r.root_motion.translation.to_array(),
             yaw: r.root_motion.yaw,
         });
@@ -785,16 +899,7 @@ pub fn run(
             joints: js,
         });
     }
-    if next < commands.len() {
-        let (i, c) = commands[next];
-        return Err(format!(
-            "commands[{i}] (at {} s) and {} more come after the script's end ({duration} s); \
-             lengthen \"duration\"",
-            c.at,
-            commands.len() - next - 1
-        )
-        .into());
-    }
+    player.check_done(&state)?;
     if json {
         outln!(
             out,

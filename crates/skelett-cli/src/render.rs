@@ -2,7 +2,7 @@
 //! into an animated GIF or a PNG.
 //!
 //! ```text
-//! Animator (commands at times) --update(dt)--> pose --local_to_model--> model matrices
+//! Animator (clip commands at times, or a `play` script) --update(dt)--> pose --local_to_model--> model matrices
 //!   --> CPU skinning of every primitive (timed, as a cross-check of the GPU path)
 //!   --> Renderer::render (GPU skinning, draw, read back) --> GifWriter / PNG
 //! ```
@@ -26,10 +26,9 @@ use crate::outln;
 use crate::Result;
 
 /// What one animated shot does.
-pub struct Shot {
-    /// Timed commands: at `t` seconds, play (no fade) or cross-fade to a clip, in sync
-    /// group 1 or on its own.
-    pub commands: Vec<Command>,
+pub struct Shot<'a> {
+    /// What drives the animator.
+    pub drive: Drive<'a>,
     /// Seconds rendered.
     pub seconds: f32,
     /// Frames per second.
@@ -38,6 +37,90 @@ pub struct Shot {
     pub options: RenderOptions,
     /// Print each event as it fires.
     pub print_events: bool,
+    /// Camera yaw and pitch in degrees (yaw 0 looks from +Z, the front of a glTF
+    /// character; 90 from +X, its left side); `None`: the framing camera's.
+    pub view: Option<(f32, f32)>,
+}
+
+/// What drives a shot's animator.
+pub enum Drive<'a> {
+    /// Timed commands: at `t` seconds, play (no fade) or cross-fade to a clip, in sync
+    /// group 1 or on its own.
+    Clips(Vec<Command>),
+    /// A `skelett play` script (clips, layers, IK modifiers); its IK targets are drawn as
+    /// markers and the ground its foot placement stands on as a surface.
+    Script(crate::play::ScriptPlayer<'a>),
+}
+
+/// One run of a shot: the animator and how far its commands have gone.
+enum Running {
+    Clips { anim: Animator, next: usize },
+    Script(crate::play::ScriptState),
+}
+
+impl Running {
+    fn start(asset: &Asset, shot: &Shot) -> Result<Running> {
+        Ok(match &shot.drive {
+            Drive::Clips(commands) => {
+                if commands.is_empty() {
+                    return Err("nothing to play".into());
+                }
+                let mut anim = Animator::new(asset.skeleton.clone());
+                anim.set_event_policy(EventPolicy {
+                    min_weight: 0.5,
+                    sync_leader_only: false,
+                });
+                Running::Clips { anim, next: 0 }
+            }
+            Drive::Script(player) => Running::Script(player.start()?),
+        })
+    }
+
+    /// Runs the commands due at `t` seconds.
+    fn run_due(&mut self, asset: &Asset, shot: &Shot, t: f32) -> Result<()> {
+        match (self, &shot.drive) {
+            (Running::Clips { anim, next }, Drive::Clips(commands)) => {
+                *next = apply(anim, asset, commands, *next, t)?;
+            }
+            (Running::Script(state), Drive::Script(player)) => {
+                player.run_due(state, t as f64)?;
+            }
+            _ => return Err("shot and run do not match".into()),
+        }
+        Ok(())
+    }
+
+    fn anim(&mut self) -> &mut Animator {
+        match self {
+            Running::Clips { anim, .. } => anim,
+            Running::Script(state) => &mut state.anim,
+        }
+    }
+}
+
+/// The scene-space targets of the animator's IK modifiers that are on (weight above 0):
+/// two-bone targets orange, aim targets cyan, chain targets magenta.
+fn ik_markers(anim: &Animator, root: Mat4) -> Vec<(Vec3, [f32; 4])> {
+    use skelett::animator::Modifier;
+    (0..anim.modifier_count())
+        .filter(|&i| anim.modifier_state(i).is_some_and(|(w, _)| w > 0.0))
+        .filter_map(|i| match anim.modifier(i)? {
+            Modifier::TwoBone { ik, .. } => Some((ik.target, [1.0, 0.55, 0.1, 1.0])),
+            Modifier::Aim { aim, .. } => Some((aim.target, [0.2, 0.9, 1.0, 1.0])),
+            Modifier::Chain { reach, .. } => Some((reach.target, [1.0, 0.3, 0.9, 1.0])),
+            Modifier::Feet { .. } => None,
+        })
+        .map(|(p, c)| (root.transform_point3(p), c))
+        .collect()
+}
+
+/// The ground of the animator's first foot-placement modifier, if any.
+fn ik_ground(anim: &Animator) -> Option<skelett::animator::SharedGround> {
+    use skelett::animator::Modifier;
+    (0..anim.modifier_count()).find_map(|i| match anim.modifier(i)? {
+        Modifier::Feet { ground, .. } => Some(ground.clone()),
+        _ => None,
+    })
 }
 
 /// One timed command of a shot.
@@ -99,6 +182,7 @@ fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Re
     }
     let gpu = Gpu::new()?;
     let sk = asset.skeleton.clone();
+    let root = sk.root_transform();
     let character = Character::new(&asset.skeleton, &asset.skins, &asset.meshes, &asset.images);
     let mut renderer = Renderer::new(&gpu, character, shot.options)?;
     let dt = 1.0 / shot.fps;
@@ -107,25 +191,49 @@ fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Re
     // Frame the whole shot: a dry run of the animator collects the joints' extent.
     let mut model = vec![Mat4::IDENTITY; sk.len()];
     let mut bounds: Option<Bounds> = None;
+    let mut ground = None;
     {
-        let mut anim = animator(asset, shot)?;
-        let mut next = 0;
+        let mut run = Running::start(asset, shot)?;
         for f in 0..frames {
-            next = apply(&mut anim, asset, shot, next, f as f32 * dt)?;
+            run.run_due(asset, shot, f as f32 * dt)?;
+            let anim = run.anim();
             anim.update(if f == 0 { 0.0 } else { dt });
             local_to_model(&sk, anim.pose(), 0, &mut model)?;
             if let Some(b) = renderer.bounds(&model) {
                 bounds = Some(bounds.map_or(b, |a| a.union(b)));
             }
+            for (p, _) in ik_markers(anim, root) {
+                let b = Bounds { min: p, max: p };
+                bounds = Some(bounds.map_or(b, |a| a.union(b)));
+            }
+            if ground.is_none() {
+                ground = ik_ground(anim);
+            }
         }
     }
     let bounds = bounds.ok_or("nothing to frame: the skeleton has no finite joints")?;
     let aspect = shot.options.width as f32 / shot.options.height as f32;
-    let camera = OrbitCamera::framing(bounds, aspect);
-    renderer.set_ground(
-        Vec3::new(bounds.center().x, bounds.min.y, bounds.center().z),
-        bounds.radius() * 1.5,
-    );
+    let mut camera = OrbitCamera::framing(bounds, aspect);
+    if let Some((yaw, pitch)) = shot.view {
+        if !(yaw.is_finite() && pitch.is_finite() && pitch.abs() < 89.0) {
+            return Err("--yaw must be finite and --pitch between -89 and 89 degrees".into());
+        }
+        camera.yaw = yaw.to_radians();
+        camera.pitch = pitch.to_radians();
+    }
+    let center = Vec3::new(bounds.center().x, bounds.min.y, bounds.center().z);
+    match &ground {
+        // The ground the feet stand on, found by casting down from above the shot.
+        Some(g) => {
+            let top = bounds.max.y + 4.0 * bounds.radius();
+            let depth = 8.0 * bounds.radius() + (bounds.max.y - bounds.min.y);
+            renderer.set_ground_surface(center, bounds.radius() * 1.5, &|x, z| {
+                g.cast(Vec3::new(x, top, z), Vec3::NEG_Y, depth)
+                    .map(|hit| hit.point.y)
+            });
+        }
+        None => renderer.set_ground(center, bounds.radius() * 1.5),
+    }
 
     // CPU skinning of every primitive, timed for comparison with the GPU path, which is what
     // draws (the GPU tests check that the two agree).
@@ -150,14 +258,14 @@ fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Re
     } else {
         None
     };
-    let mut anim = animator(asset, shot)?;
+    let mut run = Running::start(asset, shot)?;
     let mut timing = Timing::default();
-    let mut next = 0;
     let mut last = None;
     for f in 0..frames {
         let t = f as f32 * dt;
         let start = Instant::now();
-        next = apply(&mut anim, asset, shot, next, t)?;
+        run.run_due(asset, shot, t)?;
+        let anim = run.anim();
         let result = anim.update(if f == 0 { 0.0 } else { dt });
         let update_time = start.elapsed();
         let fired = result.events.len();
@@ -201,6 +309,7 @@ fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Re
         timing.skinning += start.elapsed();
 
         if gif || f + 1 == frames {
+            renderer.set_markers(&ik_markers(anim, root));
             let start = Instant::now();
             let image = renderer.render(&gpu, &model, &camera)?;
             timing.rendering += start.elapsed();
@@ -234,27 +343,15 @@ fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Re
     Ok(timing)
 }
 
-fn animator(asset: &Asset, shot: &Shot) -> Result<Animator> {
-    let mut anim = Animator::new(asset.skeleton.clone());
-    anim.set_event_policy(EventPolicy {
-        min_weight: 0.5,
-        sync_leader_only: false,
-    });
-    if shot.commands.is_empty() {
-        return Err("nothing to play".into());
-    }
-    Ok(anim)
-}
-
 /// Runs the commands due at time `t`, from index `next`; returns the next index.
 fn apply(
     anim: &mut Animator,
     asset: &Asset,
-    shot: &Shot,
+    commands: &[Command],
     mut next: usize,
     t: f32,
 ) -> Result<usize> {
-    while let Some(c) = shot.commands.get(next) {
+    while let Some(c) = commands.get(next) {
         if c.at > t + 1e-6 {
             break;
         }
@@ -292,12 +389,14 @@ fn print_timing(out: &mut String, t: &Timing) {
 pub fn render(
     out_text: &mut String,
     file: Option<&Path>,
+    script: Option<&Path>,
     clip: Option<&str>,
     to: Option<&str>,
     crossfade: f32,
     seconds: Option<f32>,
     fps: f32,
     options: RenderOptions,
+    view: Option<(f32, f32)>,
     out: &Path,
 ) -> Result<()> {
     let (asset, source) = crate::load(file)?;
@@ -307,6 +406,24 @@ pub fn render(
             format!("no clip {name:?}; the file has: {}", names.join(", "))
         })
     };
+    if let Some(path) = script {
+        if clip.is_some() || to.is_some() {
+            return Err("--script plays its own clips: leave out --clip and --to".into());
+        }
+        let player = crate::play::ScriptPlayer::load(&asset, path)?;
+        let shot = Shot {
+            seconds: seconds.unwrap_or(player.duration().clamp(0.5, 60.0)),
+            drive: Drive::Script(player),
+            fps,
+            options,
+            print_events: false,
+            view,
+        };
+        outln!(out_text, "{source} with {}", path.display());
+        let timing = run_shot(out_text, &asset, &shot, out)?;
+        print_timing(out_text, &timing);
+        return Ok(());
+    }
     if asset.clips.is_empty() {
         return Err("the file has no clips".into());
     }
@@ -331,11 +448,12 @@ pub fn render(
         seconds_default = at + crossfade.max(0.0) + asset.clips[second].duration();
     }
     let shot = Shot {
-        commands,
+        drive: Drive::Clips(commands),
         seconds: seconds.unwrap_or(seconds_default.clamp(0.5, 20.0)),
         fps,
         options,
         print_events: false,
+        view,
     };
     outln!(out_text, "{source}");
     let timing = run_shot(out_text, &asset, &shot, out)?;
@@ -403,7 +521,7 @@ pub fn demo(
     }
     let shot = Shot {
         // Survey plays on its own; Walk and Run share a sync group, so Run joins Walk's phase.
-        commands: vec![
+        drive: Drive::Clips(vec![
             Command {
                 at: 0.0,
                 clip: idle,
@@ -422,11 +540,12 @@ pub fn demo(
                 fade: run_fade,
                 sync: true,
             },
-        ],
+        ]),
         seconds,
         fps,
         options,
         print_events: true,
+        view: None,
     };
     let timing = run_shot(out_text, &asset, &shot, out)?;
     print_timing(out_text, &timing);

@@ -502,6 +502,43 @@ fn render_writes_png_and_gif_and_rejects_bad_arguments() {
     assert!(ok, "{err}");
     assert!(out.contains("frames"), "{out}");
     assert_eq!(&std::fs::read(&gif).unwrap()[..6], b"GIF89a");
+
+    // A play script with IK: the robot's feet on a slope, seen from the side.
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/robot_feet.json");
+    let robot = data("gltf/robot_quaternius.glb");
+    let png = dir.join("robot_feet.png");
+    let (ok, out, err) = skelett(&[
+        "render",
+        robot.to_str().unwrap(),
+        "--script",
+        script.to_str().unwrap(),
+        "--yaw",
+        "90",
+        "--pitch",
+        "0",
+        "--size",
+        "160x120",
+        "--seconds",
+        "0.6",
+        "--out",
+        png.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("robot_feet.json") && out.contains("1 frame"),
+        "{out}"
+    );
+    assert_eq!(&std::fs::read(&png).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
+    let (ok, _, err) = skelett(&[
+        "render",
+        "--script",
+        script.to_str().unwrap(),
+        "--clip",
+        "Walk",
+        "--out",
+        png.to_str().unwrap(),
+    ]);
+    assert!(!ok && err.contains("--clip"), "{err}");
 }
 
 /// FBX works like every other format: inspect, sample, convert to glb and read it back.

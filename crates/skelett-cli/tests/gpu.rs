@@ -287,3 +287,74 @@ fn renders_jpeg_base_colour_textures() {
         "blue {blue}, green {green} pixels"
     );
 }
+
+/// A ground surface given as heights is drawn where the heights put it (a 15 degree slope,
+/// not the flat grid), and markers are crosses in their colour at their projected points.
+#[test]
+fn draws_a_sloped_ground_surface_and_markers() {
+    let Some(gpu) = gpu() else { return };
+    let asset = skelett_io::load(data("gltf/Fox.glb")).unwrap();
+    let model = posed(&asset, 1, 0.3);
+    let (w, h) = (320u32, 240u32);
+    let opts = RenderOptions {
+        width: w,
+        height: h,
+        ..Default::default()
+    };
+    let mut r = Renderer::new(&gpu, character(&asset), opts).unwrap();
+    let bounds = r.bounds(&model).unwrap();
+    let mut cam = OrbitCamera::framing(bounds, w as f32 / h as f32);
+    // From the side, so the slope (rising along +Z) shows as a rise across the image.
+    cam.yaw = 90f32.to_radians();
+    let center = Vec3::new(bounds.center().x, bounds.min.y, bounds.center().z);
+    let half = bounds.radius() * 1.5;
+    let tan = 15f32.to_radians().tan();
+    let slope = move |_x: f32, z: f32| center.y + (z - center.z) * tan;
+    // Ground only along the centre line (narrower than one of the 96 pieces a line is drawn
+    // in): one line along Z, and nothing across, where there is no ground on both ends.
+    let band = 0.25 * 2.0 * half / 96.0;
+    r.set_ground_surface(center, half, &|x, z| {
+        ((x - center.x).abs() < band).then(|| slope(x, z))
+    });
+    let target = bounds.center() + Vec3::new(0.0, bounds.radius() * 0.8, 0.0);
+    r.set_markers(&[(target, [1.0, 0.55, 0.1, 1.0])]);
+    r.set_layers(false, false, false, true);
+    let img = r.render(&gpu, &model, &cam).unwrap();
+    img.write_png(out_dir().join("fox_slope_ground.png"))
+        .unwrap();
+    let bg =
+        |p: [u8; 4]| p[0] < 80 && p[1] < 80 && p[2] < 80 && (p[0] as i32 - p[2] as i32).abs() < 20;
+    let drawn_near = |p: Vec3| {
+        let Some((x, y)) = r.project(&cam, p) else {
+            return false;
+        };
+        (-1i32..=1)
+            .flat_map(|dy| (-1i32..=1).map(move |dx| (dx, dy)))
+            .any(|(dx, dy)| {
+                let (px, py) = (x as i32 + dx, y as i32 + dy);
+                px >= 0 && py >= 0 && img.pixel(px as u32, py as u32).is_some_and(|q| !bg(q))
+            })
+    };
+    // Points of the centre line, on the slope and on the flat plane.
+    let mut on_slope = 0;
+    let mut on_flat = 0;
+    let n = 40;
+    for k in 0..=n {
+        let z = center.z - half + 2.0 * half * k as f32 / n as f32;
+        if (z - center.z).abs() < 0.3 * half {
+            continue; // where slope and flat plane are too close to tell apart
+        }
+        let x = center.x;
+        on_slope += drawn_near(Vec3::new(x, slope(x, z), z)) as usize;
+        on_flat += drawn_near(Vec3::new(x, center.y, z)) as usize;
+    }
+    assert!(on_slope >= 25, "{on_slope} slope points drawn");
+    assert!(on_flat * 3 < on_slope, "{on_flat} flat-plane points drawn");
+    // The marker: orange at its point.
+    let (mx, my) = r.project(&cam, target).unwrap();
+    let p = img.pixel(mx as u32, my as u32).unwrap();
+    assert!(
+        p[0] > 180 && (60..200).contains(&p[1]) && p[2] < 90,
+        "marker pixel {p:?}"
+    );
+}

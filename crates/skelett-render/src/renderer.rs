@@ -1,5 +1,6 @@
 //! The offscreen renderer: skinned meshes (lit, shaded, base colour), a wireframe, a
-//! skeleton overlay and a ground grid, drawn into a multisampled texture and read back.
+//! skeleton overlay, a ground grid (or a ground surface given as heights) and markers (IK
+//! targets), drawn into a multisampled texture and read back.
 //!
 //! Meshes without normals get area-weighted smooth normals at load, so they can be lit.
 //!
@@ -9,7 +10,7 @@
 //! render(gpu, model, camera):
 //!   SkinPalette::update per skin (CPU, from the model matrices)
 //!   compute: GpuSkinner::encode per primitive -> skinned vertex buffers
-//!   render pass (4x MSAA): mesh -> grid -> wireframe -> skeleton overlay (always on top)
+//!   render pass (4x MSAA): mesh -> grid -> wireframe -> skeleton overlay, markers (always on top)
 //!   resolve -> copy to a buffer -> Image
 //! ```
 
@@ -85,6 +86,8 @@ pub struct Renderer {
     line_capacity: usize,
     line_scratch: Vec<LineVertex>,
     grid: Vec<LineVertex>,
+    /// Scene-space points drawn as crosses on top of everything (IK targets).
+    markers: Vec<(Vec3, [f32; 4])>,
 }
 
 impl Renderer {
@@ -427,6 +430,7 @@ impl Renderer {
             line_capacity,
             line_scratch: Vec::with_capacity(line_capacity),
             grid: Vec::new(),
+            markers: Vec::new(),
         })
     }
 
@@ -480,6 +484,77 @@ impl Renderer {
                 });
             }
         }
+    }
+
+    /// Replaces the ground grid by a surface given as heights: `height(x, z)` is the
+    /// scene-space height of the ground at `(x, z)` (`None` where there is none), drawn as 21
+    /// lines each way over the square of `2 * half_extent` around `center`, each line bent to
+    /// follow the ground in 96 pieces, so that slopes, steps and terrain show as they are.
+    /// A piece whose ends are both missing, or that jumps more than a tenth of the square
+    /// (a cliff, not a step), is left out.
+    ///
+    /// ```no_run
+    /// # fn f(renderer: &mut skelett_render::Renderer) {
+    /// use glam::Vec3;
+    /// // A 15 degree slope rising along +Z through the origin.
+    /// let tan = 15f32.to_radians().tan();
+    /// renderer.set_ground_surface(Vec3::ZERO, 2.0, &|_x, z| Some(z * tan));
+    /// # }
+    /// ```
+    pub fn set_ground_surface(
+        &mut self,
+        center: Vec3,
+        half_extent: f32,
+        height: &dyn Fn(f32, f32) -> Option<f32>,
+    ) {
+        self.grid.clear();
+        let (n, pieces) = (20, 96);
+        let step = 2.0 * half_extent / n as f32;
+        let piece = 2.0 * half_extent / pieces as f32;
+        let cliff = 0.2 * half_extent;
+        for i in 0..=n {
+            let o = -half_extent + step * i as f32;
+            let c = if i == n / 2 {
+                [0.36, 0.38, 0.42, 1.0]
+            } else {
+                [0.2, 0.21, 0.24, 1.0]
+            };
+            for along_z in [true, false] {
+                let at = |k: usize| {
+                    let s = -half_extent + piece * k as f32;
+                    let (x, z) = if along_z {
+                        (center.x + o, center.z + s)
+                    } else {
+                        (center.x + s, center.z + o)
+                    };
+                    height(x, z)
+                        .filter(|h| h.is_finite())
+                        .map(|h| Vec3::new(x, h, z))
+                };
+                let mut prev = at(0);
+                for k in 1..=pieces {
+                    let next = at(k);
+                    if let (Some(a), Some(b)) = (prev, next) {
+                        if (a.y - b.y).abs() <= cliff {
+                            for p in [a, b] {
+                                self.grid.push(LineVertex {
+                                    pos: p.to_array(),
+                                    color: c,
+                                });
+                            }
+                        }
+                    }
+                    prev = next;
+                }
+            }
+        }
+    }
+
+    /// Scene-space points drawn as small crosses on top of the picture (IK targets, look-at
+    /// points), each in its RGBA colour; replaces the previous ones.
+    pub fn set_markers(&mut self, markers: &[(Vec3, [f32; 4])]) {
+        self.markers.clear();
+        self.markers.extend_from_slice(markers);
     }
 
     /// The scene-space bounds of the bind-pose meshes and of the joints posed by `model`.
@@ -593,7 +668,7 @@ impl Renderer {
                 light_dir: light.extend(0.0).to_array(),
             }),
         );
-        // Lines: the grid, then the skeleton overlay.
+        // Lines: the grid (or ground surface), then the skeleton overlay and the markers.
         self.line_scratch.clear();
         if self.options.grid {
             self.line_scratch.extend_from_slice(&self.grid);
@@ -632,7 +707,27 @@ impl Renderer {
                 }
             }
         }
-        self.line_scratch.truncate(self.line_capacity);
+        let size = camera.distance * 0.04;
+        for &(p, color) in &self.markers {
+            for axis in [Vec3::X, Vec3::Y, Vec3::Z] {
+                for q in [p - axis * size, p + axis * size] {
+                    self.line_scratch.push(LineVertex {
+                        pos: q.to_array(),
+                        color,
+                    });
+                }
+            }
+        }
+        if self.line_scratch.len() > self.line_capacity {
+            // A ground surface or markers added since: a larger buffer, made once.
+            self.line_capacity = self.line_scratch.len().next_power_of_two();
+            self.lines = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("lines"),
+                size: (self.line_capacity * std::mem::size_of::<LineVertex>()) as u64,
+                usage: wgpu::BufferUsages::VERTEX | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+        }
         if !self.line_scratch.is_empty() {
             gpu.queue
                 .write_buffer(&self.lines, 0, bytemuck::cast_slice(&self.line_scratch));

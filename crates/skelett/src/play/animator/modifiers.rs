@@ -297,6 +297,11 @@ impl Animator {
         Ok(())
     }
 
+    /// Modifier `index` (its chain, request and ground), to read.
+    pub fn modifier(&self, index: usize) -> Option<&Modifier> {
+        self.modifiers.get(index).map(|s| &s.modifier)
+    }
+
     /// Modifier `index`, to change anything of its request.
     pub fn modifier_mut(&mut self, index: usize) -> Option<&mut Modifier> {
         self.modifiers.get_mut(index).map(|s| &mut s.modifier)
