@@ -136,6 +136,13 @@ enum Command {
         /// With --exit-after: save a PNG screenshot of the window before closing.
         #[arg(long, value_name = "PNG", requires = "exit_after")]
         screenshot: Option<PathBuf>,
+        /// Start with the look-at target on (the head turns toward the cyan cross; drag it).
+        #[arg(long)]
+        look_at: bool,
+        /// Start on a ground sloped by this many degrees (rising toward the character's
+        /// front), feet placed on it.
+        #[arg(long, value_name = "DEGREES", allow_negative_numbers = true)]
+        slope: Option<f32>,
     },
     /// Render a clip (optionally cross-fading to another) offscreen to a GIF or PNG.
     Render {
@@ -341,7 +348,13 @@ pub fn load(file: Option<&Path>) -> std::result::Result<(Asset, String), skelett
 
 /// `skelett view`.
 #[cfg(feature = "viewer")]
-fn view(file: Option<&Path>, exit_after: Option<u32>, screenshot: Option<PathBuf>) -> Result<()> {
+fn view(
+    file: Option<&Path>,
+    exit_after: Option<u32>,
+    screenshot: Option<PathBuf>,
+    look_at: bool,
+    slope: Option<f32>,
+) -> Result<()> {
     let (asset, source) = load(file)?;
     skelett_viewer::run(
         asset,
@@ -349,6 +362,8 @@ fn view(file: Option<&Path>, exit_after: Option<u32>, screenshot: Option<PathBuf
             title: source,
             exit_after,
             screenshot,
+            look_at,
+            slope,
         },
     )?;
     Ok(())
@@ -360,6 +375,8 @@ fn view(
     _file: Option<&Path>,
     _exit_after: Option<u32>,
     _screenshot: Option<PathBuf>,
+    _look_at: bool,
+    _slope: Option<f32>,
 ) -> Result<()> {
     Err(
         "this skelett was built without the viewer; build it with the `viewer` feature: \
@@ -403,7 +420,9 @@ fn main() -> ExitCode {
             file,
             exit_after,
             screenshot,
-        } => view(file.as_deref(), exit_after, screenshot),
+            look_at,
+            slope,
+        } => view(file.as_deref(), exit_after, screenshot, look_at, slope),
         Command::Render {
             file,
             script,

@@ -10,6 +10,10 @@
 //! - a second layer (override or additive) with its clip, weight and a joint-subtree mask;
 //! - skin / wireframe / skeleton / grid toggles, and an orbit camera (drag to turn, scroll
 //!   to zoom, double-click to frame the character again);
+//! - IK: a look-at target (the cyan cross; drag it in the view) that the head and the two
+//!   joints above it turn toward, and foot placement on a ground whose slope a slider sets
+//!   (legs found by [`skelett::ik::Feet::guess`]), both fading in and out as modifiers of the
+//!   animator;
 //! - the log of fired events (the file's own, plus footsteps found by
 //!   `skelett::contacts`) and the frame-time readout.
 //!
@@ -23,8 +27,11 @@ use std::time::Instant;
 
 use eframe::egui;
 use glam::{Mat4, Vec3};
-use skelett::animator::{Animator, BlendMode, Curve, EventPolicy, PlayOptions};
-use skelett::{local_to_model, Clip, JointMask};
+use skelett::animator::{
+    Animator, BlendMode, Curve, EventPolicy, Modifier, PlayOptions, SharedGround,
+};
+use skelett::ik::{Aim, Feet, Placement, Plane};
+use skelett::{local_to_model, Clip, JointIndex, JointMask, Skeleton};
 use skelett_io::Asset;
 use skelett_render::{Bounds, Character, Gpu, OrbitCamera, RenderOptions, Renderer};
 
@@ -38,6 +45,11 @@ pub struct ViewerOptions {
     /// Save a screenshot of the whole window as PNG before closing (needs `exit_after`; the
     /// last frame is captured).
     pub screenshot: Option<PathBuf>,
+    /// Start with the look-at target on.
+    pub look_at: bool,
+    /// Start with the ground sloped by this many degrees (rising toward the character's
+    /// front, +Z) and the feet placed on it.
+    pub slope: Option<f32>,
 }
 
 /// What stops the viewer.
@@ -140,6 +152,18 @@ struct Viewer {
     wireframe: bool,
     skeleton: bool,
     grid: bool,
+    // IK.
+    /// The look-at modifier's index and its target (scene space); `None` without a head.
+    look: Option<(usize, Vec3)>,
+    look_on: bool,
+    dragging_target: bool,
+    /// The foot-placement modifier's index, or why there is none.
+    feet: Result<usize, String>,
+    feet_on: bool,
+    /// Ground slope in degrees (rising along +Z).
+    slope: f32,
+    /// Where the ground grid is drawn: centre and half extent.
+    ground_area: (Vec3, f32),
     events: VecDeque<String>,
     time: f64,
     frame_ms: f32,
@@ -209,6 +233,21 @@ impl Viewer {
         );
         let additive_clips = vec![None; asset.clips.len()];
         let layer_clip = asset.clips.len().min(2) - 1;
+        let look = look_at(&mut animator, &sk, bounds)?;
+        let feet = feet(&mut animator, &sk, &asset.clips);
+        let ground_area = (
+            Vec3::new(bounds.center().x, bounds.min.y, bounds.center().z),
+            bounds.radius() * 1.5,
+        );
+        let look_on = options.look_at && look.is_some();
+        if let (true, Some((i, _))) = (look_on, look) {
+            animator.fade_modifier(i, 1.0, 0.0)?;
+        }
+        let slope = options.slope.unwrap_or(0.0).clamp(-40.0, 40.0);
+        let feet_on = options.slope.is_some() && feet.is_ok();
+        if let (true, Ok(i)) = (feet_on, &feet) {
+            animator.fade_modifier(*i, 1.0, 0.0)?;
+        }
         Ok(Viewer {
             additive_clips,
             animator,
@@ -233,6 +272,13 @@ impl Viewer {
             wireframe: false,
             skeleton: true,
             grid: true,
+            look,
+            look_on,
+            dragging_target: false,
+            feet,
+            feet_on,
+            slope: f32::NAN, // set below, with the ground
+            ground_area,
             events: VecDeque::new(),
             time: 0.0,
             frame_ms: 0.0,
@@ -243,7 +289,35 @@ impl Viewer {
             screenshot_asked: false,
             failure,
             asset,
-        })
+        }
+        .with_slope(slope))
+    }
+
+    /// Sets the ground's slope: the feet modifier's plane and the drawn grid.
+    fn with_slope(mut self, degrees: f32) -> Self {
+        self.set_slope(degrees);
+        self
+    }
+
+    fn set_slope(&mut self, degrees: f32) {
+        if degrees == self.slope {
+            return;
+        }
+        self.slope = degrees;
+        let plane = slope_plane(degrees);
+        if let Ok(i) = self.feet {
+            if let Some(Modifier::Feet { ground, .. }) = self.animator.modifier_mut(i) {
+                *ground = Arc::new(plane) as SharedGround;
+            }
+        }
+        let (center, half) = self.ground_area;
+        if degrees == 0.0 {
+            self.renderer.set_ground(center, half);
+        } else {
+            let tan = degrees.to_radians().tan();
+            self.renderer
+                .set_ground_surface(center, half, &|_x, z| Some(z * tan));
+        }
     }
 
     fn log(&mut self, line: String) {
@@ -435,6 +509,8 @@ impl Viewer {
             self.apply_layer();
         }
         ui.separator();
+        self.ik_panel(ui);
+        ui.separator();
         ui.horizontal_wrapped(|ui| {
             ui.checkbox(&mut self.skin, "skin");
             ui.checkbox(&mut self.wireframe, "wireframe");
@@ -456,6 +532,188 @@ impl Viewer {
                 }
             });
     }
+}
+
+impl Viewer {
+    fn ik_panel(&mut self, ui: &mut egui::Ui) {
+        ui.heading("IK");
+        match self.look {
+            Some((i, _)) => {
+                if ui
+                    .checkbox(&mut self.look_on, "look at the cyan cross (drag it)")
+                    .changed()
+                {
+                    let w = if self.look_on { 1.0 } else { 0.0 };
+                    if let Err(e) = self.animator.fade_modifier(i, w, 0.3) {
+                        self.fail(e);
+                    }
+                }
+            }
+            None => {
+                ui.label("look-at: no joint named like a head");
+            }
+        }
+        match &self.feet {
+            Ok(i) => {
+                let i = *i;
+                if ui
+                    .checkbox(&mut self.feet_on, "feet on the ground")
+                    .changed()
+                {
+                    let w = if self.feet_on { 1.0 } else { 0.0 };
+                    if let Err(e) = self.animator.fade_modifier(i, w, 0.3) {
+                        self.fail(e);
+                    }
+                }
+            }
+            Err(why) => {
+                ui.label(format!("foot placement: {why}"));
+            }
+        }
+        let mut slope = self.slope;
+        if ui
+            .add(egui::Slider::new(&mut slope, -40.0..=40.0).text("ground slope °"))
+            .changed()
+        {
+            self.set_slope(slope);
+        }
+        if let Some((i, _)) = self.look {
+            if let Some((w, Some(e))) = self.animator.modifier_state(i) {
+                ui.label(format!("look-at (weight {w:.2}): {e}"));
+            }
+        }
+    }
+
+    /// Starts, continues or ends dragging the look-at target with the pointer; returns
+    /// whether the drag is the target's (else it turns the camera).
+    fn drag_target(&mut self, response: &egui::Response, rect: egui::Rect, ppp: f32) -> bool {
+        let Some((i, target)) = self.look.filter(|_| self.look_on) else {
+            return false;
+        };
+        if response.drag_started() {
+            let near = response.interact_pointer_pos().and_then(|p| {
+                let (x, y) = self.renderer.project(&self.camera, target)?;
+                let d = egui::vec2(x, y) / ppp - (p - rect.min);
+                Some(d.length() < 16.0)
+            });
+            self.dragging_target = near == Some(true);
+        }
+        if !self.dragging_target {
+            return false;
+        }
+        if response.dragged() {
+            let d = response.drag_delta() * ppp;
+            let h = self.renderer.options().height as f32;
+            let moved = drag_in_view_plane(&self.camera, target, (d.x, d.y), h);
+            self.look = Some((i, moved));
+            let model = self.asset.skeleton.root_transform().inverse();
+            if let Err(e) = self
+                .animator
+                .set_modifier_target(i, model.transform_point3(moved))
+            {
+                self.fail(e);
+            }
+        }
+        if response.drag_stopped() {
+            self.dragging_target = false;
+        }
+        true
+    }
+}
+
+/// `point` moved by `(dx, dy)` pixels of an image `height` pixels high, in the plane through
+/// it that faces the camera: a pixel of pointer motion is a pixel of motion on screen.
+fn drag_in_view_plane(
+    camera: &OrbitCamera,
+    point: Vec3,
+    (dx, dy): (f32, f32),
+    height: f32,
+) -> Vec3 {
+    let eye = camera.eye();
+    let fwd = (camera.target - eye).normalize_or(Vec3::NEG_Z);
+    let right = fwd.cross(Vec3::Y).normalize_or(Vec3::X);
+    let up = right.cross(fwd);
+    let depth = (point - eye).dot(fwd).max(1e-3);
+    let per_px = 2.0 * depth * (0.5 * camera.fov_y).tan() / height;
+    point + (right * dx - up * dy) * per_px
+}
+
+/// A plane through the scene origin rising by `degrees` along +Z.
+fn slope_plane(degrees: f32) -> Plane {
+    let a = degrees.to_radians();
+    Plane::new(Vec3::ZERO, Vec3::new(0.0, a.cos(), -a.sin())).expect("a unit normal")
+}
+
+/// A look-at modifier (off) on the joint named like a head and up to two joints above it,
+/// its forward axis the character's front (+Z) at rest; the target ahead of the head.
+fn look_at(
+    animator: &mut Animator,
+    sk: &Arc<Skeleton>,
+    bounds: Bounds,
+) -> Result<Option<(usize, Vec3)>, ViewerError> {
+    let head = (0..sk.len() as JointIndex)
+        .filter(|&j| {
+            let n = sk.name(j).to_ascii_lowercase();
+            n.contains("head") && !["end", "top", "tip", "nub"].iter().any(|x| n.contains(x))
+        })
+        .min_by_key(|&j| sk.name(j).len());
+    let Some(head) = head else {
+        return Ok(None);
+    };
+    let mut chain = vec![head];
+    while chain.len() < 3 {
+        match sk.parent(chain[0]).filter(|&p| sk.parent(p).is_some()) {
+            Some(p) => chain.insert(0, p),
+            None => break,
+        }
+    }
+    let weights = [0.25, 0.5, 1.0][3 - chain.len()..].to_vec();
+    let mut model = vec![Mat4::IDENTITY; sk.len()];
+    local_to_model(sk, sk.rest_pose(), 0, &mut model)?;
+    let root = sk.root_transform();
+    let to_model = root.inverse();
+    let rest = model[head as usize];
+    let forward = rest
+        .inverse()
+        .transform_vector3(to_model.transform_vector3(Vec3::Z))
+        .normalize_or(Vec3::Z);
+    let up = rest
+        .inverse()
+        .transform_vector3(to_model.transform_vector3(Vec3::Y))
+        .normalize_or(Vec3::Y);
+    let head_at = root.transform_point3(rest.w_axis.truncate());
+    let target = head_at + Vec3::new(0.4, 0.0, 1.0) * bounds.radius();
+    let aim = Aim {
+        up,
+        pole: to_model.transform_vector3(Vec3::Y),
+        ..Aim::new(to_model.transform_point3(target), forward)
+    };
+    let i = animator.add_modifier(
+        Modifier::Aim {
+            chain,
+            weights,
+            aim,
+        },
+        0.0,
+    )?;
+    Ok(Some((i, target)))
+}
+
+/// A foot-placement modifier (off) on the legs [`Feet::guess`] finds, contacts from every
+/// clip, on the flat ground; or why there is none.
+fn feet(animator: &mut Animator, sk: &Skeleton, clips: &[Arc<Clip>]) -> Result<usize, String> {
+    let feet = Feet::guess(sk).map_err(|e| e.to_string())?;
+    let mut model = vec![Mat4::IDENTITY; sk.len()];
+    local_to_model(sk, sk.rest_pose(), 0, &mut model).map_err(|e| e.to_string())?;
+    let p = |j: JointIndex| model[j as usize].w_axis.truncate();
+    let [h, k, a] = feet.legs()[0].chain().joints();
+    let leg = p(h).distance(p(k)) + p(k).distance(p(a));
+    let placement = Placement::new(sk.root_transform(), 0.25 * leg);
+    let mut m = Modifier::feet(feet.clone(), placement, Arc::new(slope_plane(0.0)));
+    for c in clips {
+        m = m.with_contacts(c.clone(), feet.contacts(sk, c));
+    }
+    animator.add_modifier(m, 0.0).map_err(|e| e.to_string())
 }
 
 fn wgpu_filter() -> egui_wgpu::wgpu::FilterMode {
@@ -569,7 +827,9 @@ impl eframe::App for Viewer {
                 }
                 // Orbit camera: drag to turn, scroll to zoom, double-click to frame again.
                 let (rect, response) = ui.allocate_exact_size(size, egui::Sense::click_and_drag());
-                if response.dragged() {
+                if self.drag_target(&response, rect, ppp) {
+                    // The look-at target moved instead of the camera.
+                } else if response.dragged() {
                     let d = response.drag_delta();
                     self.camera.yaw -= d.x * 0.01;
                     self.camera.pitch = (self.camera.pitch + d.y * 0.01).clamp(-1.5, 1.5);
@@ -584,6 +844,11 @@ impl eframe::App for Viewer {
                     }
                 }
                 let start = Instant::now();
+                let markers: Vec<(Vec3, [f32; 4])> = match self.look {
+                    Some((_, t)) if self.look_on => vec![(t, [0.2, 0.9, 1.0, 1.0])],
+                    _ => Vec::new(),
+                };
+                self.renderer.set_markers(&markers);
                 self.renderer
                     .set_layers(self.skin, self.wireframe, self.skeleton, self.grid);
                 if let Err(e) = self.renderer.draw(&self.gpu, &self.model, &self.camera) {
@@ -614,4 +879,51 @@ fn save_png(
         rgba,
     }
     .write_png(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where a scene point lands in a `w` x `h` image (pixels from the top left).
+    fn project(camera: &OrbitCamera, p: Vec3, w: f32, h: f32) -> (f32, f32) {
+        let c = camera.view_proj(w / h) * p.extend(1.0);
+        let n = c / c.w;
+        ((n.x * 0.5 + 0.5) * w, (0.5 - n.y * 0.5) * h)
+    }
+
+    #[test]
+    fn a_dragged_target_follows_the_pointer_pixel_for_pixel() {
+        let (w, h) = (800.0, 600.0);
+        for (yaw, pitch) in [(0.6f32, 0.25f32), (-2.0, -0.4), (3.0, 1.2)] {
+            let camera = OrbitCamera {
+                yaw,
+                pitch,
+                ..OrbitCamera::framing(
+                    Bounds {
+                        min: Vec3::new(-0.5, 0.0, -0.3),
+                        max: Vec3::new(0.5, 1.8, 0.3),
+                    },
+                    w / h,
+                )
+            };
+            let target = Vec3::new(0.3, 1.5, 0.8);
+            let (x0, y0) = project(&camera, target, w, h);
+            for d in [(12.0, 0.0), (0.0, -9.0), (25.0, 31.0)] {
+                let moved = drag_in_view_plane(&camera, target, d, h);
+                let (x1, y1) = project(&camera, moved, w, h);
+                // Exact at the centre of the image; perspective stretches it a little off it.
+                assert!(
+                    ((x1 - x0) - d.0).abs() < 0.05 * d.0.abs() + 0.5
+                        && ((y1 - y0) - d.1).abs() < 0.05 * d.1.abs() + 0.5,
+                    "yaw {yaw} pitch {pitch}: moved by {:?}, wanted {d:?}",
+                    (x1 - x0, y1 - y0)
+                );
+                // And it stays at the same depth from the camera.
+                let fwd = (camera.target - camera.eye()).normalize();
+                let depth = |p: Vec3| (p - camera.eye()).dot(fwd);
+                assert!((depth(moved) - depth(target)).abs() < 1e-4);
+            }
+        }
+    }
 }

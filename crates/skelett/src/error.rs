@@ -140,6 +140,10 @@ pub enum Error {
     /// Foot placement handles at most [`crate::ik::MAX_LEGS`] legs.
     #[error("foot placement handles at most 8 legs, got {0}")]
     TooManyLegs(usize),
+    /// [`crate::ik::Feet::guess`] found no leg: no joint named like a foot (or a hand, paw)
+    /// low in the rest pose with a knee and a hip above it.
+    #[error("no legs found: no joint named like a foot, toe, ankle, hand or paw stands low in the rest pose with two joints above it")]
+    NoLegs,
     /// An IK chain needs at least two joints (one bone).
     #[error("an IK chain needs at least 2 joints, got {0}")]
     ChainTooShort(usize),

@@ -318,3 +318,49 @@ fn the_fox_walks_up_a_slope_on_four_paws() {
     let o = run(&fox, &slope(15.0), fox.skeleton.root_transform(), 30.0);
     check("Fox walking up a 15 degree slope", &o, CENTIMETRES);
 }
+
+/// Legs found from names and the rest pose: the Fox's four (elbows of the front legs bending
+/// backward), KayKit's two, and a clear error for robot_quaternius, whose feet are control
+/// joints at the root.
+#[test]
+fn feet_are_guessed_from_names_and_the_rest_pose() {
+    let names = |sk: &Skeleton, feet: &Feet| -> Vec<[String; 3]> {
+        feet.legs()
+            .iter()
+            .map(|l| l.chain().joints().map(|j| sk.name(j).to_string()))
+            .collect()
+    };
+    let (fox, _) = load("gltf/Fox.glb", "Walk");
+    let feet = Feet::guess(&fox).unwrap();
+    let mut legs = names(&fox, &feet);
+    legs.sort();
+    let expect = [
+        ["b_LeftLeg01_015", "b_LeftLeg02_016", "b_LeftFoot01_017"],
+        ["b_LeftUpperArm_09", "b_LeftForeArm_010", "b_LeftHand_011"],
+        ["b_RightLeg01_019", "b_RightLeg02_020", "b_RightFoot01_021"],
+        ["b_RightUpperArm_06", "b_RightForeArm_07", "b_RightHand_08"],
+    ];
+    assert_eq!(legs, expect.map(|l| l.map(String::from)));
+    let pelvis = feet.pelvis().expect("a pelvis above all four legs");
+    for leg in feet.legs() {
+        let mut j = leg.chain().joints()[0];
+        while j != pelvis {
+            j = fox.parent(j).expect("every hip is below the pelvis");
+        }
+    }
+    let (kay, _) = load("gltf/KayKit_Rig_Medium_General.glb", "Rig_Medium|Idle_A");
+    let feet = Feet::guess(&kay).unwrap();
+    let mut legs = names(&kay, &feet);
+    legs.sort();
+    assert_eq!(
+        legs,
+        [
+            ["upperleg.l", "lowerleg.l", "foot.l"],
+            ["upperleg.r", "lowerleg.r", "foot.r"]
+        ]
+        .map(|l| l.map(String::from))
+    );
+    assert_eq!(feet.pelvis().map(|p| kay.name(p)), Some("hips"));
+    let (robot, _) = load("gltf/robot_quaternius.glb", "Robot_Walking");
+    assert!(matches!(Feet::guess(&robot), Err(skelett::Error::NoLegs)));
+}

@@ -21,17 +21,8 @@ use crate::{local_to_model, sample_uncached, Clip, ClipEvent, JointIndex, Pose, 
 /// Contact candidates: the last joint of each chain named like a foot, toe or ankle, or
 /// like a hand, paw or wrist (quadrupeds' front feet; [`footstep_events`] keeps only those that
 /// reach the ground). Without any, the two lowest leaf joints of the rest pose.
-fn feet(sk: &Skeleton) -> Vec<JointIndex> {
-    let kind = |j: JointIndex| {
-        let n = sk.name(j).to_ascii_lowercase();
-        if n.contains("foot") || n.contains("toe") || n.contains("ankle") {
-            1
-        } else if n.contains("hand") || n.contains("paw") || n.contains("wrist") {
-            2
-        } else {
-            0
-        }
-    };
+pub(crate) fn feet(sk: &Skeleton) -> Vec<JointIndex> {
+    let kind = |j: JointIndex| contact_kind(sk.name(j));
     let n = sk.len() as JointIndex;
     let same_below =
         |j: JointIndex| (0..n).any(|c| c != j && kind(c) == kind(j) && is_below(sk, c, j));
@@ -53,6 +44,19 @@ fn feet(sk: &Skeleton) -> Vec<JointIndex> {
     });
     leaves.truncate(2);
     leaves
+}
+
+/// What a joint's name says it touches the ground with: 1 a foot, toe or ankle; 2 a hand,
+/// paw or wrist (a quadruped's front foot); 0 neither.
+pub(crate) fn contact_kind(name: &str) -> u8 {
+    let n = name.to_ascii_lowercase();
+    if n.contains("foot") || n.contains("toe") || n.contains("ankle") {
+        1
+    } else if n.contains("hand") || n.contains("paw") || n.contains("wrist") {
+        2
+    } else {
+        0
+    }
 }
 
 /// "left foot", "right hand", ... from a joint's name, or the name itself.

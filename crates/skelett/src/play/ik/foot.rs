@@ -176,6 +176,103 @@ impl Feet {
         })
     }
 
+    /// The legs of `skeleton` found from its joint names and rest pose, for a quick start
+    /// (viewers, tools, prototypes; a game names its legs with [`Feet::new`]): each joint the
+    /// footstep detection would take (named like a foot, toe or ankle, or like a hand, paw or
+    /// wrist) that stands in the lowest quarter of the rest pose's height, walked up to the
+    /// first joint of its foot (a toe under an ankle gives the ankle), is the end of a leg
+    /// whose knee and hip are its parent and grandparent. Knees bend toward the character's
+    /// front (scene +Z, where glTF characters face), a quadruped's front legs (hands, paws)
+    /// backward. The pelvis is the legs' deepest common ancestor. Up is scene +Y.
+    ///
+    /// ```
+    /// # use skelett::*;
+    /// # use skelett::ik::Feet;
+    /// # use glam::{Quat, Vec3};
+    /// let j = |name: &str, parent, y: f32| RawJoint { name: name.into(), parent,
+    ///     rest: Transform::new(Vec3::new(0.0, y, 0.0), Quat::IDENTITY, Vec3::ONE) };
+    /// let skeleton = RawSkeleton { joints: vec![
+    ///     j("hips", None, 1.0), j("spine", Some(0), 0.3), j("head", Some(1), 0.5),
+    ///     j("thigh_l", Some(0), 0.0), j("calf_l", Some(3), -0.5), j("foot_l", Some(4), -0.45),
+    ///     j("thigh_r", Some(0), 0.0), j("calf_r", Some(6), -0.5), j("foot_r", Some(7), -0.45),
+    /// ], ..Default::default() }.build()?;
+    /// let feet = Feet::guess(&skeleton)?;
+    /// assert_eq!(feet.legs().len(), 2);
+    /// assert_eq!(feet.legs()[0].chain().joints(), [3, 4, 5]);
+    /// assert_eq!(feet.pelvis(), Some(0));
+    /// # Ok::<(), skelett::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NoLegs`] when no such joint has a parent and grandparent (robot_quaternius's
+    /// feet are control joints at the root: name its legs with [`TwoBoneChain::reaching_joint`]);
+    /// [`Error::TooManyLegs`] for more than [`MAX_LEGS`].
+    pub fn guess(skeleton: &Skeleton) -> Result<Self, Error> {
+        use crate::contacts::{contact_kind, feet};
+        let root = skeleton.root_transform();
+        let to_model = root.inverse();
+        let up = to_model.transform_vector3(Vec3::Y);
+        let forward = to_model.transform_vector3(Vec3::Z);
+        let mut model = vec![Mat4::IDENTITY; skeleton.len()];
+        local_to_model(skeleton, skeleton.rest_pose(), 0, &mut model)?;
+        let height = |j: JointIndex| root.transform_point3(model[j as usize].w_axis.truncate()).y;
+        let (lo, hi) = (0..skeleton.len() as JointIndex)
+            .map(height)
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), h| {
+                (a.min(h), b.max(h))
+            });
+        let low = lo + 0.25 * (hi - lo);
+        let mut legs = Vec::new();
+        let mut ends: Vec<JointIndex> = Vec::new();
+        for f in feet(skeleton) {
+            if height(f) > low {
+                continue;
+            }
+            // Up to the first joint of the foot: the ankle above the toes.
+            let kind = contact_kind(skeleton.name(f));
+            let mut ankle = f;
+            while let Some(p) = skeleton.parent(ankle).filter(|_| kind != 0) {
+                if contact_kind(skeleton.name(p)) != kind {
+                    break;
+                }
+                ankle = p;
+            }
+            if ends.contains(&ankle) {
+                continue;
+            }
+            let Some(knee) = skeleton.parent(ankle) else {
+                continue;
+            };
+            let Some(hip) = skeleton.parent(knee) else {
+                continue;
+            };
+            let chain = TwoBoneChain::new(skeleton, [hip, knee, ankle])?;
+            let pole = if kind == 2 { -forward } else { forward };
+            legs.push(Leg::from_rest(skeleton, chain, ankle, up)?.with_pole(pole));
+            ends.push(ankle);
+        }
+        if legs.is_empty() {
+            return Err(Error::NoLegs);
+        }
+        // The deepest joint above every leg's hip.
+        let ancestors = |j: JointIndex| {
+            std::iter::successors(skeleton.parent(j), |&p| skeleton.parent(p)).collect::<Vec<_>>()
+        };
+        let first_hip = legs[0].chain.joints()[0];
+        let pelvis = ancestors(first_hip).into_iter().find(|&a| {
+            legs.iter().all(|l| {
+                let hip = l.chain.joints()[0];
+                ancestors(hip).contains(&a)
+            })
+        });
+        Self::new(skeleton, legs, pelvis, up)
+    }
+
+    /// The pelvis, if it is lowered.
+    pub fn pelvis(&self) -> Option<JointIndex> {
+        self.pelvis
+    }
+
     /// How much each foot's sole is in contact with the floor over `clip`, in the order of
     /// the legs: the weights [`place_feet`] takes, looked up by time.
     pub fn contacts(&self, skeleton: &Skeleton, clip: &crate::Clip) -> crate::contacts::Contacts {
