@@ -10,8 +10,8 @@
 use glam::{Mat4, Quat, Vec3};
 
 use super::{
-    arc, check_descendant, finite, finite_vec, in_range, limited, turn_local, turn_model, weighted,
-    IkReport, EPS,
+    arc_scaled, check_descendant, finite, finite_vec, in_range, limited, turn_local, turn_model,
+    weighted, IkReport, EPS,
 };
 use crate::error::check_len;
 use crate::{Error, JointIndex, Skeleton, Transform};
@@ -187,44 +187,61 @@ pub fn aim_chain(
 /// axis leaning toward the pole and the twist applied.
 fn turn_toward(aim: &Aim, tip: &Mat4, forward: Vec3, pivot: Vec3) -> Quat {
     let t = aim.target - pivot;
-    let dt = t.length();
-    if dt <= EPS {
+    let dt2 = t.length_squared();
+    if dt2 <= EPS * EPS {
         return Quat::IDENTITY; // target on the pivot: every direction is as good
     }
-    let t_dir = t / dt;
+    let dt = dt2.sqrt();
+    let t_dir = t * dt.recip();
     let o = tip.transform_point3(aim.offset) - pivot;
-    let f = tip.transform_vector3(forward).normalize_or(forward);
-    // The point o + s f at the target's distance from the pivot (s >= 0, the far one), so
-    // that turning it onto t puts the ray through the target; inside the offset's sphere no
-    // such point exists and the forward axis itself is aimed.
-    let of = o.dot(f);
-    let disc = of * of - o.length_squared() + dt * dt;
-    let s = -of + disc.max(0.0).sqrt();
-    let v = if disc >= 0.0 && s >= 0.0 {
-        (o + f * s).try_normalize().unwrap_or(f)
+    // The forward axis in model space, not normalized: its length is the joint's scale.
+    let f = tip.transform_vector3(forward);
+    let ff = f.length_squared();
+    let (f, ff) = if ff > 0.0 && ff.is_finite() {
+        (f, ff)
     } else {
-        f
+        (forward, 1.0)
     };
-    let mut c = arc(v, t_dir);
-    // Roll about the aiming line: the up axis toward the pole (the arc between their parts
-    // across the line is a turn about it), then the twist.
+    // The point o + s f at the target's distance from the pivot (s >= 0, the far one), so
+    // that turning it onto t puts the ray through the target: |o + s f|² = dt², a quadratic
+    // in s. Inside the offset's sphere no such point exists and the forward axis itself is
+    // aimed. The point found has length dt, so the arc needs no normalization of it.
+    let of = o.dot(f);
+    let disc = of * of - ff * (o.length_squared() - dt2);
+    let s = (-of + disc.max(0.0).sqrt()) / ff;
+    let mut c = if disc >= 0.0 && s >= 0.0 {
+        arc_scaled(o + f * s, t, dt2)
+    } else {
+        arc_scaled(f, t, (ff * dt2).sqrt())
+    };
+    // Roll about the aiming line: the up axis toward the pole. Both flattened across the
+    // line, the arc between them is a turn about the line itself (its axis taken exactly
+    // along t_dir, whatever rounding left in them): half-angle sine and cosine from the
+    // cross and dot products, one square root for their lengths, one to normalize.
     if aim.pole != Vec3::ZERO {
         let up = c * tip.transform_vector3(aim.up);
         let flat = |x: Vec3| x - t_dir * x.dot(t_dir);
-        if let (Some(u), Some(p)) = (flat(up).try_normalize(), flat(aim.pole).try_normalize()) {
-            // The turn about t_dir (exactly that axis, whatever rounding left in u and p)
-            // by the angle from u to p, from its cosine and the sign of its sine.
-            let cos = u.dot(p).clamp(-1.0, 1.0);
-            let half_sin = ((1.0 - cos) * 0.5).sqrt().copysign(u.cross(p).dot(t_dir));
-            let half_cos = ((1.0 + cos) * 0.5).sqrt();
-            let axis = t_dir * half_sin;
-            c = Quat::from_xyzw(axis.x, axis.y, axis.z, half_cos) * c;
+        let (u, p) = (flat(up), flat(aim.pole));
+        let lengths2 = u.length_squared() * p.length_squared();
+        if lengths2 > EPS * EPS * EPS * EPS && lengths2.is_finite() {
+            let sin = u.cross(p).dot(t_dir);
+            let cos = lengths2.sqrt() + u.dot(p);
+            let n2 = sin * sin + cos * cos;
+            let roll = if n2 > 1e-12 * lengths2 {
+                let r = n2.sqrt().recip();
+                let axis = t_dir * (sin * r);
+                Quat::from_xyzw(axis.x, axis.y, axis.z, cos * r)
+            } else {
+                // Up and pole opposite: a half turn about the line.
+                Quat::from_xyzw(t_dir.x, t_dir.y, t_dir.z, 0.0)
+            };
+            c = roll * c;
         }
     }
     if aim.twist != 0.0 {
         c = Quat::from_axis_angle(t_dir, aim.twist) * c;
     }
-    c.normalize()
+    c
 }
 
 /// How far the tip's ray passes from the target.

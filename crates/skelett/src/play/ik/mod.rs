@@ -135,7 +135,7 @@ fn rotation_of(m: &Mat4) -> Quat {
 /// part is its axis: `R⁻¹ c R` has the same angle about `R⁻¹` times the axis, and for a
 /// rotation-and-uniform-scale matrix `R⁻¹ v` is `Mᵀ v` rescaled to `v`'s length, which
 /// spares extracting `R` as a quaternion.
-#[inline]
+#[inline(always)]
 fn turn_local(local: &mut Transform, model: &Mat4, c: Quat) {
     let v = Vec3::new(c.x, c.y, c.z);
     let len2 = v.length_squared();
@@ -161,9 +161,16 @@ fn turn_local(local: &mut Transform, model: &Mat4, c: Quat) {
 }
 
 /// `model` turned by `c` about the model-space point `pivot`.
-#[inline]
+#[inline(always)]
 fn turn_model(model: &Mat4, pivot: Vec3, c: Quat) -> Mat4 {
-    let r = glam::Mat3::from_quat(c);
+    turn_model_by(model, pivot, &glam::Mat3::from_quat(c))
+}
+
+/// `model` turned by the rotation matrix `r` about the model-space point `pivot` (one
+/// matrix for several joints turned alike).
+#[inline(always)]
+fn turn_model_by(model: &Mat4, pivot: Vec3, r: &glam::Mat3) -> Mat4 {
+    let r = *r;
     let t = model.w_axis.truncate();
     Mat4::from_cols(
         (r * model.x_axis.truncate()).extend(0.0),
@@ -178,6 +185,32 @@ fn turn_model(model: &Mat4, pivot: Vec3, c: Quat) -> Mat4 {
 #[inline]
 fn arc(from: Vec3, to: Vec3) -> Quat {
     Quat::from_rotation_arc(from, to)
+}
+
+/// The shortest arc from `from` to `to`, neither of them unit, given the product of their
+/// lengths `lengths` (known to the caller by construction, which spares the square roots of
+/// normalizing both): `(from × to, |from||to| + from · to)` normalized, one square root in
+/// all. Opposite vectors give a half turn about a perpendicular axis; a zero vector, the
+/// identity.
+#[inline]
+fn arc_scaled(from: Vec3, to: Vec3, lengths: f32) -> Quat {
+    let c = from.cross(to);
+    let w = lengths + from.dot(to);
+    let n2 = c.length_squared() + w * w;
+    // Below this the two are (nearly) opposite, or one is zero: the arc's axis is lost in
+    // rounding.
+    if n2 > 1e-12 * lengths * lengths && n2.is_finite() {
+        let r = n2.sqrt().recip();
+        Quat::from_xyzw(c.x * r, c.y * r, c.z * r, w * r)
+    } else {
+        match from.try_normalize() {
+            Some(f) if to.length_squared() > 0.0 => {
+                let a = f.any_orthonormal_vector();
+                Quat::from_xyzw(a.x, a.y, a.z, 0.0)
+            }
+            _ => Quat::IDENTITY,
+        }
+    }
 }
 
 /// `c` scaled by `weight` in 0..=1 (slerp from the identity).

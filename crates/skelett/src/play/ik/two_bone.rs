@@ -8,11 +8,11 @@
 //! target. Shortest arcs keep as much of the animated pose (the twist along each bone) as the
 //! constraint allows.
 
-use glam::{Mat4, Quat, Vec3};
+use glam::{Mat3, Mat4, Quat, Vec3};
 
 use super::{
-    arc, check_descendant, finite, finite_vec, rotation_of, turn_local, turn_model, weighted,
-    IkReport, EPS,
+    arc, arc_scaled, check_descendant, finite, finite_vec, rotation_of, turn_local, turn_model,
+    turn_model_by, weighted, IkReport, EPS,
 };
 use crate::error::check_len;
 use crate::{Error, JointIndex, Skeleton, Transform};
@@ -255,15 +255,17 @@ pub fn two_bone(
     // The start joint, and with it everything below.
     let c1 = weighted(solved.start, weight);
     turn_local(&mut local[s], &ms, c1);
-    model[s] = turn_model(&ms, a, c1);
-    let mm = turn_model(&mm, a, c1);
-    let me = turn_model(&me, a, c1);
+    let r1 = Mat3::from_quat(c1);
+    model[s] = turn_model_by(&ms, a, &r1);
+    let mm = turn_model_by(&mm, a, &r1);
+    let me = turn_model_by(&me, a, &r1);
     // The mid joint, about its new position.
     let c2 = weighted(solved.mid, weight);
     let b = mm.w_axis.truncate();
     turn_local(&mut local[m], &mm, c2);
-    model[m] = turn_model(&mm, b, c2);
-    let mut me = turn_model(&me, b, c2);
+    let r2 = Mat3::from_quat(c2);
+    model[m] = turn_model_by(&mm, b, &r2);
+    let mut me = turn_model_by(&me, b, &r2);
     if chain.tip.is_some() {
         return Ok(solved.report);
     }
@@ -351,15 +353,11 @@ fn solve(ik: &TwoBone, ms: &Mat4, mm: &Mat4, me: &Mat4) -> Solved {
     let sin_a = (1.0 - cos_a * cos_a).max(0.0).sqrt();
     let b_new = a + (u * cos_a + n * sin_a) * l1;
     let c_new = a + u * d;
-    let start = arc(ab / l1, (b_new - a) / l1);
+    // Both arcs turn a bone onto a place the law of cosines put at the bone's length: the
+    // product of the lengths is known, no normalization needed.
+    let start = arc_scaled(ab, b_new - a, l1 * l1);
     let c1 = a + start * (c - a);
-    let mid = match (
-        (c1 - b_new).try_normalize(),
-        (c_new - b_new).try_normalize(),
-    ) {
-        (Some(from), Some(to)) => arc(from, to),
-        _ => Quat::IDENTITY,
-    };
+    let mid = arc_scaled(c1 - b_new, c_new - b_new, l2 * l2);
     let distance = c_new.distance(ik.target);
     Solved {
         start,
