@@ -141,7 +141,7 @@ enum Command {
         look_at: bool,
         /// Start on a ground sloped by this many degrees (rising toward the character's
         /// front), feet placed on it.
-        #[arg(long, value_name = "DEGREES", allow_negative_numbers = true)]
+        #[arg(long, value_name = "DEGREES", allow_negative_numbers = true, value_parser = parse_slope)]
         slope: Option<f32>,
     },
     /// Render a clip (optionally cross-fading to another) offscreen to a GIF or PNG.
@@ -383,6 +383,15 @@ fn view(
          cargo run --release -p skelett-cli --features viewer -- view [FILE]"
             .into(),
     )
+}
+
+/// A ground slope for the viewer: -40 to 40 degrees.
+fn parse_slope(s: &str) -> std::result::Result<f32, String> {
+    s.trim()
+        .parse::<f32>()
+        .ok()
+        .filter(|v| (-40.0..=40.0).contains(v))
+        .ok_or_else(|| format!("{s:?}: a slope is -40 to 40 degrees"))
 }
 
 /// `writeln!` into the command's output buffer (a `String`, which cannot fail).

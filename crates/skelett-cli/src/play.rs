@@ -494,6 +494,39 @@ fn run_ik(
     if !(weight.is_finite() && fade.is_finite()) {
         return Err("ik: weight and fade must be finite numbers".into());
     }
+    if !(0.0..=1.0).contains(&weight) {
+        return Err(format!("ik: weight {weight} is outside 0..1").into());
+    }
+    // Every point and direction finite (1e39 reads as infinity).
+    let vectors: Vec<(&str, [f32; 3])> = match spec {
+        IkSpec::TwoBone(s) => vec![("target", s.target), ("pole", s.pole)],
+        IkSpec::Aim(s) => vec![
+            ("target", s.target),
+            ("forward", s.forward),
+            ("offset", s.offset),
+            ("up", s.up),
+            ("pole", s.pole),
+        ],
+        IkSpec::Chain(s) => vec![("target", s.target)],
+        IkSpec::Feet(s) => s.poles.iter().flatten().map(|p| ("poles", *p)).collect(),
+    };
+    for (what, v) in vectors {
+        if !v.iter().all(|x| x.is_finite()) {
+            return Err(format!("ik: {what} {v:?} is not finite").into());
+        }
+    }
+    if let IkSpec::Aim(s) = spec {
+        if let Some(w) = &s.weights {
+            if w.len() != s.joints.len() {
+                return Err(format!(
+                    "ik aim: {} weights for {} joints (one per joint)",
+                    w.len(),
+                    s.joints.len()
+                )
+                .into());
+            }
+        }
+    }
     let existing = iks.iter().find(|(k, _)| *k == key).map(|(_, i)| *i);
     let index = match existing {
         Some(i) => {
@@ -527,7 +560,8 @@ fn run_ik(
                             find(&s.joints[1])?,
                             find(&s.joints[2])?,
                         ],
-                    )?;
+                    )
+                    .map_err(|e| format!("ik two_bone {:?}: {e}", s.joints))?;
                     let mut r = ik::TwoBone::new(point(s.target), direction(s.pole));
                     r.soften = s.soften;
                     r.twist = s.twist.to_radians();
@@ -535,8 +569,10 @@ fn run_ik(
                 }
                 IkSpec::Aim(s) => {
                     let chain = finds(&s.joints)?;
-                    for pair in chain.windows(2) {
-                        ik::Chain::new(sk, pair)?;
+                    for (pair, names) in chain.windows(2).zip(s.joints.windows(2)) {
+                        ik::Chain::new(sk, pair).map_err(|e| {
+                            format!("ik aim: {:?} is not below {:?} ({e})", names[1], names[0])
+                        })?;
                     }
                     let weights = s.weights.clone().unwrap_or_else(|| vec![1.0; chain.len()]);
                     let mut aim = ik::Aim::new(point(s.target), Vec3::from(s.forward));
@@ -551,7 +587,8 @@ fn run_ik(
                     }
                 }
                 IkSpec::Chain(s) => {
-                    let chain = ik::Chain::new(sk, &finds(&s.joints)?)?;
+                    let chain = ik::Chain::new(sk, &finds(&s.joints)?)
+                        .map_err(|e| format!("ik chain {:?}: {e}", s.joints))?;
                     let mut reach = ik::Reach::new(point(s.target));
                     if let Some(n) = s.iterations {
                         reach.iterations = n.min(10_000);
@@ -613,11 +650,13 @@ fn feet_modifier(
         let below_knee =
             std::iter::successors(sk.parent(ankle), |&j| sk.parent(j)).any(|j| j == knee);
         let chain = if below_knee {
-            ik::TwoBoneChain::new(sk, [hip, knee, ankle])?
+            ik::TwoBoneChain::new(sk, [hip, knee, ankle])
         } else {
-            ik::TwoBoneChain::reaching_joint(sk, [hip, knee], ankle)?
-        };
-        let leg = ik::Leg::from_rest(sk, chain, ankle, up)?;
+            ik::TwoBoneChain::reaching_joint(sk, [hip, knee], ankle)
+        }
+        .map_err(|e| format!("ik feet: leg {names:?}: {e}"))?;
+        let leg = ik::Leg::from_rest(sk, chain, ankle, up)
+            .map_err(|e| format!("ik feet: leg {names:?}: {e}"))?;
         // Knees forward (+Z, where glTF characters face) unless given, in model space.
         let pole = s.poles.as_ref().map_or(Vec3::Z, |p| Vec3::from(p[i]));
         legs.push(leg.with_pole(root.inverse().transform_vector3(pole)));
@@ -632,19 +671,27 @@ fn feet_modifier(
     let feet = ik::Feet::new(sk, legs, pelvis, up)?;
     let ground: SharedGround = match s.ground {
         GroundSpec::Slope(deg) => {
+            if !(deg.is_finite() && deg.abs() < 90.0) {
+                return Err(
+                    format!("ik feet: slope {deg} must be between -90 and 90 degrees").into(),
+                );
+            }
             let a = deg.to_radians();
             Arc::new(ik::Plane::new(
                 Vec3::ZERO,
                 Vec3::new(0.0, a.cos(), -a.sin()),
             )?)
         }
-        GroundSpec::Plane { point, normal } => {
-            Arc::new(ik::Plane::new(point.into(), normal.into())?)
-        }
+        GroundSpec::Plane { point, normal } => Arc::new(
+            ik::Plane::new(point.into(), normal.into())
+                .map_err(|e| format!("ik feet: ground plane: {e}"))?,
+        ),
         GroundSpec::Stairs { steps, rise, depth } => {
-            if steps > 10_000 || !(rise.is_finite() && depth.is_finite() && depth > 0.0) {
+            if !(1..=10_000).contains(&steps)
+                || !(rise.is_finite() && depth.is_finite() && depth > 0.0)
+            {
                 return Err(
-                    "ik feet: stairs need at most 10000 steps and a finite rise and positive depth"
+                    "ik feet: stairs need 1 to 10000 steps, a finite rise and a positive depth"
                         .into(),
                 );
             }

@@ -771,10 +771,11 @@ fn compress_files_and_folders() {
     }
 }
 
-/// `skelett play` with IK commands (`scripts/kaykit_ik.json` on KayKit's rig): the left wrist
-/// meets its target while the two-bone modifier is on and returns when it fades out; the
-/// head aims at its point; on a 15 degree side slope both ankles end up the same height
-/// above the ground along its normal (before, 10.5 cm apart: the uphill one sank into the slope).
+/// `skelett play` with IK commands (`scripts/kaykit_ik.json` on KayKit's rig, the modifiers
+/// turned on feet first, then the aim, then the hand): on a 15 degree side slope both ankles
+/// end up the same height above the ground along its normal (before, 10.5 cm apart: the
+/// uphill one sank into the slope); the head aims at its point; the left wrist meets its
+/// target with all three on, and leaves it when the two-bone modifier fades out.
 #[test]
 fn play_script_ik_commands_bend_the_pose() {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kaykit_ik.json");
@@ -803,39 +804,12 @@ fn play_script_ik_commands_bend_the_pose() {
         Mat4::from_cols_slice(&w)
     };
     let p = |t: f64, name: &str| at(t, name).w_axis.truncate();
-    let target = Vec3::new(0.45, 1.0, 0.35);
-    let arm = p(0.5, "upperarm.l").distance(p(0.5, "lowerarm.l"))
-        + p(0.5, "lowerarm.l").distance(p(0.5, "wrist.l"));
-    assert!(
-        p(0.5, "wrist.l").distance(target) > 0.2,
-        "the idle's wrist is elsewhere"
-    );
-    for t in [0.6, 0.8, 1.0] {
-        let d = p(t, "wrist.l").distance(target);
-        assert!(d <= 1e-3 * arm, "t {t}: wrist {d} from its target");
-    }
-    // The elbow bends toward the pole (-Z) off the shoulder-to-target line.
-    let (s, e) = (p(0.8, "upperarm.l"), p(0.8, "lowerarm.l"));
-    let line = (target - s).normalize();
-    let off = (e - s) - line * (e - s).dot(line);
-    assert!(off.z < 0.0, "elbow off the line by {off:?}");
-    // The aim: the head's +Z passes through the point.
-    let look = Vec3::new(1.0, 1.3, 1.0);
-    for t in [1.2, 1.4] {
-        let h = at(t, "head");
-        let (o, f) = (h.w_axis.truncate(), h.z_axis.truncate().normalize());
-        let miss = (look - o).cross(f).length();
-        assert!(
-            miss < 1e-3 && (look - o).dot(f) > 0.0,
-            "t {t}: the head misses by {miss}"
-        );
-    }
-    // Feet on the side slope.
+    // Feet on the side slope, from 0.5 s.
     let n = Vec3::new(-0.2588, 0.9659, 0.0).normalize();
     let height = |t: f64, foot: &str| p(t, foot).dot(n);
-    let before = height(1.45, "foot.l") - height(1.45, "foot.r");
+    let before = height(0.45, "foot.l") - height(0.45, "foot.r");
     assert!(before.abs() > 0.05, "the slope matters: {before}");
-    for t in [1.6, 2.0, 2.4] {
+    for t in [0.6, 1.2, 1.6, 2.0, 2.4] {
         let diff = height(t, "foot.l") - height(t, "foot.r");
         assert!(
             diff.abs() < 0.005,
@@ -846,6 +820,34 @@ fn play_script_ik_commands_bend_the_pose() {
             "t {t}: the left ankle above the ground"
         );
     }
+    // The aim, from 1.0 s: the head's +Z passes through the point.
+    let look = Vec3::new(1.0, 1.3, 1.0);
+    for t in [1.2, 1.4, 2.0] {
+        let h = at(t, "head");
+        let (o, f) = (h.w_axis.truncate(), h.z_axis.truncate().normalize());
+        let miss = (look - o).cross(f).length();
+        assert!(
+            miss < 1e-3 && (look - o).dot(f) > 0.0,
+            "t {t}: the head misses by {miss}"
+        );
+    }
+    // The hand, from 1.5 s, on top of the other two.
+    let target = Vec3::new(0.45, 1.0, 0.35);
+    let arm = p(1.45, "upperarm.l").distance(p(1.45, "lowerarm.l"))
+        + p(1.45, "lowerarm.l").distance(p(1.45, "wrist.l"));
+    assert!(
+        p(1.45, "wrist.l").distance(target) > 0.2,
+        "the idle's wrist is elsewhere"
+    );
+    for t in [1.6, 2.0, 2.4] {
+        let d = p(t, "wrist.l").distance(target);
+        assert!(d <= 1e-3 * arm, "t {t}: wrist {d} from its target");
+    }
+    // The elbow bends toward the pole (-Z) off the shoulder-to-target line.
+    let (s, e) = (p(2.0, "upperarm.l"), p(2.0, "lowerarm.l"));
+    let line = (target - s).normalize();
+    let off = (e - s) - line * (e - s).dot(line);
+    assert!(off.z < 0.0, "elbow off the line by {off:?}");
     // Faded out by 2.75: the wrist is back where the idle (with the aim and the feet) puts it.
     assert!(p(2.8, "wrist.l").distance(target) > 0.2);
     // A missing joint is a clear error naming it.
@@ -862,4 +864,52 @@ fn play_script_ik_commands_bend_the_pose() {
         bad.to_str().unwrap(),
     ]);
     assert!(!ok && err.contains("\"a\""), "{err}");
+    // Other bad requests: clear errors naming what is wrong, never a silent no-op.
+    let legs = r#"[["upperleg.l", "lowerleg.l", "foot.l"]]"#;
+    for (ik, expect) in [
+        (
+            r#"{"two_bone": {"joints": ["upperarm.l", "lowerarm.l", "wrist.l"], "target": [1e39, 0, 0]}}"#,
+            "not finite",
+        ),
+        (
+            r#"{"two_bone": {"joints": ["upperarm.l", "lowerarm.l", "wrist.l"], "target": [0, 1, 0], "weight": 2}}"#,
+            "outside 0..1",
+        ),
+        (
+            r#"{"two_bone": {"joints": ["upperarm.l", "wrist.l", "lowerarm.l"], "target": [0, 1, 0]}}"#,
+            "two_bone [\"upperarm.l\", \"wrist.l\", \"lowerarm.l\"]",
+        ),
+        (
+            r#"{"aim": {"joints": ["chest", "head"], "weights": [1, 1, 1], "target": [0, 1, 1]}}"#,
+            "3 weights for 2 joints",
+        ),
+        (
+            &format!(r#"{{"feet": {{"legs": {legs}, "ground": {{"slope": 95}}}}}}"#),
+            "between -90 and 90",
+        ),
+        (
+            &format!(
+                r#"{{"feet": {{"legs": {legs}, "ground": {{"stairs": {{"steps": 0, "rise": 0.1, "depth": 0.3}}}}}}}}"#
+            ),
+            "1 to 10000 steps",
+        ),
+        (
+            r#"{"feet": {"legs": [["foot.l", "lowerleg.l", "upperleg.l"]], "ground": {"slope": 5}}}"#,
+            "leg [\"foot.l\", \"lowerleg.l\", \"upperleg.l\"]",
+        ),
+    ] {
+        std::fs::write(
+            &bad,
+            format!(r#"{{"commands": [{{"at": 0, "ik": {ik}}}]}}"#),
+        )
+        .unwrap();
+        let (ok, _, err) = skelett(&[
+            "play",
+            file.to_str().unwrap(),
+            "--script",
+            bad.to_str().unwrap(),
+        ]);
+        assert!(!ok && err.contains(expect), "{ik}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
 }

@@ -243,7 +243,11 @@ impl Viewer {
         if let (true, Some((i, _))) = (look_on, look) {
             animator.fade_modifier(i, 1.0, 0.0)?;
         }
-        let slope = options.slope.unwrap_or(0.0).clamp(-40.0, 40.0);
+        let slope = options
+            .slope
+            .filter(|s| s.is_finite())
+            .unwrap_or(0.0)
+            .clamp(-40.0, 40.0);
         let feet_on = options.slope.is_some() && feet.is_ok();
         if let (true, Ok(i)) = (feet_on, &feet) {
             animator.fade_modifier(*i, 1.0, 0.0)?;
@@ -638,10 +642,18 @@ fn drag_in_view_plane(
     point + (right * dx - up * dy) * per_px
 }
 
-/// A plane through the scene origin rising by `degrees` along +Z.
+/// A plane through the scene origin rising by `degrees` along +Z (a NaN or infinite slope
+/// is taken as flat; callers clamp it to -40..=40).
 fn slope_plane(degrees: f32) -> Plane {
-    let a = degrees.to_radians();
-    Plane::new(Vec3::ZERO, Vec3::new(0.0, a.cos(), -a.sin())).expect("a unit normal")
+    let a = if degrees.is_finite() {
+        degrees.to_radians()
+    } else {
+        0.0
+    };
+    let flat = Plane::new(Vec3::ZERO, Vec3::Y);
+    Plane::new(Vec3::ZERO, Vec3::new(0.0, a.cos(), -a.sin()))
+        .or(flat)
+        .unwrap_or_else(|_| unreachable!("+Y is a finite, non-zero normal"))
 }
 
 /// A look-at modifier (off) on the joint named like a head and up to two joints above it,
@@ -682,7 +694,8 @@ fn look_at(
         .transform_vector3(to_model.transform_vector3(Vec3::Y))
         .normalize_or(Vec3::Y);
     let head_at = root.transform_point3(rest.w_axis.truncate());
-    let target = head_at + Vec3::new(0.4, 0.0, 1.0) * bounds.radius();
+    // Ahead of the face and a little up, clear of the hands in the default view.
+    let target = head_at + Vec3::new(0.3, 0.35, 1.5) * bounds.radius();
     let aim = Aim {
         up,
         pole: to_model.transform_vector3(Vec3::Y),

@@ -142,7 +142,7 @@ pub enum Error {
     TooManyLegs(usize),
     /// [`crate::ik::Feet::guess`] found no leg: no joint named like a foot (or a hand, paw)
     /// low in the rest pose with a knee and a hip above it.
-    #[error("no legs found: no joint named like a foot, toe, ankle, hand or paw stands low in the rest pose with two joints above it")]
+    #[error("no legs found: no joint named like a foot, toe, ankle, hand or paw stands low in the rest pose with a knee and a hip above it (feet that are control joints at the root, as robot_quaternius's Foot.L, need their legs named: TwoBoneChain::reaching_joint, or a play script's feet legs)")]
     NoLegs,
     /// An IK chain needs at least two joints (one bone).
     #[error("an IK chain needs at least 2 joints, got {0}")]
