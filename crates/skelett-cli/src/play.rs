@@ -687,8 +687,10 @@ fn feet_modifier(
                 .map_err(|e| format!("ik feet: ground plane: {e}"))?,
         ),
         GroundSpec::Stairs { steps, rise, depth } => {
-            if !(1..=10_000).contains(&steps)
-                || !(rise.is_finite() && depth.is_finite() && depth > 0.0)
+            if !((1..=10_000).contains(&steps)
+                && rise.is_finite()
+                && depth.is_finite()
+                && depth > 0.0)
             {
                 return Err(
                     "ik feet: stairs need 1 to 10000 steps, a finite rise and a positive depth"
