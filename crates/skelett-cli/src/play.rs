@@ -676,11 +676,7 @@ fn feet_modifier(
                     format!("ik feet: slope {deg} must be between -90 and 90 degrees").into(),
                 );
             }
-            let a = deg.to_radians();
-            Arc::new(ik::Plane::new(
-                Vec3::ZERO,
-                Vec3::new(0.0, a.cos(), -a.sin()),
-            )?)
+            Arc::new(ik::Plane::slope_toward(deg, Vec3::Z))
         }
         GroundSpec::Plane { point, normal } => Arc::new(
             ik::Plane::new(point.into(), normal.into())
@@ -711,15 +707,9 @@ fn feet_modifier(
         }
     };
     let first = feet.legs().first().ok_or("ik feet: no legs")?;
-    let [h, k, a] = first.chain().joints();
     let mut model = vec![Mat4::IDENTITY; sk.len()];
     local_to_model(sk, sk.rest_pose(), 0, &mut model)?;
-    let p = |j: u16| model[j as usize].w_axis.truncate();
-    let end = match first.chain().tip() {
-        Some(tip) => model[k as usize].transform_point3(tip),
-        None => p(a),
-    };
-    let leg_length = p(h).distance(p(k)) + p(k).distance(end);
+    let leg_length = first.length(&model);
     let drop = match s.max_pelvis_drop {
         Some(d) => root.inverse().transform_vector3(Vec3::Y * d).length(),
         None => 0.2 * leg_length,

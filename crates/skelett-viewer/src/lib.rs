@@ -645,15 +645,7 @@ fn drag_in_view_plane(
 /// A plane through the scene origin rising by `degrees` along +Z (a NaN or infinite slope
 /// is taken as flat; callers clamp it to -40..=40).
 fn slope_plane(degrees: f32) -> Plane {
-    let a = if degrees.is_finite() {
-        degrees.to_radians()
-    } else {
-        0.0
-    };
-    let flat = Plane::new(Vec3::ZERO, Vec3::Y);
-    Plane::new(Vec3::ZERO, Vec3::new(0.0, a.cos(), -a.sin()))
-        .or(flat)
-        .unwrap_or_else(|_| unreachable!("+Y is a finite, non-zero normal"))
+    Plane::slope_toward(if degrees.is_finite() { degrees } else { 0.0 }, Vec3::Z)
 }
 
 /// A look-at modifier (off) on the joint named like a head and up to two joints above it,
@@ -718,10 +710,7 @@ fn feet(animator: &mut Animator, sk: &Skeleton, clips: &[Arc<Clip>]) -> Result<u
     let feet = Feet::guess(sk).map_err(|e| e.to_string())?;
     let mut model = vec![Mat4::IDENTITY; sk.len()];
     local_to_model(sk, sk.rest_pose(), 0, &mut model).map_err(|e| e.to_string())?;
-    let p = |j: JointIndex| model[j as usize].w_axis.truncate();
-    let [h, k, a] = feet.legs()[0].chain().joints();
-    let leg = p(h).distance(p(k)) + p(k).distance(p(a));
-    let placement = Placement::new(sk.root_transform(), 0.25 * leg);
+    let placement = Placement::new(sk.root_transform(), 0.25 * feet.legs()[0].length(&model));
     let mut m = Modifier::feet(feet.clone(), placement, Arc::new(slope_plane(0.0)));
     for c in clips {
         m = m.with_contacts(c.clone(), feet.contacts(sk, c));
@@ -857,11 +846,13 @@ impl eframe::App for Viewer {
                     }
                 }
                 let start = Instant::now();
-                let markers: Vec<(Vec3, [f32; 4])> = match self.look {
-                    Some((_, t)) if self.look_on => vec![(t, [0.2, 0.9, 1.0, 1.0])],
-                    _ => Vec::new(),
-                };
-                self.renderer.set_markers(&markers);
+                // No allocation per frame: the renderer copies into the list it keeps.
+                match self.look {
+                    Some((_, t)) if self.look_on => {
+                        self.renderer.set_markers(&[(t, [0.2, 0.9, 1.0, 1.0])])
+                    }
+                    _ => self.renderer.set_markers(&[]),
+                }
                 self.renderer
                     .set_layers(self.skin, self.wireframe, self.skeleton, self.grid);
                 if let Err(e) = self.renderer.draw(&self.gpu, &self.model, &self.camera) {

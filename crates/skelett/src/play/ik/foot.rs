@@ -114,6 +114,12 @@ impl Leg {
     pub fn sole(&self) -> Vec3 {
         self.sole
     }
+
+    /// The leg's length in the pose of `model` (model-space matrices of at least the chain's
+    /// joints): hip to knee plus knee to ankle (or to the knee's tip).
+    pub fn length(&self, model: &[Mat4]) -> f32 {
+        leg_length(&self.chain, model)
+    }
 }
 
 /// A character's legs and pelvis, built once.

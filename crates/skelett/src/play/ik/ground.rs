@@ -63,10 +63,28 @@ impl Plane {
     /// A slope through the origin rising `degrees` along +X (Y up): the plane a character
     /// walking along X climbs.
     pub fn slope(degrees: f32) -> Self {
+        Self::slope_toward(degrees, Vec3::X)
+    }
+
+    /// A slope through the origin rising `degrees` toward the horizontal direction `along`
+    /// (Y up; its vertical part is ignored, and a vertical or zero `along` means +X): with
+    /// `Vec3::Z`, the slope a glTF character (facing +Z) walks up.
+    ///
+    /// ```
+    /// use glam::Vec3;
+    /// use skelett::ik::{Ground, Plane};
+    /// let up_ahead = Plane::slope_toward(15.0, Vec3::Z);
+    /// let hit = up_ahead.cast(Vec3::new(0.0, 5.0, 1.0), Vec3::NEG_Y, 10.0).unwrap();
+    /// assert!((hit.point.y - 15f32.to_radians().tan()).abs() < 1e-5);
+    /// ```
+    pub fn slope_toward(degrees: f32, along: Vec3) -> Self {
         let a = degrees.to_radians();
+        let along = Vec3::new(along.x, 0.0, along.z)
+            .try_normalize()
+            .unwrap_or(Vec3::X);
         Plane {
             point: Vec3::ZERO,
-            normal: Vec3::new(-a.sin(), a.cos(), 0.0),
+            normal: Vec3::Y * a.cos() - along * a.sin(),
         }
     }
 }
