@@ -530,7 +530,7 @@ fn read_asset(r: &mut Reader, version: u32) -> Result<Asset, Error> {
             match r.u8("a clip kind")? {
                 0 => {}
                 1 => {
-                    let clip = read_compact(r, skeleton.rest_pose())?;
+                    let clip = read_compact(r, &skeleton)?;
                     clips.push(Arc::new(clip));
                     continue;
                 }
@@ -595,6 +595,7 @@ fn read_asset(r: &mut Reader, version: u32) -> Result<Asset, Error> {
             .collect();
         let events = r.events()?;
         let clip = Clip::from_parts(ClipParts {
+            skeleton: skeleton.id(),
             name,
             start,
             duration,
@@ -660,7 +661,7 @@ impl Reader<'_> {
 }
 
 /// A compact clip (see [`write_compact`]), checked by [`Clip::from_compact_parts`].
-fn read_compact(r: &mut Reader, rest: &[Transform]) -> Result<Clip, Error> {
+fn read_compact(r: &mut Reader, skeleton: &skelett::Skeleton) -> Result<Clip, Error> {
     let name = r.str("a clip name")?;
     let start = r.f32("a start time")?;
     let duration = r.f32("a duration")?;
@@ -724,7 +725,7 @@ fn read_compact(r: &mut Reader, rest: &[Transform]) -> Result<Clip, Error> {
     let data = r.take(nd, "compressed keys")?.to_vec();
     let events = r.events()?;
     Clip::from_compact_parts(
-        rest,
+        skeleton,
         CompactParts {
             name,
             start,

@@ -154,6 +154,55 @@ pub enum Error {
         /// What it answered.
         what: &'static str,
     },
+    /// A clip was built for a skeleton with another joint layout (names and parents) than
+    /// the one it is played on.
+    #[error("clip {clip:?} was built for another skeleton (layout {built_for}, {clip_joints} joints) than this one (layout {skeleton}, {skeleton_joints} joints): bind it by joint name (Clip::rebind, `skelett retarget --by-name`) or retarget it (skelett::retarget, `skelett retarget`)")]
+    OtherSkeleton {
+        /// The clip's name.
+        clip: String,
+        /// The layout the clip was built for.
+        built_for: crate::SkeletonId,
+        /// Its joint count.
+        clip_joints: usize,
+        /// The layout of the skeleton given.
+        skeleton: crate::SkeletonId,
+        /// Its joint count.
+        skeleton_joints: usize,
+    },
+    /// Binding a clip by name onto another skeleton found none of its animated joints there.
+    #[error("clip {clip:?}: none of its {count} animated joints is in the target skeleton (first: {first:?}); the skeletons name their joints differently: retarget with a joint map (skelett::retarget)")]
+    NothingBound {
+        /// The clip's name.
+        clip: String,
+        /// How many joints it animates.
+        count: usize,
+        /// The first of them, by name.
+        first: String,
+    },
+    /// A retargeting joint map names a joint the skeleton lacks.
+    #[error("joint map: the {side} skeleton has no joint {joint:?}")]
+    MapUnknownJoint {
+        /// `"source"` or `"target"`.
+        side: &'static str,
+        /// The name given.
+        joint: String,
+    },
+    /// A retargeting joint map maps two source joints onto one target joint.
+    #[error("joint map: target joint {target:?} is mapped from both {first:?} and {second:?}")]
+    MapDuplicateTarget {
+        /// The target joint.
+        target: String,
+        /// The first source joint mapped onto it.
+        first: String,
+        /// The second.
+        second: String,
+    },
+    /// Two skeletons share no chain to retarget along.
+    #[error("retarget: {problem}")]
+    NoCommonChain {
+        /// What was missing, naming the joints looked for.
+        problem: String,
+    },
     /// A mesh or skin is malformed.
     #[error("mesh {mesh:?}: {problem}")]
     Mesh {

@@ -70,7 +70,7 @@ mod play;
 pub mod skeleton;
 pub mod transform;
 
-pub use build::{compress, contacts};
+pub use build::{compress, contacts, retarget};
 pub use play::{animator, hierarchy, ik, pose, sampling, skin};
 
 pub use clip::{
@@ -86,6 +86,6 @@ pub use pose::{
     Pose,
 };
 pub use sampling::{sample, sample_joint, sample_uncached, SamplingCache};
-pub use skeleton::{JointIndex, RawJoint, RawSkeleton, Skeleton, MAX_JOINTS};
+pub use skeleton::{JointIndex, RawJoint, RawSkeleton, Skeleton, SkeletonId, MAX_JOINTS};
 pub use skin::{skin, SkinOutput, SkinPalette, SkinningMesh, SkinningMethod};
 pub use transform::Transform;

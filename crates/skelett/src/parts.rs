@@ -29,6 +29,8 @@ pub struct TrackPart {
 /// Everything a built [`Clip`] holds, as plain arrays.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClipParts {
+    /// The identity of the skeleton the clip is for ([`crate::Skeleton::id`]).
+    pub skeleton: crate::SkeletonId,
     /// Name.
     pub name: String,
     /// First frame's time.
@@ -72,6 +74,7 @@ impl Clip {
             return self.decompressed().to_parts();
         };
         ClipParts {
+            skeleton: self.skeleton,
             name: self.name.clone(),
             start: self.start,
             duration: self.duration,
@@ -251,6 +254,7 @@ impl Clip {
         }
         let clip = Clip {
             id: crate::clip::next_clip_id(),
+            skeleton: p.skeleton,
             name: p.name.clone(),
             start: p.start,
             duration: p.duration,
@@ -329,14 +333,16 @@ impl Clip {
         })
     }
 
-    /// A compact clip from its arrays, for the skeleton whose rest pose is `rest`, after
+    /// A compact clip from its arrays, for `skeleton` (the rest pose fills joints no channel
+    /// moves; the clip records the skeleton's id), after
     /// checking them: joints in range, one channel per joint and target, finite values,
     /// quantisation widths, a grid that segments cover exactly, and every segment's bit
     /// stream (headers, masks, widths, lengths) ending where the next begins.
     ///
     /// # Errors
     /// [`Error::ClipRange`] naming the first broken invariant.
-    pub fn from_compact_parts(rest: &[Transform], p: CompactParts) -> Result<Clip, Error> {
+    pub fn from_compact_parts(skeleton: &crate::Skeleton, p: CompactParts) -> Result<Clip, Error> {
+        let rest = skeleton.rest_pose();
         let bad = |problem: String| Error::ClipRange {
             clip: p.name.clone(),
             problem,
@@ -455,6 +461,7 @@ impl Clip {
             .map(|j| j as JointIndex)
             .collect();
         Clip::from_compact(
+            skeleton.id(),
             p.name,
             p.start,
             p.duration,

@@ -77,6 +77,58 @@ pub struct Skeleton {
     source_index: Box<[u32]>,
     root_transform: Mat4,
     by_name: HashMap<String, JointIndex>,
+    id: SkeletonId,
+}
+
+/// The identity of a skeleton's joint layout: a 64-bit hash of its joint names and parents,
+/// in joint order.
+///
+/// Every [`crate::Clip`] records the id of the skeleton it was built for
+/// ([`crate::Clip::skeleton_id`]); the [`crate::animator::Animator`] refuses a clip whose id
+/// is not its skeleton's. Two skeletons loaded from different files have the same id when
+/// their joints have the same names and parents in the same order (the DirectX and RiTE case
+/// of animations kept apart from their model), whatever their rest poses or units; a clip of
+/// any other skeleton must be bound by name ([`crate::Clip::rebind`]) or retargeted
+/// ([`crate::retarget`]) first.
+///
+/// ```
+/// use skelett::{RawSkeleton, RawJoint, Transform};
+/// let joint = |name: &str, parent| RawJoint { name: name.into(), parent, rest: Transform::IDENTITY };
+/// let a = RawSkeleton { joints: vec![joint("hip", None), joint("knee", Some(0))], ..Default::default() }.build()?;
+/// let b = a.scaled(0.01);
+/// let c = RawSkeleton { joints: vec![joint("hip", None), joint("shin", Some(0))], ..Default::default() }.build()?;
+/// assert_eq!(a.id(), b.id());
+/// assert_ne!(a.id(), c.id());
+/// # Ok::<(), skelett::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct SkeletonId(pub u64);
+
+impl std::fmt::Display for SkeletonId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+impl SkeletonId {
+    /// The id of a layout: FNV-1a over each joint's name, a separator and its parent index
+    /// (stable across runs, platforms and versions).
+    pub fn of_layout<'a>(joints: impl IntoIterator<Item = (&'a str, Option<JointIndex>)>) -> Self {
+        const PRIME: u64 = 0x0000_0100_0000_01b3;
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut eat = |bytes: &[u8]| {
+            for &b in bytes {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(PRIME);
+            }
+        };
+        for (name, parent) in joints {
+            eat(name.as_bytes());
+            eat(&[0xff]);
+            eat(&parent.map_or(NO_PARENT, |p| p).to_le_bytes());
+        }
+        SkeletonId(h)
+    }
 }
 
 impl RawSkeleton {
@@ -137,7 +189,7 @@ impl RawSkeleton {
         }
         let mut names = Vec::with_capacity(n);
         let mut parents = Vec::with_capacity(n);
-        let mut rest = Vec::with_capacity(n);
+        let mut rest: Vec<Transform> = Vec::with_capacity(n);
         for (new, &old) in order.iter().enumerate() {
             let j = &self.joints[old];
             names.push(j.name.clone());
@@ -155,12 +207,19 @@ impl RawSkeleton {
             };
             rest.push(Transform { rotation, ..j.rest });
         }
+        let id = SkeletonId::of_layout(
+            names
+                .iter()
+                .zip(&parents)
+                .map(|(n, &p)| (n.as_str(), (p != NO_PARENT).then_some(p))),
+        );
         Ok(Skeleton {
             names: names.into(),
             parents: parents.into(),
             rest: rest.into(),
             source_index: order.iter().map(|&i| i as u32).collect(),
             root_transform: self.root_transform,
+            id,
             by_name,
         })
     }
@@ -198,6 +257,13 @@ impl RawSkeleton {
 }
 
 impl Skeleton {
+    /// The identity of this skeleton's joint layout (names and parents), which clips built
+    /// for it carry.
+    #[inline]
+    pub fn id(&self) -> SkeletonId {
+        self.id
+    }
+
     /// Number of joints.
     #[inline]
     pub fn len(&self) -> usize {

@@ -139,6 +139,7 @@ impl Clip {
         let built = built.map(|mut k| {
             k.events = self.events.clone();
             k.base = self.base.clone();
+            k.skeleton = self.skeleton;
             k
         });
         std::borrow::Cow::Owned(built.unwrap_or_else(|_| {
@@ -146,6 +147,7 @@ impl Clip {
             // values); the clip's pose alone keeps this total, never the compact clip again.
             Clip {
                 id: crate::clip::next_clip_id(),
+                skeleton: self.skeleton,
                 name: self.name.clone(),
                 start: self.start,
                 duration: self.duration,

@@ -15,3 +15,4 @@ pub mod contacts;
 mod derived;
 pub(crate) mod raw_clip;
 pub(crate) mod reduce;
+pub mod retarget;

@@ -130,6 +130,7 @@ impl RawClip {
 
         let mut clip = Clip {
             id: next_clip_id(),
+            skeleton: skeleton.id(),
             name: self.name.clone(),
             start: self.start,
             duration: self.duration,

@@ -43,7 +43,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use glam::{Quat, Vec3A};
 
 use crate::transform::SlerpSegment;
-use crate::{Error, JointIndex, Transform};
+use crate::{Error, JointIndex, Skeleton, SkeletonId, Transform};
 
 /// One animated channel of a [`Clip`], borrowed (see [`Clip::channel`]).
 #[derive(Clone, Copy, Debug)]
@@ -106,6 +106,8 @@ pub(crate) struct Track {
 #[derive(Clone, Debug)]
 pub struct Clip {
     pub(crate) id: u64,
+    /// The layout of the skeleton the clip was built for ([`Skeleton::id`]).
+    pub(crate) skeleton: SkeletonId,
     pub(crate) name: String,
     pub(crate) start: f32,
     pub(crate) duration: f32,
@@ -244,6 +246,20 @@ impl Clip {
     #[inline]
     pub fn joint_count(&self) -> usize {
         self.base.len()
+    }
+
+    /// The identity of the skeleton the clip was built for ([`Skeleton::id`]): its joint
+    /// names and parents. The animator plays a clip only on a skeleton with this id.
+    #[inline]
+    pub fn skeleton_id(&self) -> SkeletonId {
+        self.skeleton
+    }
+
+    /// `true` when the clip was built for `skeleton`'s joint layout (same names and parents
+    /// in the same order), so that its joint indices mean the same joints.
+    #[inline]
+    pub fn fits(&self, skeleton: &Skeleton) -> bool {
+        self.skeleton == skeleton.id() && self.base.len() == skeleton.len()
     }
 
     /// Number of animated (multi-key) channels.
@@ -442,7 +458,9 @@ impl Clip {
     }
 
     /// A clip around compact data (from [`crate::compress`] or a file).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn from_compact(
+        skeleton: SkeletonId,
         name: String,
         start: f32,
         duration: f32,
@@ -453,6 +471,7 @@ impl Clip {
     ) -> Clip {
         Clip {
             id: NEXT_CLIP_ID.fetch_add(1, Ordering::Relaxed),
+            skeleton,
             name,
             start,
             duration,

@@ -286,6 +286,7 @@ pub(super) fn assemble(
         .map(|j| j as JointIndex)
         .collect();
     let clip = Clip::from_compact(
+        reference.skeleton,
         reference.name.clone(),
         reference.start,
         reference.duration,

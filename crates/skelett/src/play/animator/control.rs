@@ -10,10 +10,13 @@ use super::{Animator, BlendSpace1D, Curve, FiredEvent, PlayOptions, Player, Tran
 use crate::{Clip, Error, Skeleton};
 
 pub(super) fn check_clip(skeleton: &Skeleton, clip: &Clip) -> Result<(), Error> {
-    if clip.joint_count() != skeleton.len() {
-        return Err(Error::SkeletonMismatch {
-            clip: clip.joint_count(),
-            skeleton: skeleton.len(),
+    if !clip.fits(skeleton) {
+        return Err(Error::OtherSkeleton {
+            clip: clip.name().to_owned(),
+            built_for: clip.skeleton_id(),
+            clip_joints: clip.joint_count(),
+            skeleton: skeleton.id(),
+            skeleton_joints: skeleton.len(),
         });
     }
     Ok(())
@@ -27,7 +30,7 @@ impl Animator {
     /// [`Animator::inertialize`] are shorthands for it.
     ///
     /// # Errors
-    /// [`Error::NoSuchLayer`], or [`Error::SkeletonMismatch`] for a clip of another skeleton.
+    /// [`Error::NoSuchLayer`], or [`Error::OtherSkeleton`] for a clip of another skeleton.
     pub fn play_with(
         &mut self,
         layer: usize,
@@ -92,7 +95,7 @@ impl Animator {
     /// Plays `clip` on `layer` at once, replacing what was playing there.
     ///
     /// # Errors
-    /// [`Error::NoSuchLayer`], or [`Error::SkeletonMismatch`] for a clip of another skeleton.
+    /// [`Error::NoSuchLayer`], or [`Error::OtherSkeleton`] for a clip of another skeleton.
     pub fn play(
         &mut self,
         layer: usize,
@@ -136,7 +139,7 @@ impl Animator {
     /// Plays a blend space on `layer`, with the given transition.
     ///
     /// # Errors
-    /// [`Error::NoSuchLayer`], [`Error::SkeletonMismatch`], or [`Error::ClipRange`] for a
+    /// [`Error::NoSuchLayer`], [`Error::OtherSkeleton`], or [`Error::ClipRange`] for a
     /// space without clips.
     pub fn play_blend_space(
         &mut self,
