@@ -2,10 +2,10 @@
 //! answers, binding by name, bad maps, and real captures (CMU BVH) onto real characters
 //! (glTF and FBX) measured by the angle between corresponding limb directions.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use glam::{Mat4, Quat, Vec3, Vec4};
+use skelett::animator::Animator;
 use skelett::retarget::{BakeOptions, JointMap, Options, Retargeter};
 use skelett::*;
 
@@ -19,6 +19,15 @@ fn world(sk: &Skeleton, pose: &[Transform]) -> Vec<Vec3> {
     local_to_model(sk, pose, 0, &mut m).unwrap();
     m.iter()
         .map(|m| sk.root_transform().transform_point3(m.w_axis.truncate()))
+        .collect()
+}
+
+/// Scene-space +Y axis of every joint of `pose`.
+fn y_axes(sk: &Skeleton, pose: &[Transform]) -> Vec<Vec3> {
+    let mut m = vec![Mat4::IDENTITY; sk.len()];
+    local_to_model(sk, pose, 0, &mut m).unwrap();
+    m.iter()
+        .map(|m| (sk.root_transform() * *m).y_axis.truncate())
         .collect()
 }
 
@@ -88,4 +97,503 @@ fn identity_reproduces_the_clip() {
             }
         }
     }
+}
+
+/// Corresponding limbs, named per skeleton by hand (not by the code under test): a limb is
+/// the direction from its first joint to its second, in scene space.
+fn limbs(file: &str) -> Vec<(&'static str, &'static str, &'static str)> {
+    match file {
+        "bvh" => vec![
+            ("upper arm L", "LeftArm", "LeftForeArm"),
+            ("forearm L", "LeftForeArm", "LeftHand"),
+            ("upper arm R", "RightArm", "RightForeArm"),
+            ("arm L", "LeftArm", "LeftHand"),
+            ("arm R", "RightArm", "RightHand"),
+            ("forearm R", "RightForeArm", "RightHand"),
+            ("thigh L", "LeftUpLeg", "LeftLeg"),
+            ("shin L", "LeftLeg", "LeftFoot"),
+            ("thigh R", "RightUpLeg", "RightLeg"),
+            ("shin R", "RightLeg", "RightFoot"),
+            ("spine", "Hips", "Spine1"),
+            ("neck", "Neck", "Head"),
+        ],
+        "robot" => vec![
+            ("upper arm L", "UpperArm.L", "LowerArm.L"),
+            ("upper arm R", "UpperArm.R", "LowerArm.R"),
+            ("thigh L", "UpperLeg.L", "LowerLeg.L"),
+            ("shin L", "LowerLeg.L", "Foot.L"),
+            ("thigh R", "UpperLeg.R", "LowerLeg.R"),
+            ("shin R", "LowerLeg.R", "Foot.R"),
+            ("spine", "Body", "Torso"),
+            ("neck", "Neck", "Head"),
+        ],
+        "kaykit" => vec![
+            ("upper arm L", "upperarm.l", "lowerarm.l"),
+            ("forearm L", "lowerarm.l", "wrist.l"),
+            ("upper arm R", "upperarm.r", "lowerarm.r"),
+            ("forearm R", "lowerarm.r", "wrist.r"),
+            ("thigh L", "upperleg.l", "lowerleg.l"),
+            ("shin L", "lowerleg.l", "foot.l"),
+            ("thigh R", "upperleg.r", "lowerleg.r"),
+            ("shin R", "lowerleg.r", "foot.r"),
+            ("spine", "hips", "chest"),
+        ],
+        // greenman's legs are single bones without a joint at the foot: their direction is
+        // the bone's +Y axis (Blender's bone axis), which points down the leg at rest.
+        "greenman" => vec![("thigh L", "leg_L", "+Y"), ("thigh R", "leg_R", "+Y")],
+        "barbarian" => vec![
+            // One bone from shoulder to hand: the whole arm.
+            ("arm L", "bras gauche", "main gauche"),
+            ("arm R", "bras droit", "main droite"),
+            ("thigh L", "jambe gauche", "pied gauche"),
+            ("thigh R", "jambe droite", "pied droit"),
+            ("spine", "bassin", "torse"),
+        ],
+        _ => unreachable!(),
+    }
+}
+
+struct PairResult {
+    mapped: usize,
+    /// Over every limb but the spine.
+    median_deg: f32,
+    worst_deg: f32,
+    worst_limb: String,
+    /// The spine's median and worst.
+    spine: (f32, f32),
+}
+
+/// Retargets `clip` of `src` onto `dst` and measures the angle between corresponding limbs.
+fn measure(
+    src: &skelett_io::Asset,
+    clip: &Clip,
+    dst: &skelett_io::Asset,
+    dst_kind: &str,
+) -> PairResult {
+    let map = JointMap::auto(&src.skeleton, &dst.skeleton).unwrap();
+    let options = Options {
+        bone_axis: (dst_kind == "greenman").then_some(Vec3::Y),
+        ..Default::default()
+    };
+    let r = Retargeter::new(&src.skeleton, &dst.skeleton, &map, &options).unwrap();
+    let baked = r
+        .bake(clip, &src.skeleton, &dst.skeleton, &BakeOptions::default())
+        .unwrap();
+    let ls: Vec<_> = limbs("bvh");
+    let lt = limbs(dst_kind);
+    let mut angles = Vec::new();
+    let mut worst = (0.0f32, String::new());
+    let mut per_limb: std::collections::BTreeMap<&str, Vec<f32>> = Default::default();
+    for t in times(clip, 400) {
+        let ws = world(&src.skeleton, &sample_at(clip, &src.skeleton, t));
+        let pose_t = sample_at(&baked, &dst.skeleton, t);
+        let wt = world(&dst.skeleton, &pose_t);
+        let axes = y_axes(&dst.skeleton, &pose_t);
+        for (name, a, b) in &lt {
+            let (_, sa, sb) = ls.iter().find(|l| l.0 == *name).unwrap();
+            let f = |sk: &Skeleton, n: &str| sk.find(n).unwrap_or_else(|| panic!("{n}")) as usize;
+            let ds = ws[f(&src.skeleton, sb)] - ws[f(&src.skeleton, sa)];
+            let dt = if *b == "+Y" {
+                axes[f(&dst.skeleton, a)]
+            } else {
+                wt[f(&dst.skeleton, b)] - wt[f(&dst.skeleton, a)]
+            };
+            let deg = ds.angle_between(dt).to_degrees();
+            per_limb.entry(*name).or_insert_with(Vec::new).push(deg);
+            if *name == "spine" {
+                continue;
+            }
+            if deg > worst.0 {
+                worst = (deg, format!("{name} at {t:.2} s"));
+            }
+            angles.push(deg);
+        }
+    }
+    angles.sort_by(f32::total_cmp);
+    let mut spine = (0.0, 0.0);
+    for (name, mut v) in per_limb {
+        v.sort_by(f32::total_cmp);
+        println!(
+            "    {name}: median {:.2} worst {:.2}",
+            v[v.len() / 2],
+            v[v.len() - 1]
+        );
+        if name == "spine" {
+            spine = (v[v.len() / 2], v[v.len() - 1]);
+        }
+    }
+    PairResult {
+        spine,
+        mapped: map.pairs.len(),
+        median_deg: angles[angles.len() / 2],
+        worst_deg: worst.0,
+        worst_limb: worst.1,
+    }
+}
+
+#[test]
+fn cmu_captures_onto_characters_follow_limb_directions() {
+    // (file, kind, joints the automatic map must pair at least)
+    let targets = [
+        ("gltf/robot_quaternius.glb", "robot", 16),
+        ("gltf/KayKit_Rig_Medium_General.glb", "kaykit", 16),
+        ("gltf/greenman.glb", "greenman", 5),
+        ("fbx/blender_293_barbarian_7400_binary.fbx", "barbarian", 11),
+    ];
+    for capture in ["bvh/01_01.bvh", "bvh/01_03.bvh"] {
+        let src = load(capture);
+        let clip = src.clips[0].clone();
+        for (file, kind, at_least) in targets {
+            let dst = load(file);
+            let r = measure(&src, &clip, &dst, kind);
+            println!(
+                "{capture} -> {file}: {} joints mapped of {}; limbs: median {:.2} deg, worst {:.2} deg ({}); spine: median {:.2}, worst {:.2}",
+                r.mapped,
+                dst.skeleton.len(),
+                r.median_deg,
+                r.worst_deg,
+                r.worst_limb,
+                r.spine.0,
+                r.spine.1,
+            );
+            assert!(
+                r.mapped >= at_least,
+                "{capture} -> {file}: {} mapped",
+                r.mapped
+            );
+            assert!(
+                r.median_deg < 3.0 && r.worst_deg < 15.0,
+                "{capture} -> {file}"
+            );
+            // The spine: the bone (or bones) from the hips to the chest against the
+            // capture's three; the barbarian has one bone for them, which cannot bend where
+            // the capture's spine bends.
+            let spine_limit = if kind == "barbarian" { 60.0 } else { 20.0 };
+            assert!(
+                r.spine.0 < spine_limit / 2.0 && r.spine.1 < spine_limit,
+                "{capture} -> {file} spine {:?}",
+                r.spine
+            );
+        }
+    }
+}
+
+/// A joint list for a synthetic humanoid: hips, spine, arms, legs (parents by index).
+fn humanoid(scale: f32, arm_drop: f32, twist: f32) -> Skeleton {
+    let t =
+        |x: f32, y: f32| Transform::new(Vec3::new(x, y, 0.0) * scale, Quat::IDENTITY, Vec3::ONE);
+    let r = |x: f32, y: f32, q: Quat| Transform::new(Vec3::new(x, y, 0.0) * scale, q, Vec3::ONE);
+    let joints = [
+        ("Hips", None, t(0.0, 1.0)),
+        ("Spine", Some(0), t(0.0, 0.5)),
+        (
+            "LeftArm",
+            Some(1),
+            r(0.2, 0.0, Quat::from_rotation_z(-arm_drop)),
+        ),
+        (
+            "LeftForeArm",
+            Some(2),
+            r(0.3, 0.0, Quat::from_rotation_x(twist)),
+        ),
+        ("LeftHand", Some(3), t(0.25, 0.0)),
+        (
+            "RightArm",
+            Some(1),
+            r(-0.2, 0.0, Quat::from_rotation_z(arm_drop)),
+        ),
+        (
+            "RightForeArm",
+            Some(5),
+            r(-0.3, 0.0, Quat::from_rotation_x(-twist)),
+        ),
+        ("RightHand", Some(6), t(-0.25, 0.0)),
+        ("LeftUpLeg", Some(0), t(0.1, 0.0)),
+        ("LeftLeg", Some(8), t(0.0, -0.45)),
+        ("LeftFoot", Some(9), t(0.0, -0.45)),
+        ("RightUpLeg", Some(0), t(-0.1, 0.0)),
+        ("RightLeg", Some(11), t(0.0, -0.45)),
+        ("RightFoot", Some(12), t(0.0, -0.45)),
+    ];
+    RawSkeleton {
+        joints: joints
+            .iter()
+            .map(|(n, p, rest)| RawJoint {
+                name: (*n).into(),
+                parent: *p,
+                rest: *rest,
+            })
+            .collect(),
+        ..Default::default()
+    }
+    .build()
+    .unwrap()
+}
+
+#[test]
+fn t_pose_onto_a_pose_scaled_has_the_closed_form_answer() {
+    // The source stands in T-pose; the target is the same body 1.3 times larger, in A-pose
+    // (arms 40 degrees down) with twisted forearm frames. After alignment, the target in any
+    // pose is the source scaled by 1.3: every world position exactly 1.3 times the source's.
+    let source = humanoid(1.0, 0.0, 0.0);
+    let target = humanoid(1.3, 40f32.to_radians(), 0.7);
+    let map = JointMap::from_pairs(source.names().iter().map(|n| (n.clone(), n.clone())));
+    let r = Retargeter::new(&source, &target, &map, &Options::default()).unwrap();
+    assert!((r.root_scale() - 1.3).abs() < 1e-5, "{}", r.root_scale());
+    let mut scratch = r.scratch();
+    let mut out = target.rest_pose().to_vec();
+    let mut rng = 7u32;
+    let mut rand = move || {
+        rng = rng.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        (rng >> 8) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0
+    };
+    for _ in 0..50 {
+        let mut pose = source.rest_pose().to_vec();
+        for p in pose.iter_mut() {
+            p.rotation = Quat::from_euler(glam::EulerRot::YXZ, rand(), rand(), rand());
+        }
+        pose[0].translation += Vec3::new(rand(), rand() * 0.2, rand());
+        r.retarget(&pose, &mut out, &mut scratch).unwrap();
+        let (ws, wt) = (world(&source, &pose), world(&target, &out));
+        for j in 0..source.len() {
+            assert!(
+                (wt[j] - ws[j] * 1.3).length() < 1e-4,
+                "{}: {} vs {}",
+                source.name(j as u16),
+                wt[j],
+                ws[j] * 1.3
+            );
+        }
+    }
+}
+
+/// The CMU skeleton with every joint renamed in another rig's style.
+fn renamed(sk: &Skeleton) -> Skeleton {
+    let rename = |n: &str| {
+        let side = |rest: &str, s: &str| format!("mixamorig:{}_{s}", rest);
+        if let Some(rest) = n.strip_prefix("Left") {
+            side(rest, "l")
+        } else if let Some(rest) = n.strip_prefix("Right") {
+            side(rest, "r")
+        } else if n.len() > 1 && n.starts_with('L') && n.as_bytes()[1].is_ascii_uppercase() {
+            format!("mixamorig:{}.L", &n[1..])
+        } else if n.len() > 1 && n.starts_with('R') && n.as_bytes()[1].is_ascii_uppercase() {
+            format!("mixamorig:{}.R", &n[1..])
+        } else {
+            format!("mixamorig:{n}")
+        }
+    };
+    RawSkeleton {
+        joints: (0..sk.len() as u16)
+            .map(|j| RawJoint {
+                name: rename(sk.name(j)),
+                parent: sk.parent(j).map(usize::from),
+                rest: sk.rest_pose()[j as usize],
+            })
+            .collect(),
+        root_transform: sk.root_transform(),
+    }
+    .build()
+    .unwrap()
+}
+
+#[test]
+fn renamed_copy_maps_automatically_and_reproduces_the_clip() {
+    let a = load("bvh/01_01.bvh");
+    let (sk, clip) = (&a.skeleton, &a.clips[0]);
+    let copy = renamed(sk);
+    assert_eq!(copy.find("mixamorig:UpLeg_l").is_some(), true);
+    let map = JointMap::auto(sk, &copy).unwrap();
+    assert_eq!(map.pairs.len(), sk.len(), "{:?}", map.pairs);
+    for p in &map.pairs {
+        assert_eq!(
+            copy.find(&p.target),
+            sk.find(&p.source),
+            "{} -> {}",
+            p.source,
+            p.target
+        );
+    }
+    let r = Retargeter::new(sk, &copy, &map, &Options::default()).unwrap();
+    let baked = r.bake(clip, sk, &copy, &BakeOptions::default()).unwrap();
+    assert!(baked.fits(&copy) && !baked.fits(sk));
+    for t in times(clip, 41) {
+        let (w0, w1) = (
+            world(sk, &sample_at(clip, sk, t)),
+            world(&copy, &sample_at(&baked, &copy, t)),
+        );
+        for j in 0..sk.len() {
+            assert!(
+                (w0[j] - w1[j]).length() < 1e-4 * (1.0 + w0[j].length()),
+                "t={t} {}",
+                sk.name(j as u16)
+            );
+        }
+    }
+}
+
+#[test]
+fn binding_by_name_moves_a_clip_to_another_layout_and_the_animator_checks_layouts() {
+    let a = load("gltf/robot_quaternius.glb");
+    let sk = &a.skeleton;
+    let clip = a.clip("Robot_Walking").unwrap();
+    // The same rig as another file might have it: joints in reverse order (parents still
+    // first), one joint missing, one extra.
+    let order: Vec<u16> = {
+        let mut o: Vec<u16> = (0..sk.len() as u16)
+            .filter(|&j| sk.name(j) != "PoleTarget.L")
+            .collect();
+        o.sort_by_key(|&j| (sk.depth(j), std::cmp::Reverse(j)));
+        o
+    };
+    let mut joints: Vec<RawJoint> = order
+        .iter()
+        .map(|&j| RawJoint {
+            name: sk.name(j).to_owned(),
+            parent: sk
+                .parent(j)
+                .map(|p| order.iter().position(|&o| o == p).unwrap()),
+            rest: sk.rest_pose()[j as usize],
+        })
+        .collect();
+    joints.push(RawJoint {
+        name: "Extra".into(),
+        parent: Some(0),
+        rest: Transform::IDENTITY,
+    });
+    let other = RawSkeleton {
+        joints,
+        root_transform: sk.root_transform(),
+    }
+    .build()
+    .unwrap();
+    assert_ne!(other.id(), sk.id());
+
+    // The animator refuses the clip of the other layout, naming it.
+    let mut animator = Animator::new(Arc::new(other.clone()));
+    let err = animator
+        .play(0, clip.clone(), Default::default())
+        .unwrap_err();
+    assert!(matches!(err, Error::OtherSkeleton { .. }), "{err}");
+    assert!(err.to_string().contains("Robot_Walking"), "{err}");
+
+    let (bound, report) = clip.rebind(sk, &other).unwrap();
+    assert!(
+        report.unbound.is_empty() || report.unbound == ["PoleTarget.L"],
+        "{report:?}"
+    );
+    assert!(report.unanimated.contains(&"Extra".to_owned()));
+    animator
+        .play(0, Arc::new(bound.clone()), Default::default())
+        .unwrap();
+    for t in times(clip, 23) {
+        let (w0, w1) = (
+            world(sk, &sample_at(clip, sk, t)),
+            world(&other, &sample_at(&bound, &other, t)),
+        );
+        for j in 0..other.len() as u16 {
+            if let Some(s) = sk.find(other.name(j)) {
+                assert!(
+                    (w0[s as usize] - w1[j as usize]).length() < 1e-5,
+                    "t={t} {}",
+                    other.name(j)
+                );
+            }
+        }
+    }
+    // A clip bound by name to a skeleton with none of its joints: a clear error.
+    let stranger = RawSkeleton {
+        joints: vec![RawJoint {
+            name: "x".into(),
+            parent: None,
+            rest: Transform::IDENTITY,
+        }],
+        ..Default::default()
+    }
+    .build()
+    .unwrap();
+    assert!(matches!(
+        clip.rebind(sk, &stranger),
+        Err(Error::NothingBound { .. })
+    ));
+    assert!(matches!(
+        clip.rebind(&other, sk),
+        Err(Error::OtherSkeleton { .. })
+    ));
+}
+
+#[test]
+fn bad_maps_are_typed_errors_that_name_the_joints() {
+    let a = load("bvh/01_01.bvh");
+    let b = load("gltf/KayKit_Rig_Medium_General.glb");
+    let (s, t) = (&a.skeleton, &b.skeleton);
+    let missing = JointMap::from_pairs([("Hips", "hips"), ("Tail", "hips")]);
+    match Retargeter::new(s, t, &missing, &Options::default()) {
+        Err(Error::MapUnknownJoint {
+            side: "source",
+            joint,
+        }) => assert_eq!(joint, "Tail"),
+        other => panic!("{other:?}"),
+    }
+    let missing_t = JointMap::from_pairs([("Hips", "pelvis")]);
+    assert!(matches!(
+        Retargeter::new(s, t, &missing_t, &Options::default()),
+        Err(Error::MapUnknownJoint { side: "target", .. })
+    ));
+    let twice = JointMap::from_pairs([("Hips", "hips"), ("Spine", "hips")]);
+    match Retargeter::new(s, t, &twice, &Options::default()) {
+        Err(e @ Error::MapDuplicateTarget { .. }) => {
+            let m = e.to_string();
+            assert!(
+                m.contains("hips") && m.contains("Hips") && m.contains("Spine"),
+                "{m}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let stranger = RawSkeleton {
+        joints: vec![
+            RawJoint {
+                name: "a".into(),
+                parent: None,
+                rest: Transform::IDENTITY,
+            },
+            RawJoint {
+                name: "b".into(),
+                parent: Some(0),
+                rest: Transform::IDENTITY,
+            },
+        ],
+        ..Default::default()
+    }
+    .build()
+    .unwrap();
+    match JointMap::auto(s, &stranger) {
+        Err(e @ Error::NoCommonChain { .. }) => assert!(e.to_string().contains("a, b"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    let empty = JointMap::default();
+    assert!(matches!(
+        Retargeter::new(s, t, &empty, &Options::default()),
+        Err(Error::NoCommonChain { .. })
+    ));
+    let bad_scale = Options {
+        root_scale: Some(f32::NAN),
+        ..Default::default()
+    };
+    let map = JointMap::auto(s, t).unwrap();
+    assert!(Retargeter::new(s, t, &map, &bad_scale).is_err());
+    // A pose of the wrong length: an error, not a panic.
+    let r = Retargeter::new(s, t, &map, &Options::default()).unwrap();
+    let mut out = t.rest_pose().to_vec();
+    assert!(matches!(
+        r.retarget(&s.rest_pose()[..3], &mut out, &mut r.scratch()),
+        Err(Error::Length { .. })
+    ));
+    // A clip of another skeleton: refused.
+    let kay_clip = &b.clips[6];
+    assert!(matches!(
+        r.bake(kay_clip, s, t, &BakeOptions::default()),
+        Err(Error::OtherSkeleton { .. })
+    ));
 }

@@ -193,8 +193,9 @@ fn preview(sk: &Skeleton) -> String {
 /// (source, target) pairs of the body parts both rigs have.
 fn part_pairs(s: &Rig, t: &Rig) -> Vec<(JointIndex, JointIndex)> {
     let mut out = vec![(s.hips, t.hips)];
-    out.extend(spread(&s.spine, &t.spine));
-    out.extend(spread(&s.neck, &t.neck));
+    out.extend(spread(&s.spine, &t.spine, true));
+    // A one-joint neck takes the source neck's base: it then aims at the head.
+    out.extend(spread(&s.neck, &t.neck, false));
     if let (Some(a), Some(b)) = (s.head, t.head) {
         out.push((a, b));
     }
@@ -211,10 +212,13 @@ fn part_pairs(s: &Rig, t: &Rig) -> Vec<(JointIndex, JointIndex)> {
 /// Pairs a source chain with a target chain of any lengths: tops together, bottoms
 /// together, the joints between by their place along the chain (a target joint left out
 /// shares the rotation of its neighbours).
-fn spread(s: &[JointIndex], t: &[JointIndex]) -> Vec<(JointIndex, JointIndex)> {
+fn spread(s: &[JointIndex], t: &[JointIndex], top: bool) -> Vec<(JointIndex, JointIndex)> {
     let (m, n) = (s.len(), t.len());
     if m == 0 || n == 0 {
         return Vec::new();
+    }
+    if n == 1 && !top {
+        return vec![(s[0], t[0])];
     }
     let mut out = vec![(s[m - 1], t[n - 1])];
     if m >= 2 && n >= 2 {
@@ -242,14 +246,15 @@ mod tests {
     fn spread_pairs_ends_and_middles() {
         let s: Vec<JointIndex> = vec![10, 11, 12];
         let t: Vec<JointIndex> = vec![0, 1];
-        let mut p = spread(&s, &t);
+        let mut p = spread(&s, &t, true);
         p.sort();
         assert_eq!(p, [(10, 0), (12, 1)]);
         let t4: Vec<JointIndex> = vec![0, 1, 2, 3];
-        let mut p = spread(&s, &t4);
+        let mut p = spread(&s, &t4, true);
         p.sort();
         // 3 onto 4: ends paired; the middle source joint to the nearer middle target.
         assert_eq!(p, [(10, 0), (11, 1), (12, 3)]);
-        assert_eq!(spread(&s[..1], &t4), [(10, 3)]);
+        assert_eq!(spread(&s[..1], &t4, true), [(10, 3)]);
+        assert_eq!(spread(&s, &t[..1], false), [(10, 0)]);
     }
 }

@@ -65,6 +65,11 @@ pub struct Options {
     /// Leave the target's reference pose as it is (no alignment to the source's): for
     /// skeletons whose reference poses already match.
     pub no_align: bool,
+    /// The axis bones point along in the target's joint frames (+Y for Blender and the
+    /// glTF files it exports), used to align mapped joints that have no mapped child to aim
+    /// at (a leg that is one bone without a foot joint) with the source bone's direction to
+    /// its first child. `None`: such joints keep their reference rotation.
+    pub bone_axis: Option<Vec3>,
     /// The factor for the root's translation; the ratio of hip heights above the lowest
     /// joint in the reference poses when `None`.
     pub root_scale: Option<f32>,
@@ -94,6 +99,43 @@ enum Move {
     /// The reference translation plus the source's local change, turned from the source
     /// parent's reference frame into the target parent's.
     Delta(Quat, f32),
+    /// Where the anchor joint (evaluated first) carries it: the offset in the anchor's frame.
+    Attached(JointIndex, Vec3),
+}
+
+/// A bone kept pointing where the source's bone points: the direction child's offset in
+/// the joint's own frame (reference pose), and the source joint it follows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Aim {
+    offset: Vec3,
+    child: JointIndex,
+    /// The target child, when it is a direct child whose translation follows the source's
+    /// (its offset is then computed per frame).
+    direct: Option<JointIndex>,
+}
+
+/// `true` when unmapped joint `k` lies inside an unbranched run below its nearest mapped
+/// ancestor: every joint from that ancestor down to `k` has exactly one child.
+fn is_chain_run(
+    k: usize,
+    mapped_above: &[Option<JointIndex>],
+    children: &[usize],
+    parents: &[JointIndex],
+) -> bool {
+    let Some(a) = mapped_above[k] else {
+        return false;
+    };
+    if children[k] != 1 {
+        return false;
+    }
+    let mut j = k;
+    while j != a as usize {
+        j = parents[j] as usize;
+        if children[j] != 1 {
+            return false;
+        }
+    }
+    true
 }
 
 /// A joint's transform in scene space (rotation, position, accumulated scale).
@@ -191,6 +233,8 @@ pub struct Retargeter {
     target_ref_rot: Box<[Quat]>,
     target_ref_pos: Box<[Vec3]>,
     plan: Box<[Plan]>,
+    aims: Box<[Option<Aim>]>,
+    order: Box<[JointIndex]>,
     scale: f32,
     map: Box<[Option<JointIndex>]>,
 }
@@ -253,6 +297,7 @@ impl Retargeter {
                 })
             })
             .collect();
+        let tparents = target.parents();
         let is_below = |sk: &Skeleton, a: JointIndex, mut j: JointIndex| {
             while let Some(p) = sk.parent(j) {
                 if p == a {
@@ -262,7 +307,33 @@ impl Retargeter {
             }
             false
         };
-        // The nearest mapped ancestor of each target joint.
+        // The target joint each source joint drives (the first, if several).
+        let mut target_of: Vec<Option<JointIndex>> = vec![None; ns];
+        for (k, s) in by_target.iter().enumerate() {
+            if let Some(s) = s {
+                target_of[*s as usize].get_or_insert(k as JointIndex);
+            }
+        }
+        // Each mapped target joint's anchor: the target joint driven by the nearest mapped
+        // ancestor of its source joint (the source's hierarchy decides what hangs from what).
+        let anchor: Vec<Option<JointIndex>> = (0..nt)
+            .map(|k| {
+                let mut j = by_target[k]?;
+                while let Some(p) = source.parent(j) {
+                    if let Some(a) = target_of[p as usize] {
+                        return (a as usize != k).then_some(a);
+                    }
+                    j = p;
+                }
+                None
+            })
+            .collect();
+        // Mapped joints whose anchor is not above them in the target (robot_quaternius's
+        // root-level feet under the shins): placed from their anchor, after it.
+        let attached: Vec<bool> = (0..nt)
+            .map(|k| anchor[k].is_some_and(|a| !is_below(target, a, k as JointIndex)))
+            .collect();
+        // The nearest mapped ancestor of each target joint, in the target's hierarchy.
         let mut mapped_above: Vec<Option<JointIndex>> = vec![None; nt];
         for k in 0..nt {
             if let Some(p) = target.parent(k as JointIndex) {
@@ -273,37 +344,96 @@ impl Retargeter {
                 };
             }
         }
+        // Direction children: the mapped joints anchored to each joint (by body part where
+        // any is).
+        let kids: Vec<Vec<usize>> = (0..nt)
+            .map(|k| {
+                let all: Vec<usize> = (0..nt)
+                    .filter(|&m| anchor[m] == Some(k as JointIndex))
+                    .collect();
+                let any_part = all.iter().any(|&m| by_part[m]);
+                all.into_iter()
+                    .filter(|&m| !any_part || by_part[m])
+                    .collect()
+            })
+            .collect();
 
+        let sides_t: Vec<Side> = target.names().iter().map(|n| normalize(n).side).collect();
         // 1. Align the target's reference to the source's, parents first.
+        let source_size = extent(&sw.iter().map(|w| w.position).collect::<Vec<_>>()).max(1e-9);
+        let target_size = extent(&tw.iter().map(|w| w.position).collect::<Vec<_>>()).max(1e-9);
         if !options.no_align {
-            let scene_size = extent(&sw.iter().map(|w| w.position).collect::<Vec<_>>()).max(1e-9);
             for k in 0..nt {
                 let Some(src) = by_target[k] else { continue };
-                let kids: Vec<usize> = (k + 1..nt)
-                    .filter(|&m| by_target[m].is_some() && mapped_above[m] == Some(k as JointIndex))
-                    .collect();
-                let any_part = kids.iter().any(|&m| by_part[m]);
                 let mut pairs: Vec<(Vec3, Vec3)> = Vec::new();
-                for &m in &kids {
-                    if any_part && !by_part[m] {
-                        continue;
-                    }
+                let mut center = (Vec3::ZERO, Vec3::ZERO);
+                let mut sides = [None, None];
+                for &m in &kids[k] {
                     let ms = by_target[m].unwrap_or(src);
-                    if !is_below(source, src, ms) {
-                        continue;
-                    }
                     let vt = tw[m].position - tw[k].position;
                     let vs = sw[ms as usize].position - sw[src as usize].position;
-                    let tsize =
-                        extent(&tw.iter().map(|w| w.position).collect::<Vec<_>>()).max(1e-9);
-                    if vt.length() > 1e-4 * tsize && vs.length() > 1e-4 * scene_size {
+                    if vt.length() > 1e-4 * target_size && vs.length() > 1e-4 * source_size {
                         pairs.push((vt.normalize(), vs.normalize()));
+                        match sides_t[m] {
+                            Side::Center => {
+                                center.0 += vt.normalize();
+                                center.1 += vs.normalize();
+                            }
+                            Side::Left => {
+                                sides[0] = Some((tw[m].position, sw[ms as usize].position))
+                            }
+                            Side::Right => {
+                                sides[1] = Some((tw[m].position, sw[ms as usize].position))
+                            }
+                        }
                     }
                 }
-                let Some(turn) = best_rotation(&pairs) else {
-                    continue;
+                // Where a joint has a middle child and a left and right one (hips, chest):
+                // the middle direction exactly, the left-right line as near as it goes; a
+                // best fit of all directions would let long legs or arms outvote the spine.
+                // The topmost mapped joints (the hips) only turn about the vertical: both
+                // characters stand upright in their reference poses, and a hips joint may
+                // sit anywhere (greenman's is behind the body, the barbarian's below its
+                // legs), so the direction to the spine says little.
+                let top = mapped_above[k].is_none() && !attached[k];
+                let frame = match (center.0.length() > 1e-6 && center.1.length() > 1e-6, sides) {
+                    // ... unless the way to the spine is upright in both (a hips joint
+                    // proper): then it tilts too.
+                    (true, [Some(l), Some(r)])
+                        if top && center.0.normalize().y > 0.7 && center.1.normalize().y > 0.7 =>
+                    {
+                        Some(two_axis_rotation(
+                            (center.0.normalize(), center.1.normalize()),
+                            (l.0 - r.0, l.1 - r.1),
+                        ))
+                    }
+                    (_, [Some(l), Some(r)]) if top => Some(two_axis_rotation(
+                        (Vec3::Y, Vec3::Y),
+                        (l.0 - r.0, l.1 - r.1),
+                    )),
+                    (true, [Some(l), Some(r)]) => Some(two_axis_rotation(
+                        (center.0.normalize(), center.1.normalize()),
+                        (l.0 - r.0, l.1 - r.1),
+                    )),
+                    _ if top => None,
+                    _ => None,
                 };
-                let p = target.parents()[k];
+                // A leaf-like joint: its bone axis against the source bone.
+                if pairs.is_empty() && !top {
+                    if let (Some(axis), Some(child)) = (
+                        options.bone_axis,
+                        (src as usize + 1..ns).find(|&c| source.parents()[c] == src),
+                    ) {
+                        let vt = tw[k].rotation * axis;
+                        let vs = sw[child].position - sw[src as usize].position;
+                        if vt.length() > 1e-6 && vs.length() > 1e-4 * source_size {
+                            pairs.push((vt.normalize(), vs.normalize()));
+                        }
+                    }
+                }
+                let fit = if top { None } else { best_rotation(&pairs) };
+                let Some(turn) = frame.or(fit) else { continue };
+                let p = tparents[k];
                 let parent_rot = if p == NO_PARENT {
                     target_root.rotation
                 } else {
@@ -314,10 +444,9 @@ impl Retargeter {
                 world_pose(target, &target_root, &target_ref, &mut tw);
             }
         }
-
         // 2. How each target joint is driven.
         let mut plan = vec![Plan::Rest; nt];
-        let tparents = target.parents();
+        let mut aims: Vec<Option<Aim>> = vec![None; nt];
         let mut children = vec![0usize; nt];
         for k in 0..nt {
             if tparents[k] != NO_PARENT {
@@ -327,55 +456,75 @@ impl Retargeter {
         for k in 0..nt {
             plan[k] = match by_target[k] {
                 Some(src) => {
-                    let mv = match mapped_above[k] {
-                        None => Move::Root,
-                        Some(_) => {
-                            let pk = tparents[k];
-                            let pj = source.parent(src);
-                            match (pk != NO_PARENT, pj) {
-                                (true, Some(pj)) if by_target[pk as usize] == Some(pj) => {
-                                    let (ws, wt) = (sw[pj as usize], tw[pk as usize]);
-                                    Move::Delta(
-                                        (wt.rotation.inverse() * ws.rotation).normalize(),
-                                        // Source parent units into target parent units; the
-                                        // root scale is applied per frame.
-                                        ws.scale.element_sum() / wt.scale.element_sum(),
-                                    )
+                    let mv = if attached[k] {
+                        let a = anchor[k].unwrap_or(0) as usize;
+                        let offset = tw[a].rotation.inverse() * (tw[k].position - tw[a].position)
+                            / tw[a].scale;
+                        Move::Attached(a as JointIndex, offset)
+                    } else {
+                        match mapped_above[k] {
+                            None => Move::Root,
+                            Some(_) => {
+                                let pk = tparents[k];
+                                match (pk != NO_PARENT, source.parent(src)) {
+                                    (true, Some(pj)) if by_target[pk as usize] == Some(pj) => {
+                                        let (ws, wt) = (sw[pj as usize], tw[pk as usize]);
+                                        Move::Delta(
+                                            (wt.rotation.inverse() * ws.rotation).normalize(),
+                                            // Source parent units into target parent units;
+                                            // the root scale is applied per frame.
+                                            ws.scale.element_sum() / wt.scale.element_sum(),
+                                        )
+                                    }
+                                    _ => Move::Reference,
                                 }
-                                _ => Move::Reference,
                             }
                         }
                     };
+                    // One direction child whose place follows from this joint alone: keep
+                    // the bone pointing where the source's points each frame.
+                    if let [m] = kids[k][..] {
+                        let rigid = attached[m] && anchor[m] == Some(k as JointIndex) || {
+                            let mut j = tparents[m];
+                            let mut ok = is_below(target, k as JointIndex, m as JointIndex);
+                            while ok && j != NO_PARENT && j as usize != k {
+                                ok = by_target[j as usize].is_none()
+                                    && !is_chain_run(
+                                        j as usize,
+                                        &mapped_above,
+                                        &children,
+                                        tparents,
+                                    );
+                                j = tparents[j as usize];
+                            }
+                            ok
+                        };
+                        let offset = tw[k].rotation.inverse() * (tw[m].position - tw[k].position);
+                        if rigid && offset.length() > 1e-4 * target_size {
+                            if let Some(ms) = by_target[m] {
+                                let direct = (tparents[m] as usize == k).then_some(m as JointIndex);
+                                aims[k] = Some(Aim {
+                                    offset,
+                                    child: ms,
+                                    direct,
+                                });
+                            }
+                        }
+                    }
                     Plan::Mapped { src, mv }
                 }
                 None => {
                     // Inside an unbranched run from a mapped joint down to the next?
                     let mut plan_k = Plan::Rest;
                     if let Some(a) = mapped_above[k] {
-                        let mut run_ok = true;
-                        let mut j = k;
-                        while j != a as usize {
-                            j = tparents[j] as usize;
-                            if children[j] != 1 {
-                                run_ok = false;
-                            }
-                        }
-                        if run_ok && children[k] == 1 {
-                            // Walk down the single children to the next mapped joint.
+                        if is_chain_run(k, &mapped_above, &children, tparents) {
                             let mut d = k;
-                            let mut steps = 0;
                             let found = loop {
                                 let next = (d + 1..nt).find(|&c| tparents[c] as usize == d);
                                 match next {
                                     Some(c) if by_target[c].is_some() => break Some(c),
-                                    Some(c) if children[c] == 1 => {
-                                        d = c;
-                                        steps += 1;
-                                    }
+                                    Some(c) if children[c] == 1 => d = c,
                                     _ => break None,
-                                }
-                                if steps > nt {
-                                    break None;
                                 }
                             };
                             if let (Some(d), Some(sa)) = (found, by_target[a as usize]) {
@@ -392,6 +541,57 @@ impl Retargeter {
                 }
             };
         }
+        // Evaluation order: parents before children, anchors before what they place.
+        let order = {
+            let mut indeg = vec![0usize; nt];
+            let mut out_edges: Vec<Vec<usize>> = vec![Vec::new(); nt];
+            for k in 0..nt {
+                if tparents[k] != NO_PARENT {
+                    out_edges[tparents[k] as usize].push(k);
+                    indeg[k] += 1;
+                }
+                if let Plan::Mapped {
+                    mv: Move::Attached(a, _),
+                    ..
+                } = plan[k]
+                {
+                    out_edges[a as usize].push(k);
+                    indeg[k] += 1;
+                }
+            }
+            let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..nt)
+                .filter(|&k| indeg[k] == 0)
+                .map(std::cmp::Reverse)
+                .collect();
+            let mut order: Vec<JointIndex> = Vec::with_capacity(nt);
+            while let Some(std::cmp::Reverse(k)) = ready.pop() {
+                order.push(k as JointIndex);
+                for &c in &out_edges[k] {
+                    indeg[c] -= 1;
+                    if indeg[c] == 0 {
+                        ready.push(std::cmp::Reverse(c));
+                    }
+                }
+            }
+            if order.len() < nt {
+                // A joint placed from its own descendant: place it from the reference instead.
+                for k in 0..nt {
+                    if let Plan::Mapped {
+                        src,
+                        mv: Move::Attached(..),
+                    } = plan[k]
+                    {
+                        plan[k] = Plan::Mapped {
+                            src,
+                            mv: Move::Reference,
+                        };
+                    }
+                }
+                (0..nt as JointIndex).collect::<Box<[JointIndex]>>()
+            } else {
+                order.into()
+            }
+        };
 
         // 3. The root's scale: hip heights above the lowest joint.
         let scale = match options.root_scale {
@@ -451,6 +651,8 @@ impl Retargeter {
             target_ref_pos: tw.iter().map(|w| w.position).collect(),
             target_ref: target_ref.into(),
             plan: plan.into(),
+            aims: aims.into(),
+            order,
             scale,
             map: by_target.into(),
         })
@@ -485,6 +687,24 @@ impl Retargeter {
         (self.source, self.target)
     }
 
+    /// The local translation of target joint `k` driven by source joint `src` in
+    /// [`Move::Delta`] mode: its reference plus the source's change, turned and scaled.
+    #[inline(always)]
+    fn translation_delta(
+        &self,
+        k: usize,
+        src: JointIndex,
+        turn: Quat,
+        units: f32,
+        source_pose: &[Transform],
+    ) -> Vec3 {
+        let s = src as usize;
+        self.target_ref[k].translation
+            + turn
+                * (source_pose[s].translation - self.source_ref[s].translation)
+                * (units * self.scale)
+    }
+
     /// Retargets one source pose (local transforms) into a target pose. Allocates nothing.
     ///
     /// # Errors
@@ -516,7 +736,8 @@ impl Retargeter {
             delta[j] = w.rotation * self.source_ref_inv[j];
         }
         let tw = &mut scratch.target[..nt];
-        for k in 0..nt {
+        for &k in self.order.iter() {
+            let k = k as usize;
             let p = self.target_parents[k];
             let parent = if p == NO_PARENT {
                 self.target_root
@@ -528,17 +749,39 @@ impl Retargeter {
                 Plan::Rest => *reference,
                 Plan::Mapped { src, mv } => {
                     let s = src as usize;
-                    let world = delta[s] * self.target_ref_rot[k];
+                    let mut world = delta[s] * self.target_ref_rot[k];
+                    if let Some(aim) = self.aims[k] {
+                        let want = sw[aim.child as usize].position - sw[s].position;
+                        let offset = match aim.direct.map(|m| self.plan[m as usize]) {
+                            Some(Plan::Mapped {
+                                src: ms,
+                                mv: Move::Delta(turn, units),
+                            }) => {
+                                let m = aim.direct.unwrap_or(0) as usize;
+                                let t = self.translation_delta(m, ms, turn, units, source_pose);
+                                reference.scale * t
+                            }
+                            _ => aim.offset,
+                        };
+                        let have = world * offset;
+                        let (lw, lh) = (want.length_squared(), have.length_squared());
+                        if lw > 0.0 && lh > 0.0 {
+                            let arc = Quat::from_rotation_arc(have / lh.sqrt(), want / lw.sqrt());
+                            world = arc * world;
+                        }
+                    }
                     let rotation = (parent.rotation.inverse() * world).normalize();
                     let sref = &self.source_ref[s];
                     let scale = reference.scale * source_pose[s].scale / sref.scale;
                     let translation = match mv {
                         Move::Reference => reference.translation,
                         Move::Delta(turn, units) => {
-                            reference.translation
-                                + turn
-                                    * (source_pose[s].translation - sref.translation)
-                                    * (units * self.scale)
+                            self.translation_delta(k, src, turn, units, source_pose)
+                        }
+                        Move::Attached(a, offset) => {
+                            let a = tw[a as usize];
+                            let at = a.position + a.rotation * (a.scale * offset);
+                            parent.rotation.inverse() * (at - parent.position) / parent.scale
                         }
                         Move::Root => {
                             let goal = self.target_ref_pos[k]
@@ -583,6 +826,23 @@ fn extent(points: &[Vec3]) -> f32 {
     } else {
         (hi - lo).length()
     }
+}
+
+/// The rotation that turns `primary.0` onto `primary.1` exactly, then about that axis so
+/// that `secondary.0` comes as near `secondary.1` as it can.
+fn two_axis_rotation(primary: (Vec3, Vec3), secondary: (Vec3, Vec3)) -> Quat {
+    let first = Quat::from_rotation_arc(primary.0, primary.1);
+    let axis = primary.1;
+    let a = first * secondary.0;
+    let (a, b) = (
+        a - axis * a.dot(axis),
+        secondary.1 - axis * secondary.1.dot(axis),
+    );
+    if a.length_squared() < 1e-12 || b.length_squared() < 1e-12 {
+        return first;
+    }
+    let angle = axis.dot(a.cross(b)).atan2(a.dot(b));
+    (Quat::from_axis_angle(axis, angle) * first).normalize()
 }
 
 /// The rotation that best turns each `a` onto its `b` (unit vectors): the shortest arc for
