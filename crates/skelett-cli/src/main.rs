@@ -12,6 +12,7 @@ mod convert;
 mod inspect;
 mod play;
 mod render;
+mod retarget;
 mod sample;
 
 use std::path::{Path, PathBuf};
@@ -189,6 +190,47 @@ enum Command {
         /// Output file: .gif (animated) or .png.
         #[arg(long)]
         out: PathBuf,
+    },
+    /// Put the clips of one file on the character of another: other joint names,
+    /// proportions and rest poses (T-pose against A-pose), through a joint map built from
+    /// names and body parts (or --map). Writes the target character with the new clips
+    /// (which keep their source names) as .glb or .skl, and prints the map it used.
+    ///
+    /// Example: `skelett retarget 01_01.bvh robot_quaternius.glb robot_01_01.glb`.
+    Retarget {
+        /// The file whose clips to retarget (a capture, another character).
+        source: PathBuf,
+        /// The character to put them on.
+        target: PathBuf,
+        /// The .glb or .skl file to write (not needed with --print-map).
+        #[arg(required_unless_present = "print_map")]
+        out: Option<PathBuf>,
+        /// A joint map (JSON, as --print-map prints it) instead of the automatic one.
+        #[arg(long)]
+        map: Option<PathBuf>,
+        /// A clip to retarget (name or index; repeat for several); all when omitted.
+        #[arg(long)]
+        clip: Vec<String>,
+        /// Source time (seconds, in the first clip) whose pose is the common reference
+        /// pose the target is aligned to; the source's rest pose when omitted.
+        #[arg(long, value_name = "T")]
+        reference_frame: Option<f32>,
+        /// Print the joint map as JSON (to edit and pass back with --map) and stop.
+        #[arg(long)]
+        print_map: bool,
+        /// Bind the clips by joint name only (the skeletons share names), no retargeting.
+        #[arg(long, conflicts_with_all = ["map", "reference_frame", "root_scale", "bone_axis"])]
+        by_name: bool,
+        /// Factor for the root's translation (default: the ratio of hip heights).
+        #[arg(long)]
+        root_scale: Option<f32>,
+        /// The axis the target's bones point along (y for Blender exports), to align joints
+        /// with no mapped child, such as one-bone legs.
+        #[arg(long, value_parser = retarget::parse_axis, allow_hyphen_values = true)]
+        bone_axis: Option<glam::Vec3>,
+        /// Bake at this many frames per second instead of the source's key times.
+        #[arg(long)]
+        rate: Option<f32>,
     },
     /// Show a file's joint tree, clips, meshes and import warnings.
     Inspect {
@@ -467,6 +509,34 @@ fn main() -> ExitCode {
             (yaw.is_some() || pitch.is_some())
                 .then(|| (yaw.unwrap_or(35.0), pitch.unwrap_or(15.0))),
             &path,
+        ),
+        Command::Retarget {
+            source,
+            target,
+            out: path,
+            map,
+            clip,
+            reference_frame,
+            print_map,
+            by_name,
+            root_scale,
+            bone_axis,
+            rate,
+        } => retarget::run(
+            &mut out,
+            &source,
+            &target,
+            path.as_deref(),
+            &retarget::Options {
+                map,
+                clips: clip,
+                reference_frame,
+                print_map,
+                by_name,
+                root_scale,
+                bone_axis,
+                rate,
+            },
         ),
         Command::Inspect { file, json } => inspect::run(&mut out, file.as_deref(), json),
         Command::Sample {

@@ -46,6 +46,7 @@ mod error;
 pub mod fbx;
 pub mod gltf;
 pub mod native;
+pub mod retarget_map;
 pub mod rite;
 pub mod x;
 
@@ -168,6 +169,63 @@ impl Asset {
             None => (0..self.skeleton.len() as skelett::JointIndex).collect(),
         }
     }
+}
+
+/// Clips bound by joint name onto another skeleton ([`Asset::clips_onto`], [`load_clips_onto`]),
+/// with what was left out.
+#[derive(Clone, Debug, Default)]
+pub struct BoundClips {
+    /// The clips, rebuilt for the target skeleton, in source order.
+    pub clips: Vec<Arc<Clip>>,
+    /// Per clip: what was bound, what the target lacks, what stays at rest.
+    pub reports: Vec<skelett::retarget::BindReport>,
+}
+
+impl Asset {
+    /// This asset's clips bound by joint name onto `skeleton` (another file's, with the same
+    /// joint names in any order, some missing or extra): the DirectX and RiTE way of keeping
+    /// animations apart from models. Where names or proportions differ, retarget
+    /// ([`skelett::retarget`], `skelett retarget`).
+    ///
+    /// # Errors
+    /// [`skelett::Error::NothingBound`] for a clip none of whose joints `skeleton` has.
+    pub fn clips_onto(&self, skeleton: &Skeleton) -> Result<BoundClips, skelett::Error> {
+        let mut out = BoundClips::default();
+        for c in &self.clips {
+            let (clip, report) = c.rebind(&self.skeleton, skeleton)?;
+            out.clips.push(Arc::new(clip));
+            out.reports.push(report);
+        }
+        Ok(out)
+    }
+}
+
+/// Loads the clips of any file [`load_with`] reads and binds them by joint name onto
+/// `skeleton` (a character loaded from another file).
+///
+/// ```no_run
+/// let character = skelett_io::load("model.ram")?;
+/// let moves = skelett_io::load_clips_onto("walk.bvh", &character.skeleton, &Default::default())?;
+/// for r in &moves.reports {
+///     println!("left out: {:?}", r.unbound);
+/// }
+/// # Ok::<(), skelett_io::Error>(())
+/// ```
+///
+/// # Errors
+/// The file's load errors; [`Error::Build`] when a clip binds to none of the joints.
+pub fn load_clips_onto(
+    path: impl AsRef<Path>,
+    skeleton: &Skeleton,
+    options: &LoadOptions,
+) -> Result<BoundClips, Error> {
+    let path = path.as_ref();
+    let asset = load_with(path, options)?;
+    asset.clips_onto(skeleton).map_err(|e| Error::Build {
+        file: path.to_path_buf(),
+        location: "clips".into(),
+        source: Box::new(e),
+    })
 }
 
 /// Reads a whole file, naming it in the error.
