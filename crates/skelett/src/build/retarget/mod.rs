@@ -23,10 +23,13 @@
 //!    the source's, whatever the joints' local axes. Unmapped target joints keep their
 //!    reference pose; an unmapped joint inside a chain with no branches (three spine joints
 //!    driven by two) takes the rotation change part way between its mapped neighbours.
-//! 3. **Translations.** The topmost mapped joints (the hips, and root-level IK controls such
-//!    as robot_quaternius's feet) move by the source's world displacement from its
-//!    reference, scaled by the ratio of hip heights (or [`Options::root_scale`]): root
-//!    motion follows. Other joints keep the target's bone lengths, plus any change the
+//! 3. **Translations.** The topmost mapped joints (the hips) move across the floor by the
+//!    source's world displacement from its reference, and stand at the source's height above
+//!    the floor, both scaled by the ratio of hip heights (or [`Options::root_scale`]): root
+//!    motion follows. The floor is scene y = 0 in both scenes (where glTF, FBX and BVH
+//!    files put it). Mapped joints that hang elsewhere in the target than in the source
+//!    (robot_quaternius's feet, IK controls at the root) ride on the joint the source hangs
+//!    them from. Other joints keep the target's bone lengths, plus any change the
 //!    source makes to its own (squash and stretch), turned into the target's frames.
 //!
 //! Where data comes from and goes: skeletons from any importer; the map from
@@ -784,8 +787,11 @@ impl Retargeter {
                             parent.rotation.inverse() * (at - parent.position) / parent.scale
                         }
                         Move::Root => {
-                            let goal = self.target_ref_pos[k]
+                            // Across the floor: the displacement from the reference; up:
+                            // the height above the floor (scene y = 0 in both scenes).
+                            let mut goal = self.target_ref_pos[k]
                                 + (sw[s].position - self.source_ref_pos[s]) * self.scale;
+                            goal.y = sw[s].position.y * self.scale;
                             parent.rotation.inverse() * (goal - parent.position) / parent.scale
                         }
                     };
