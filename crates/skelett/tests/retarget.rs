@@ -199,7 +199,7 @@ fn measure(
                 wt[f(&dst.skeleton, b)] - wt[f(&dst.skeleton, a)]
             };
             let deg = ds.angle_between(dt).to_degrees();
-            per_limb.entry(*name).or_insert_with(Vec::new).push(deg);
+            per_limb.entry(*name).or_default().push(deg);
             if *name == "spine" {
                 continue;
             }
@@ -402,7 +402,7 @@ fn renamed_copy_maps_automatically_and_reproduces_the_clip() {
     let a = load("bvh/01_01.bvh");
     let (sk, clip) = (&a.skeleton, &a.clips[0]);
     let copy = renamed(sk);
-    assert_eq!(copy.find("mixamorig:UpLeg_l").is_some(), true);
+    assert!(copy.find("mixamorig:UpLeg_l").is_some());
     let map = JointMap::auto(sk, &copy).unwrap();
     assert_eq!(map.pairs.len(), sk.len(), "{:?}", map.pairs);
     for p in &map.pairs {

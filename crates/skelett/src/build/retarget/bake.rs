@@ -135,7 +135,8 @@ fn frame_times(clip: &Clip, rate: Option<f32>) -> Result<Vec<f32>, Error> {
     let (start, end) = (clip.start(), clip.end());
     let grid = |rate: f32| -> Result<Vec<f32>, Error> {
         let n = (f64::from(clip.duration()) * f64::from(rate)).ceil();
-        if !(rate.is_finite() && rate > 0.0) || !(n < MAX_FRAMES as f64) {
+        let fits = rate.is_finite() && rate > 0.0 && n < MAX_FRAMES as f64;
+        if !fits {
             return Err(Error::ClipRange {
                 clip: clip.name().to_owned(),
                 problem: format!(

@@ -578,13 +578,13 @@ impl Retargeter {
             }
             if order.len() < nt {
                 // A joint placed from its own descendant: place it from the reference instead.
-                for k in 0..nt {
+                for p in plan.iter_mut() {
                     if let Plan::Mapped {
                         src,
                         mv: Move::Attached(..),
-                    } = plan[k]
+                    } = *p
                     {
-                        plan[k] = Plan::Mapped {
+                        *p = Plan::Mapped {
                             src,
                             mv: Move::Reference,
                         };
@@ -887,7 +887,7 @@ fn best_rotation(pairs: &[(Vec3, Vec3)]) -> Option<Quat> {
             next[i] = c * q[i] + (0..4).map(|j| n[i][j] * q[j]).sum::<f64>();
         }
         let len = next.iter().map(|x| x * x).sum::<f64>().sqrt();
-        if !(len > 1e-300) {
+        if len.is_nan() || len <= 1e-300 {
             return Some(arc);
         }
         let next = next.map(|x| x / len);
