@@ -32,23 +32,16 @@ pub(super) fn bake(
     target: &Skeleton,
     options: &BakeOptions,
 ) -> Result<Clip, Error> {
-    for (sk, id, what) in [(source, r.source, "source"), (target, r.target, "target")] {
-        if sk.id() != id
-            || sk.len()
-                != if what == "source" {
-                    r.source_parents.len()
-                } else {
-                    r.target_parents.len()
-                }
-        {
+    let expected = [
+        (source, r.source, r.source_parents.len(), "source"),
+        (target, r.target, r.target_parents.len(), "target"),
+    ];
+    for (sk, id, joints, what) in expected {
+        if sk.id() != id || sk.len() != joints {
             return Err(Error::OtherSkeleton {
                 clip: format!("<retargeter's {what} skeleton>"),
                 built_for: id,
-                clip_joints: if what == "source" {
-                    r.source_parents.len()
-                } else {
-                    r.target_parents.len()
-                },
+                clip_joints: joints,
                 skeleton: sk.id(),
                 skeleton_joints: sk.len(),
             });

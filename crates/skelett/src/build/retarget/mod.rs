@@ -418,7 +418,6 @@ impl Retargeter {
                         (center.0.normalize(), center.1.normalize()),
                         (l.0 - r.0, l.1 - r.1),
                     )),
-                    _ if top => None,
                     _ => None,
                 };
                 // A leaf-like joint: its bone axis against the source bone.
