@@ -231,6 +231,11 @@ enum Command {
         /// Bake at this many frames per second instead of the source's key times.
         #[arg(long)]
         rate: Option<f32>,
+        /// Hold the target's feet where they land through the source's foot contacts
+        /// (two-bone IK on its legs, hips lowered where a leg cannot reach), so that a
+        /// character of other proportions does not slide its planted feet.
+        #[arg(long, conflicts_with = "by_name")]
+        plant_feet: bool,
     },
     /// Show a file's joint tree, clips, meshes and import warnings.
     Inspect {
@@ -522,6 +527,7 @@ fn main() -> ExitCode {
             root_scale,
             bone_axis,
             rate,
+            plant_feet,
         } => retarget::run(
             &mut out,
             &source,
@@ -536,6 +542,7 @@ fn main() -> ExitCode {
                 root_scale,
                 bone_axis,
                 rate,
+                plant_feet,
             },
         ),
         Command::Inspect { file, json } => inspect::run(&mut out, file.as_deref(), json),

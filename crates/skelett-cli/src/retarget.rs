@@ -31,6 +31,8 @@ pub struct Options {
     pub bone_axis: Option<glam::Vec3>,
     /// Bake at this rate instead of the source's key times.
     pub rate: Option<f32>,
+    /// Hold the target's feet through the source's foot contacts.
+    pub plant_feet: bool,
 }
 
 /// Parses a bone axis: `x`, `y`, `z`, `-x`, `-y`, `-z`.
@@ -185,8 +187,20 @@ pub fn run(
                 &BakeOptions {
                     rate: opts.rate,
                     name: None,
+                    plant_feet: opts.plant_feet,
                 },
             )?;
+            if opts.plant_feet {
+                match skelett::retarget::foot_contacts(ss, clip) {
+                    Ok(c) => outln!(
+                        out,
+                        "{}: {} foot contacts in the source, held in the target",
+                        clip.name(),
+                        c.len()
+                    ),
+                    Err(e) => outln!(out, "{}: no feet planted: {e}", clip.name()),
+                }
+            }
             outln!(
                 out,
                 "{}: {:.3} s, {} channels animated, {:.1} ms",

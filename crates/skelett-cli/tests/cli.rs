@@ -913,3 +913,111 @@ fn play_script_ik_commands_bend_the_pose() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// `skelett retarget`: a CMU capture onto robot_quaternius with planted feet, written as
+/// .glb: the file passes the Khronos validator and loads back with the poses the library's
+/// bake gives (same map, same options); the printed map, passed back with `--map`, gives the
+/// same file; a map naming a joint the target lacks is an error naming it.
+#[test]
+fn retarget_a_capture_onto_a_character() {
+    use skelett::retarget::{BakeOptions, JointMap, Options, Retargeter};
+    let dir = std::env::temp_dir().join(format!("skelett-retarget-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (bvh, robot) = (data("bvh/01_01.bvh"), data("gltf/robot_quaternius.glb"));
+    let (bvh_s, robot_s) = (bvh.to_str().unwrap(), robot.to_str().unwrap());
+    let out = dir.join("robot_01_01.glb");
+    let (ok, text, err) = skelett(&[
+        "retarget",
+        bvh_s,
+        robot_s,
+        out.to_str().unwrap(),
+        "--plant-feet",
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        text.contains("Hips") && text.contains("-> Body") && text.contains("foot contacts"),
+        "{text}"
+    );
+    assert!(text.contains("wrote"), "{text}");
+    assert_valid_gltf(&[&out]);
+
+    // Loads back: the robot's skeleton and meshes, the capture's clip under its own name,
+    // with the poses of the library's bake.
+    let written = skelett_io::load(&out).unwrap();
+    let src = skelett_io::load(&bvh).unwrap();
+    let dst = skelett_io::load(&robot).unwrap();
+    assert_eq!(written.skeleton.names(), dst.skeleton.names());
+    assert_eq!(written.meshes.len(), dst.meshes.len());
+    assert_eq!(written.clips.len(), 1);
+    assert_eq!(written.clips[0].name(), src.clips[0].name());
+    let map = JointMap::auto(&src.skeleton, &dst.skeleton).unwrap();
+    let r = Retargeter::new(&src.skeleton, &dst.skeleton, &map, &Options::default()).unwrap();
+    let baked = r
+        .bake(
+            &src.clips[0],
+            &src.skeleton,
+            &dst.skeleton,
+            &BakeOptions {
+                plant_feet: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let world = |sk: &skelett::Skeleton, clip: &skelett::Clip, t: f32| {
+        let mut pose = skelett::Pose::rest(sk);
+        skelett::sample_uncached(clip, t, &mut pose).unwrap();
+        let mut m = vec![Mat4::IDENTITY; sk.len()];
+        skelett::local_to_model(sk, &pose, 0, &mut m).unwrap();
+        m
+    };
+    for i in 0..=20 {
+        let t = baked.start() + baked.duration() * i as f32 / 20.0;
+        let (a, b) = (
+            world(&written.skeleton, &written.clips[0], t),
+            world(&dst.skeleton, &baked, t),
+        );
+        for (j, (a, b)) in a.iter().zip(&b).enumerate() {
+            let d = (a.w_axis - b.w_axis).truncate().length();
+            assert!(d < 1e-4, "t={t} joint {j}: {d}");
+        }
+    }
+
+    // The printed map, edited by nobody and passed back, gives the same poses.
+    let (ok, map_json, err) = skelett(&["retarget", bvh_s, robot_s, "--print-map"]);
+    assert!(ok, "{err}");
+    let map_file = dir.join("map.json");
+    std::fs::write(&map_file, &map_json).unwrap();
+    let again = dir.join("again.glb");
+    let (ok, _, err) = skelett(&[
+        "retarget",
+        bvh_s,
+        robot_s,
+        again.to_str().unwrap(),
+        "--plant-feet",
+        "--map",
+        map_file.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let again = skelett_io::load(&again).unwrap();
+    let t = 5.0;
+    let (a, b) = (
+        world(&again.skeleton, &again.clips[0], t),
+        world(&written.skeleton, &written.clips[0], t),
+    );
+    assert!(a.iter().zip(&b).all(|(a, b)| a.abs_diff_eq(*b, 1e-5)));
+
+    // A map naming a joint the robot lacks.
+    let bad = map_json.replace("\"Body\"", "\"Pelvis_That_Is_Not_There\"");
+    std::fs::write(&map_file, bad).unwrap();
+    let (ok, _, err) = skelett(&[
+        "retarget",
+        bvh_s,
+        robot_s,
+        dir.join("bad.glb").to_str().unwrap(),
+        "--map",
+        map_file.to_str().unwrap(),
+    ]);
+    assert!(!ok && err.contains("Pelvis_That_Is_Not_There"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

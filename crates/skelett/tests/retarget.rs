@@ -597,3 +597,127 @@ fn bad_maps_are_typed_errors_that_name_the_joints() {
         Err(Error::OtherSkeleton { .. })
     ));
 }
+
+/// The foot joints of each character, named by hand: (left, right).
+fn feet_of(kind: &str) -> (&'static str, &'static str) {
+    match kind {
+        "bvh" => ("LeftFoot", "RightFoot"),
+        "robot" => ("Foot.L", "Foot.R"),
+        "kaykit" => ("foot.l", "foot.r"),
+        "barbarian" => ("pied gauche_end", "pied droit_end"),
+        _ => unreachable!(),
+    }
+}
+
+fn hips_of(kind: &str) -> &'static str {
+    match kind {
+        "robot" => "Body",
+        "kaykit" => "hips",
+        "barbarian" => "bassin",
+        _ => unreachable!(),
+    }
+}
+
+/// How far a foot slides in a contact: the largest distance across the floor (scene x, z)
+/// from where it touched down, over the contact's frames.
+fn slide(path: &[Vec3]) -> f32 {
+    let flat = |p: Vec3| Vec3::new(p.x, 0.0, p.z);
+    path.iter()
+        .map(|p| flat(*p).distance(flat(path[0])))
+        .fold(0.0, f32::max)
+}
+
+fn median_and_worst(mut v: Vec<f32>) -> (f32, f32) {
+    v.sort_by(f32::total_cmp);
+    (v[v.len() / 2], v[v.len() - 1])
+}
+
+#[test]
+fn planted_feet_stay_planted_through_the_captures_contacts() {
+    let targets = [
+        ("gltf/robot_quaternius.glb", "robot"),
+        ("gltf/KayKit_Rig_Medium_General.glb", "kaykit"),
+        ("fbx/blender_293_barbarian_7400_binary.fbx", "barbarian"),
+    ];
+    for capture in ["bvh/01_01.bvh", "bvh/01_03.bvh"] {
+        let src = load(capture);
+        let clip = &src.clips[0];
+        let contacts = retarget::foot_contacts(&src.skeleton, clip).unwrap();
+        let (sl, sr) = feet_of("bvh");
+        let (sl, sr) = (
+            src.skeleton.find(sl).unwrap(),
+            src.skeleton.find(sr).unwrap(),
+        );
+        assert!(contacts.iter().all(|c| c.foot == sl || c.foot == sr));
+        let per_foot = |f| contacts.iter().filter(|c| c.foot == f).count();
+        // The capture walks and jumps: both feet stand many times.
+        assert!(per_foot(sl) >= 5 && per_foot(sr) >= 5, "{contacts:?}");
+        for (file, kind) in targets {
+            let dst = load(file);
+            let map = JointMap::auto(&src.skeleton, &dst.skeleton).unwrap();
+            let r =
+                Retargeter::new(&src.skeleton, &dst.skeleton, &map, &Options::default()).unwrap();
+            let bake = |plant_feet| {
+                r.bake(
+                    clip,
+                    &src.skeleton,
+                    &dst.skeleton,
+                    &BakeOptions {
+                        plant_feet,
+                        ..Default::default()
+                    },
+                )
+                .unwrap()
+            };
+            let (free, planted) = (bake(false), bake(true));
+            // The pass moves the legs and lowers the hips where a leg cannot reach
+            // otherwise; the hips never move across the floor and drop little.
+            let hips = dst.skeleton.find(hips_of(kind)).unwrap() as usize;
+            let mut most_drop = 0.0f32;
+            for t in times(clip, 400) {
+                let a = world(&dst.skeleton, &sample_at(&free, &dst.skeleton, t))[hips];
+                let b = world(&dst.skeleton, &sample_at(&planted, &dst.skeleton, t))[hips];
+                assert!(b.is_finite());
+                assert!(
+                    Vec3::new(a.x - b.x, 0.0, a.z - b.z).length() < 1e-3 * r.root_scale(),
+                    "{file} t={t}: {a} {b}"
+                );
+                most_drop = most_drop.max(a.y - b.y);
+            }
+            let (tl, tr) = feet_of(kind);
+            let (tl, tr) = (
+                dst.skeleton.find(tl).unwrap() as usize,
+                dst.skeleton.find(tr).unwrap() as usize,
+            );
+            let mut slides = [Vec::new(), Vec::new(), Vec::new()];
+            for c in &contacts {
+                let tf = if c.foot == sl { tl } else { tr };
+                let n = ((c.end - c.start) * 120.0).round().max(1.0) as usize;
+                let ts: Vec<f32> = (0..=n)
+                    .map(|i| c.start + (c.end - c.start) * i as f32 / n as f32)
+                    .collect();
+                let path = |clip: &Clip, sk: &Skeleton, j: usize, scale: f32| -> Vec<Vec3> {
+                    ts.iter()
+                        .map(|&t| world(sk, &sample_at(clip, sk, t))[j] * scale)
+                        .collect()
+                };
+                // Scene units to cm: glTF is in metres (the barbarian FBX's units are
+                // taken as metres too); the capture is scaled as the retargeter scales
+                // it onto the target.
+                let cm = 100.0;
+                let scale = r.root_scale() * cm;
+                slides[0].push(slide(&path(clip, &src.skeleton, c.foot as usize, scale)));
+                slides[1].push(slide(&path(&free, &dst.skeleton, tf, cm)));
+                slides[2].push(slide(&path(&planted, &dst.skeleton, tf, cm)));
+            }
+            let [s, f, p] = slides.map(median_and_worst);
+            println!(
+                "{capture} -> {file}: {} contacts; slide per contact, median / worst (target cm): capture scaled {:.2} / {:.2}, retargeted {:.2} / {:.2}, with the foot pass {:.3} / {:.3}; hips lowered at most {:.2} cm",
+                contacts.len(),
+                s.0, s.1, f.0, f.1, p.0, p.1, most_drop * 100.0
+            );
+            assert!(p.0 < 0.05 && p.1 < 0.5, "{capture} -> {file}: {p:?}");
+            assert!(p.1 < f.1 && p.0 < f.0, "{capture} -> {file}");
+        }
+    }
+}

@@ -10,6 +10,7 @@ use crate::{
     Transform,
 };
 
+use super::feet::FootPass;
 use super::Retargeter;
 
 /// Options of [`Retargeter::bake`].
@@ -20,6 +21,11 @@ pub struct BakeOptions {
     pub rate: Option<f32>,
     /// The baked clip's name; the source clip's when `None`.
     pub name: Option<String>,
+    /// Hold the target's feet where they land through the source's foot contacts (two-bone
+    /// IK on the target's legs; see [`super::foot_contacts`]), so that a character of other
+    /// proportions does not slide its planted feet. Legs the map does not drive from the
+    /// source's thigh, shin and foot are left as retargeted.
+    pub plant_feet: bool,
 }
 
 /// The most frames a bake samples (a day at 120 fps is far beyond any clip).
@@ -60,30 +66,46 @@ pub(super) fn bake(
     let (ns, nt) = (source.len(), target.len());
     let mut cache = SamplingCache::for_clip(clip);
     let mut pose = Pose::rest(source);
-    let mut out = vec![Transform::IDENTITY; nt];
     let mut scratch = r.scratch();
     let frames = times.len();
-    let mut translations = vec![Vec::with_capacity(frames); nt];
-    let mut rotations: Vec<Vec<glam::Quat>> = vec![Vec::with_capacity(frames); nt];
-    let mut scales = vec![Vec::with_capacity(frames); nt];
-    for &t in &times {
+    let feet = options
+        .plant_feet
+        .then(|| FootPass::new(source, target, &r.map))
+        .flatten();
+    let legs = feet.as_ref().map_or(0, |f| f.source_feet().count());
+    let mut source_paths = vec![Vec::with_capacity(frames); legs];
+    let mut target_paths = vec![Vec::with_capacity(frames); legs];
+    let mut poses = vec![Transform::IDENTITY; frames * nt];
+    for (f, &t) in times.iter().enumerate() {
         sample(clip, t, &mut cache, &mut pose)?;
-        r.retarget(&pose.0[..ns], &mut out, &mut scratch)?;
-        for k in 0..nt {
-            translations[k].push(out[k].translation);
-            // Keep consecutive keys on one hemisphere, so each step takes the short way.
-            let q = out[k].rotation;
-            let q = match rotations[k].last() {
-                Some(prev) if prev.dot(q) < 0.0 => -q,
-                _ => q,
-            };
-            rotations[k].push(q);
-            scales[k].push(out[k].scale);
+        r.retarget(
+            &pose.0[..ns],
+            &mut poses[f * nt..(f + 1) * nt],
+            &mut scratch,
+        )?;
+        if let Some(feet) = &feet {
+            for (i, (s, t)) in feet.source_feet().zip(feet.target_feet()).enumerate() {
+                source_paths[i].push(scratch.source[s as usize].position);
+                target_paths[i].push(scratch.target[t as usize].position);
+            }
         }
+    }
+    if let Some(feet) = &feet {
+        feet.run(target, &times, &source_paths, &target_paths, &mut poses)?;
     }
     let mut channels = Vec::with_capacity(nt * 3);
     for k in 0..nt {
         let joint = target.name(k as JointIndex).to_owned();
+        let track = poses[k..].iter().step_by(nt);
+        let mut rotations: Vec<glam::Quat> = Vec::with_capacity(frames);
+        for p in track.clone() {
+            // Keep consecutive keys on one hemisphere, so each step takes the short way.
+            let q = match rotations.last() {
+                Some(prev) if prev.dot(p.rotation) < 0.0 => -p.rotation,
+                _ => p.rotation,
+            };
+            rotations.push(q);
+        }
         let one = |target, values| RawChannel {
             joint: joint.clone(),
             target,
@@ -93,15 +115,12 @@ pub(super) fn bake(
         };
         channels.push(one(
             Target::Translation,
-            RawValues::Vec3(std::mem::take(&mut translations[k])),
+            RawValues::Vec3(track.clone().map(|p| p.translation).collect()),
         ));
-        channels.push(one(
-            Target::Rotation,
-            RawValues::Quat(std::mem::take(&mut rotations[k])),
-        ));
+        channels.push(one(Target::Rotation, RawValues::Quat(rotations)));
         channels.push(one(
             Target::Scale,
-            RawValues::Vec3(std::mem::take(&mut scales[k])),
+            RawValues::Vec3(track.map(|p| p.scale).collect()),
         ));
     }
     let raw = RawClip {
@@ -124,7 +143,7 @@ pub(super) fn bake(
 }
 
 /// The times a bake samples: the union of the clip's key times, or a uniform grid.
-fn frame_times(clip: &Clip, rate: Option<f32>) -> Result<Vec<f32>, Error> {
+pub(super) fn frame_times(clip: &Clip, rate: Option<f32>) -> Result<Vec<f32>, Error> {
     let (start, end) = (clip.start(), clip.end());
     let grid = |rate: f32| -> Result<Vec<f32>, Error> {
         let n = (f64::from(clip.duration()) * f64::from(rate)).ceil();

@@ -42,12 +42,14 @@
 
 mod bake;
 mod bind;
+mod feet;
 mod map;
 mod names;
 mod rig;
 
 pub use bake::BakeOptions;
 pub use bind::BindReport;
+pub use feet::{foot_contacts, FootContact, EASE_OUT};
 pub use map::{Found, JointMap, MapPair};
 pub use names::{normalize, NameKey, Side};
 

@@ -544,47 +544,18 @@ pub fn place_feet<G: Ground + ?Sized>(
     // 3. Each leg to its target.
     let mut reached = 0;
     for (i, leg) in feet.legs.iter().enumerate() {
-        if !grounded[i] {
-            continue;
-        }
-        let [s, m, e] = leg.chain.joints();
-        let (hip, knee) = (
-            model[s as usize].w_axis.truncate(),
-            model[m as usize].w_axis.truncate(),
-        );
-        let end = end_point(&leg.chain, model);
-        let foot = leg.foot as usize;
-        let foot_model = model[foot];
-        let separate = leg.chain.tip().is_some() || e != leg.foot;
-        let mut ik = TwoBone::new(end_target[i], Vec3::ZERO);
-        // Keep the animated bend plane: the knee stays on the side it is on.
-        // (the knee's offset from the hip-to-end line, across that line).
-        let line = (end - hip).normalize_or_zero();
-        let across = knee - hip;
-        let hint = leg.pole * (0.05 * leg_length(&leg.chain, model));
-        ik.bend = Bend::Pole(across - line * across.dot(line) + hint);
-        if !separate {
-            ik.end_rotation = Some(tilt[i] * rotation_of(&foot_model));
-        }
-        let report = two_bone(&leg.chain, &ik, local, model)?;
-        if report.reached {
+        if grounded[i]
+            && move_leg(
+                leg,
+                end_target[i],
+                tilt[i],
+                (end_before[i], foot_before[i]),
+                skeleton,
+                local,
+                model,
+            )?
+        {
             reached += 1;
-        }
-        if separate {
-            // A foot outside the chain follows the chain's end rigidly, tilted.
-            let new_end = end_point(&leg.chain, model);
-            let moved = Mat4::from_translation(new_end)
-                * Mat4::from_quat(tilt[i])
-                * Mat4::from_translation(-end_before[i])
-                * foot_before[i];
-            let parent = match skeleton.parent(leg.foot) {
-                Some(p) => model[p as usize],
-                None => Mat4::IDENTITY,
-            };
-            let l = Transform::from_mat4(&(parent.inverse() * moved));
-            if l.is_finite() {
-                local[foot] = l;
-            }
         }
     }
     local_to_model(skeleton, local, feet.first, model)?;
@@ -593,6 +564,157 @@ pub fn place_feet<G: Ground + ?Sized>(
         grounded: grounded[..n].iter().filter(|g| **g).count(),
         reached,
     })
+}
+
+/// Brings `leg`'s chain end to `end_target` by two-bone IK, keeping the knee on the side the
+/// animation bends it to (the leg's pole decides for a straight leg), and turns the foot by
+/// `tilt` (model space) about the chain's end. A foot outside the chain (a control joint
+/// elsewhere in the hierarchy) follows the chain's end rigidly from where it was relative to
+/// `before` (the chain's end point and the foot's model matrix before anything moved).
+/// Updates the chain's model matrices; the caller reruns `local_to_model` for what hangs
+/// below. Returns whether the end reached its target.
+fn move_leg(
+    leg: &Leg,
+    end_target: Vec3,
+    tilt: Quat,
+    (end_before, foot_before): (Vec3, Mat4),
+    skeleton: &Skeleton,
+    local: &mut [Transform],
+    model: &mut [Mat4],
+) -> Result<bool, Error> {
+    let [s, m, e] = leg.chain.joints();
+    let (hip, knee) = (
+        model[s as usize].w_axis.truncate(),
+        model[m as usize].w_axis.truncate(),
+    );
+    let end = end_point(&leg.chain, model);
+    let foot = leg.foot as usize;
+    let foot_model = model[foot];
+    let separate = leg.chain.tip().is_some() || e != leg.foot;
+    let mut ik = TwoBone::new(end_target, Vec3::ZERO);
+    // Keep the animated bend plane: the knee stays on the side it is on (the knee's offset
+    // from the hip-to-end line, across that line).
+    let line = (end - hip).normalize_or_zero();
+    let across = knee - hip;
+    let hint = leg.pole * (0.05 * leg_length(&leg.chain, model));
+    ik.bend = Bend::Pole(across - line * across.dot(line) + hint);
+    if !separate {
+        ik.end_rotation = Some(tilt * rotation_of(&foot_model));
+    }
+    let report = two_bone(&leg.chain, &ik, local, model)?;
+    if separate {
+        // A foot outside the chain follows the chain's end rigidly, tilted.
+        let new_end = end_point(&leg.chain, model);
+        let moved = Mat4::from_translation(new_end)
+            * Mat4::from_quat(tilt)
+            * Mat4::from_translation(-end_before)
+            * foot_before;
+        let parent = match skeleton.parent(leg.foot) {
+            Some(p) => model[p as usize],
+            None => Mat4::IDENTITY,
+        };
+        let l = Transform::from_mat4(&(parent.inverse() * moved));
+        if l.is_finite() {
+            local[foot] = l;
+        }
+    }
+    Ok(report.reached)
+}
+
+/// Where one leg's sole should be, for [`pin_feet`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pin {
+    /// The model-space point for the leg's sole ([`Leg::sole`]).
+    pub sole: Vec3,
+    /// 0 leaves the leg bit for bit, 1 puts the sole on `sole`; values between move the
+    /// sole part of the way. Clamped to 0..=1.
+    pub weight: f32,
+}
+
+/// Pins the feet of `feet` to points: moves each leg whose pin has weight by two-bone IK so
+/// that its sole goes to the pin, the foot keeping its model-space rotation and the pelvis
+/// its place; then updates `model` from the first joint moved on. What keeps a planted foot
+/// from sliding when a clip is played on a character of other proportions (the retargeting
+/// bake's foot pass), or holds a foot on a pedal or a ladder rung. Returns how many legs with
+/// weight reached their pin.
+///
+/// ```
+/// # use skelett::*;
+/// # use skelett::ik::*;
+/// # use glam::{Mat4, Quat, Vec3};
+/// let j = |name: &str, parent, t: Vec3| RawJoint { name: name.into(), parent,
+///     rest: Transform::new(t, Quat::IDENTITY, Vec3::ONE) };
+/// let skeleton = RawSkeleton { joints: vec![
+///     j("hips", None, Vec3::new(0.0, 2.0, 0.0)),
+///     j("knee", Some(0), Vec3::new(0.0, -1.0, 0.05)),
+///     j("ankle", Some(1), Vec3::new(0.0, -0.9, -0.05)),
+/// ], ..Default::default() }.build()?;
+/// let leg = Leg::new(&skeleton, TwoBoneChain::new(&skeleton, [0, 1, 2])?, 2, Vec3::ZERO)?;
+/// let feet = Feet::new(&skeleton, vec![leg], None, Vec3::Y)?;
+/// let mut pose = Pose::rest(&skeleton);
+/// let mut model = vec![Mat4::IDENTITY; 3];
+/// local_to_model(&skeleton, &pose, 0, &mut model)?;
+/// // Hold the ankle 0.2 further forward than the pose puts it.
+/// let pin = Pin { sole: Vec3::new(0.0, 0.1, 0.2), weight: 1.0 };
+/// assert_eq!(pin_feet(&feet, &[pin], &skeleton, &mut pose, &mut model)?, 1);
+/// assert!(model[2].w_axis.truncate().distance(pin.sole) < 1e-4);
+/// # Ok::<(), skelett::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::Length`] if `pins` has fewer entries than there are legs or `local` or `model`
+/// do not reach the joints; [`Error::NotFinite`] for a NaN or infinite pin or model matrix.
+/// Nothing is written on an error.
+pub fn pin_feet(
+    feet: &Feet,
+    pins: &[Pin],
+    skeleton: &Skeleton,
+    local: &mut [Transform],
+    model: &mut [Mat4],
+) -> Result<usize, Error> {
+    let n = feet.legs.len();
+    check_len("pins", n, pins.len())?;
+    check_len("local", skeleton.len().max(feet.len), local.len())?;
+    check_len("model", skeleton.len().max(feet.len), model.len())?;
+    for (pin, leg) in pins.iter().zip(&feet.legs) {
+        finite("pin weight", pin.weight)?;
+        super::finite_vec("pin", pin.sole)?;
+        for j in leg.chain.joints().into_iter().chain([leg.foot]) {
+            if !model[j as usize].is_finite() {
+                return Err(Error::NotFinite {
+                    what: "legs' model matrices",
+                });
+            }
+        }
+    }
+    let mut reached = 0;
+    let mut moved = false;
+    for (leg, pin) in feet.legs.iter().zip(pins) {
+        let weight = pin.weight.clamp(0.0, 1.0);
+        if weight == 0.0 {
+            continue;
+        }
+        let end = end_point(&leg.chain, model);
+        let foot = model[leg.foot as usize];
+        let sole = foot.transform_point3(leg.sole);
+        let target = end + (pin.sole - sole) * weight;
+        if move_leg(
+            leg,
+            target,
+            Quat::IDENTITY,
+            (end, foot),
+            skeleton,
+            local,
+            model,
+        )? {
+            reached += 1;
+        }
+        moved = true;
+    }
+    if moved {
+        local_to_model(skeleton, local, feet.first, model)?;
+    }
+    Ok(reached)
 }
 
 /// The chain's end point: its end joint, or its tip.

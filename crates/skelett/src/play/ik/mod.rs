@@ -25,6 +25,7 @@
 //! | [`aim`] | one joint | a head, an eye, a gun turned toward a point |
 //! | [`aim_chain`] | several joints, each a share of the turn | spine, neck and head looking at a point |
 //! | [`place_feet`] | pelvis, legs and feet of a character ([`Feet`]) | feet on a slope, a stair, terrain ([`Ground`]) |
+//! | [`pin_feet`] | legs and feet of a character ([`Feet`]) | a planted foot held where it landed (retargeting), a foot on a pedal |
 //! | [`fabrik`], [`ccd`] | every joint of a [`Chain`] of any length, each within its [`Limit`] | a tail, a tentacle, a finger, a crane arm |
 //!
 //! Robustness: a NaN or infinite input is an [`Error::NotFinite`] and the pose is left
@@ -46,7 +47,7 @@ mod two_bone;
 
 pub use aim::{aim, aim_chain, Aim};
 pub use chain::{ccd, fabrik, Chain, Reach};
-pub use foot::{place_feet, Feet, FeetReport, Leg, Placement, MAX_LEGS};
+pub use foot::{pin_feet, place_feet, Feet, FeetReport, Leg, Pin, Placement, MAX_LEGS};
 pub use ground::{Ground, GroundHit, Heightfield, Plane, TriangleMesh};
 pub use limit::Limit;
 pub use two_bone::{two_bone, Bend, TwoBone, TwoBoneChain};
