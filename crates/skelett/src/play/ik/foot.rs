@@ -654,8 +654,8 @@ pub struct Pin {
 /// let mut pose = Pose::rest(&skeleton);
 /// let mut model = vec![Mat4::IDENTITY; 3];
 /// local_to_model(&skeleton, &pose, 0, &mut model)?;
-/// // Hold the ankle 0.2 further forward than the pose puts it.
-/// let pin = Pin { sole: Vec3::new(0.0, 0.1, 0.2), weight: 1.0 };
+/// // Hold the ankle 0.1 higher and 0.2 further forward than the pose puts it.
+/// let pin = Pin { sole: Vec3::new(0.0, 0.2, 0.2), weight: 1.0 };
 /// assert_eq!(pin_feet(&feet, &[pin], &skeleton, &mut pose, &mut model)?, 1);
 /// assert!(model[2].w_axis.truncate().distance(pin.sole) < 1e-4);
 /// # Ok::<(), skelett::Error>(())
