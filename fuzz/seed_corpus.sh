@@ -45,3 +45,10 @@ for f in "$data/gltf/RiggedSimple.glb" "$data/gltf/Fox.glb"; do
   { cat "$tmp/$n.ram"; printf '\0'; cat "$tmp/$n.raa"; } > "$here/corpus/rite_import/$n"
 done
 rm -rf "$tmp"
+# Joint maps as `skelett retarget --print-map` writes them, for three pairs.
+mkdir -p "$here/corpus/retarget_map"
+for t in gltf/robot_quaternius.glb gltf/KayKit_Rig_Medium_General.glb fbx/blender_293_barbarian_7400_binary.fbx; do
+  cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
+    retarget "$data/bvh/01_01.bvh" "$data/$t" --print-map \
+    > "$here/corpus/retarget_map/$(basename "$t").json"
+done

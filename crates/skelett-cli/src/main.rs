@@ -236,6 +236,11 @@ enum Command {
         /// character of other proportions does not slide its planted feet.
         #[arg(long, conflicts_with = "by_name")]
         plant_feet: bool,
+        /// Align both skeletons through T-poses built for them (arms out level, legs and
+        /// spine straight) instead of the source's rest pose: for a capture whose rest pose
+        /// is not a T-pose.
+        #[arg(long, conflicts_with_all = ["by_name", "reference_frame"])]
+        t_pose: bool,
     },
     /// Show a file's joint tree, clips, meshes and import warnings.
     Inspect {
@@ -528,6 +533,7 @@ fn main() -> ExitCode {
             bone_axis,
             rate,
             plant_feet,
+            t_pose,
         } => retarget::run(
             &mut out,
             &source,
@@ -543,6 +549,7 @@ fn main() -> ExitCode {
                 bone_axis,
                 rate,
                 plant_feet,
+                t_pose,
             },
         ),
         Command::Inspect { file, json } => inspect::run(&mut out, file.as_deref(), json),

@@ -33,6 +33,8 @@ pub struct Options {
     pub rate: Option<f32>,
     /// Hold the target's feet through the source's foot contacts.
     pub plant_feet: bool,
+    /// Align both skeletons through T-poses built for them.
+    pub t_pose: bool,
 }
 
 /// Parses a bone axis: `x`, `y`, `z`, `-x`, `-y`, `-z`.
@@ -137,7 +139,13 @@ pub fn run(
                 sample(clip, t, &mut SamplingCache::for_clip(clip), &mut pose)?;
                 Some(pose.0)
             }
+            None if opts.t_pose => Some(skelett::retarget::t_pose(ss)?),
             None => None,
+        };
+        let target_reference = if opts.t_pose {
+            Some(skelett::retarget::t_pose(ts)?)
+        } else {
+            None
         };
         let retargeter = Retargeter::new(
             ss,
@@ -145,6 +153,7 @@ pub fn run(
             &map,
             &RetargetOptions {
                 source_reference,
+                target_reference,
                 root_scale: opts.root_scale,
                 bone_axis: opts.bone_axis,
                 ..Default::default()

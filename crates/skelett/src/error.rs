@@ -197,6 +197,13 @@ pub enum Error {
         /// The second.
         second: String,
     },
+    /// A skeleton has no humanoid layout where one is needed (a built T-pose, foot
+    /// contacts): no two legs found by name or layout.
+    #[error("retarget: no humanoid layout found: {problem}")]
+    NotHumanoid {
+        /// What was looked for and not found.
+        problem: String,
+    },
     /// Two skeletons share no chain to retarget along.
     #[error("retarget: {problem}")]
     NoCommonChain {

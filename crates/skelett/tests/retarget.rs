@@ -721,3 +721,79 @@ fn planted_feet_stay_planted_through_the_captures_contacts() {
         }
     }
 }
+
+/// `retarget::t_pose` on real skeletons: arms out to the sides and level, legs straight
+/// down (limbs named by hand in `limbs`); retargeting with both skeletons' built T-poses as
+/// the reference keeps limbs following the capture as closely as with the rest poses.
+#[test]
+fn built_t_poses_stand_straight_and_retarget_like_the_rest_pose() {
+    let files = [
+        ("bvh/01_01.bvh", "bvh"),
+        ("gltf/robot_quaternius.glb", "robot"),
+        ("gltf/KayKit_Rig_Medium_General.glb", "kaykit"),
+        ("fbx/blender_293_barbarian_7400_binary.fbx", "barbarian"),
+    ];
+    for (file, kind) in files {
+        let asset = load(file);
+        let sk = &asset.skeleton;
+        let pose = retarget::t_pose(sk).unwrap();
+        let w = world(sk, &pose);
+        let at = |n: &str| w[sk.find(n).unwrap_or_else(|| panic!("{n}")) as usize];
+        let limbs = limbs(kind);
+        let named = |limb: &str| limbs.iter().find(|l| l.0 == limb).copied();
+        let (_, left_arm, _) = named("upper arm L").or(named("arm L")).unwrap();
+        let (_, right_arm, _) = named("upper arm R").or(named("arm R")).unwrap();
+        let left = (at(left_arm) - at(right_arm)) * Vec3::new(1.0, 0.0, 1.0);
+        let left = left.normalize();
+        for (limb, a, b) in &limbs {
+            if *b == "+Y" || limb.starts_with("spine") || limb.starts_with("neck") {
+                continue;
+            }
+            let d = (at(b) - at(a)).normalize();
+            let want = if limb.starts_with("thigh") || limb.starts_with("shin") {
+                -Vec3::Y
+            } else if limb.ends_with('L') {
+                left
+            } else {
+                -left
+            };
+            let deg = d.angle_between(want).to_degrees();
+            println!("{file}: {limb} {deg:.3} deg from its T-pose direction");
+            assert!(deg < 1.0, "{file}: {limb} {deg} deg off");
+        }
+    }
+    let src = load("bvh/01_01.bvh");
+    let clip = &src.clips[0];
+    for (file, kind) in &files[1..] {
+        let dst = load(file);
+        let map = JointMap::auto(&src.skeleton, &dst.skeleton).unwrap();
+        let options = Options {
+            source_reference: Some(retarget::t_pose(&src.skeleton).unwrap()),
+            target_reference: Some(retarget::t_pose(&dst.skeleton).unwrap()),
+            ..Default::default()
+        };
+        let r = Retargeter::new(&src.skeleton, &dst.skeleton, &map, &options).unwrap();
+        let baked = r
+            .bake(clip, &src.skeleton, &dst.skeleton, &BakeOptions::default())
+            .unwrap();
+        let ls = limbs("bvh");
+        let mut angles = Vec::new();
+        for t in times(clip, 100) {
+            let ws = world(&src.skeleton, &sample_at(clip, &src.skeleton, t));
+            let wt = world(&dst.skeleton, &sample_at(&baked, &dst.skeleton, t));
+            for (name, a, b) in limbs(kind) {
+                if name == "spine" {
+                    continue;
+                }
+                let (_, sa, sb) = ls.iter().find(|l| l.0 == name).unwrap();
+                let f = |sk: &Skeleton, n: &str| sk.find(n).unwrap() as usize;
+                let ds = ws[f(&src.skeleton, sb)] - ws[f(&src.skeleton, sa)];
+                let dt = wt[f(&dst.skeleton, b)] - wt[f(&dst.skeleton, a)];
+                angles.push(ds.angle_between(dt).to_degrees());
+            }
+        }
+        let (median, worst) = median_and_worst(angles);
+        println!("01_01 -> {file} through built T-poses: limbs median {median:.2} deg, worst {worst:.2} deg");
+        assert!(median < 3.0 && worst < 15.0, "{file}");
+    }
+}

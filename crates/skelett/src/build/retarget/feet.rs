@@ -130,11 +130,14 @@ fn contacts_in(times: &[f32], positions: &[Vec3], length: f32) -> Vec<(usize, us
 /// Sorted by foot, then time.
 ///
 /// # Errors
-/// [`Error::NoLegs`] when the skeleton has no recognisable legs; sampling errors.
+/// [`Error::NotHumanoid`] when the skeleton has no recognisable legs; sampling errors.
 pub fn foot_contacts(skeleton: &Skeleton, clip: &Clip) -> Result<Vec<FootContact>, Error> {
     let legs = legs(skeleton);
     if legs.is_empty() {
-        return Err(Error::NoLegs);
+        return Err(Error::NotHumanoid {
+            problem: "no two legs (thigh, shin and foot each) by name or by the rest pose's layout"
+                .into(),
+        });
     }
     let times = super::bake::frame_times(clip, None)?;
     let mut pose = crate::Pose::rest(skeleton);

@@ -46,12 +46,14 @@ mod feet;
 mod map;
 mod names;
 mod rig;
+mod t_pose;
 
 pub use bake::BakeOptions;
 pub use bind::BindReport;
 pub use feet::{foot_contacts, FootContact, EASE_OUT};
 pub use map::{Found, JointMap, MapPair};
 pub use names::{normalize, NameKey, Side};
+pub use t_pose::t_pose;
 
 use glam::{Quat, Vec3};
 
