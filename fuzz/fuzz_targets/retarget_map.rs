@@ -9,10 +9,12 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use skelett::retarget::{Options, Retargeter};
+use std::sync::Arc;
+
 use skelett::Skeleton;
 
-fn skeletons() -> &'static (Skeleton, Skeleton) {
-    static PAIR: OnceLock<(Skeleton, Skeleton)> = OnceLock::new();
+fn skeletons() -> &'static (Arc<Skeleton>, Arc<Skeleton>) {
+    static PAIR: OnceLock<(Arc<Skeleton>, Arc<Skeleton>)> = OnceLock::new();
     PAIR.get_or_init(|| {
         let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data");
         let load = |f: &str| {

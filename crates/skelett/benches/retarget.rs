@@ -1,6 +1,7 @@
 //! Retargeting speed: one pose of a CMU capture onto robot_quaternius (43 joints) per call,
 //! as a live stream would (ns per target joint = the time / 43), and baking the whole 23 s
-//! capture 01_01 (2 751 frames) into a clip for the robot.
+//! capture 01_01 (2 751 frames) into a clip for the robot, without and with the foot pass
+//! (which finds the capture's foot contacts and pins the robot's feet through them).
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use skelett::retarget::{BakeOptions, JointMap, Options, Retargeter};
@@ -28,6 +29,16 @@ fn bench(c: &mut Criterion) {
     );
     c.bench_function("bake 01_01 (22.9 s, 2751 frames) onto robot", |b| {
         b.iter(|| r.bake(clip, s, t, &BakeOptions::default()).unwrap())
+    });
+    let planted = BakeOptions {
+        plant_feet: true,
+        ..Default::default()
+    };
+    c.bench_function("bake 01_01 onto robot with planted feet", |b| {
+        b.iter(|| r.bake(clip, s, t, &planted).unwrap())
+    });
+    c.bench_function("foot contacts of 01_01", |b| {
+        b.iter(|| skelett::retarget::foot_contacts(s, clip).unwrap())
     });
 }
 
