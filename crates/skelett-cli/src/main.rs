@@ -14,6 +14,7 @@ mod play;
 mod render;
 mod retarget;
 mod sample;
+mod side_by_side;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -241,6 +242,17 @@ enum Command {
         /// is not a T-pose.
         #[arg(long, conflicts_with_all = ["by_name", "reference_frame"])]
         t_pose: bool,
+        /// Also render the first clip, the source (left, with its bones) beside the target
+        /// (right), to this .gif (15 fps) or .png (the last frame); each half has a camera
+        /// fixed for the shot, so sliding feet show.
+        #[arg(long, value_name = "GIF_OR_PNG")]
+        render: Option<PathBuf>,
+        /// Seconds of the clip to render (default: all of it, at most 10).
+        #[arg(long, requires = "render")]
+        render_seconds: Option<f32>,
+        /// Size of each half of the render, WIDTHxHEIGHT.
+        #[arg(long, default_value = "400x400", value_parser = render::parse_size, requires = "render")]
+        render_size: (u32, u32),
     },
     /// Show a file's joint tree, clips, meshes and import warnings.
     Inspect {
@@ -534,6 +546,9 @@ fn main() -> ExitCode {
             rate,
             plant_feet,
             t_pose,
+            render,
+            render_seconds,
+            render_size,
         } => retarget::run(
             &mut out,
             &source,
@@ -550,6 +565,9 @@ fn main() -> ExitCode {
                 rate,
                 plant_feet,
                 t_pose,
+                render,
+                render_seconds,
+                render_size,
             },
         ),
         Command::Inspect { file, json } => inspect::run(&mut out, file.as_deref(), json),

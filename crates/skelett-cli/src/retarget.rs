@@ -35,6 +35,12 @@ pub struct Options {
     pub plant_feet: bool,
     /// Align both skeletons through T-poses built for them.
     pub t_pose: bool,
+    /// Render the first clip, source beside target, to this .gif or .png.
+    pub render: Option<std::path::PathBuf>,
+    /// Seconds to render (default: the clip, at most 10 s).
+    pub render_seconds: Option<f32>,
+    /// Size of each half of the render.
+    pub render_size: (u32, u32),
 }
 
 /// Parses a bone axis: `x`, `y`, `z`, `-x`, `-y`, `-z`.
@@ -246,6 +252,22 @@ pub fn run(
         result.clips.len(),
         result.meshes.len()
     );
+    if let Some(path) = &opts.render {
+        let (Some(src), Some(dst)) = (clips.first(), result.clips.first()) else {
+            return Err("--render: no clip to render".into());
+        };
+        crate::side_by_side::render(
+            out,
+            &source,
+            src,
+            &result,
+            dst,
+            path,
+            opts.render_seconds
+                .unwrap_or(src.duration().clamp(0.1, 10.0)),
+            opts.render_size,
+        )?;
+    }
     Ok(())
 }
 

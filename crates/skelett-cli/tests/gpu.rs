@@ -358,3 +358,83 @@ fn draws_a_sloped_ground_surface_and_markers() {
         "marker pixel {p:?}"
     );
 }
+
+/// `skelett retarget ... --render side.png`: the capture (its bones, left) beside the robot
+/// wearing the retargeted clip (right), one image twice the width of each half; the right
+/// half shows the robot's orange body (its material survives the written .glb too: the
+/// file, rendered on its own, shows the same colour).
+#[test]
+fn retarget_renders_source_beside_target() {
+    if gpu().is_none() {
+        return;
+    }
+    let dir = out_dir();
+    let side = dir.join("retarget_side.png");
+    let glb = dir.join("retarget_robot.glb");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_skelett"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(&[
+        "retarget",
+        data("bvh/01_01.bvh").to_str().unwrap(),
+        data("gltf/robot_quaternius.glb").to_str().unwrap(),
+        glb.to_str().unwrap(),
+        "--render",
+        side.to_str().unwrap(),
+        "--render-seconds",
+        "1",
+        "--render-size",
+        "240x180",
+    ]);
+    let alone = dir.join("retarget_robot.png");
+    run(&[
+        "render",
+        glb.to_str().unwrap(),
+        "--seconds",
+        "1",
+        "--size",
+        "240x180",
+        "--out",
+        alone.to_str().unwrap(),
+    ]);
+    let read = |p: &std::path::Path| {
+        let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(p).unwrap()));
+        let mut reader = decoder.read_info().unwrap();
+        let mut buf = vec![0; reader.output_buffer_size()];
+        let info = reader.next_frame(&mut buf).unwrap();
+        assert_eq!(info.color_type, png::ColorType::Rgba);
+        (info.width, info.height, buf)
+    };
+    // Orange: red well above green, green well above blue (the grid and background are
+    // grey; the capture's bones are yellow, red, green and blue lines).
+    let orange = |(w, _h, buf): &(u32, u32, Vec<u8>), x0: u32, x1: u32| {
+        buf.chunks_exact(4)
+            .enumerate()
+            .filter(|(i, p)| {
+                let x = *i as u32 % w;
+                let (r, g, b) = (p[0] as i32, p[1] as i32, p[2] as i32);
+                x >= x0 && x < x1 && r > 120 && r - g > 40 && g - b > 30
+            })
+            .count()
+    };
+    let side = read(&side);
+    assert_eq!((side.0, side.1), (480, 180));
+    let (left, right) = (orange(&side, 0, 240), orange(&side, 240, 480));
+    assert!(
+        right > 500 && left < right / 10,
+        "orange pixels: left {left}, right {right}"
+    );
+    let alone = read(&alone);
+    assert!(
+        orange(&alone, 0, 240) > 500,
+        "the written robot lost its colours"
+    );
+}

@@ -65,6 +65,17 @@ fn every_asset_round_trips_through_glb() {
                 assert_eq!(pa.positions, pb.positions, "{name}");
                 assert_eq!(pa.indices, pb.indices, "{name}");
                 assert_eq!(pa.joints.len(), pb.joints.len(), "{name}");
+                // Materials: the base colour and its texture's image, byte for byte.
+                assert_eq!(pa.base_color, pb.base_color, "{name}");
+                let image = |a: &skelett_io::Asset, t: Option<usize>| {
+                    t.and_then(|t| a.images.get(t).cloned().flatten())
+                        .map(|i| (i.mime, i.bytes))
+                };
+                assert_eq!(
+                    image(&asset, pa.base_color_texture),
+                    image(&back, pb.base_color_texture),
+                    "{name}"
+                );
             }
         }
         assert_eq!(back.clips.len(), asset.clips.len(), "{name}");

@@ -5,7 +5,10 @@
 //! Skeleton ─▶ one node per joint (rest TRS), under a "root" node holding root_transform
 //! Skin     ─▶ skin (joint nodes, inverseBindMatrices MAT4)
 //! SkinnedMesh ─▶ mesh + node (POSITION with min/max, NORMAL, TANGENT, TEXCOORD_0,
-//!               JOINTS_0/1 as u16, WEIGHTS_0/1 as float, u32 indices)
+//!               JOINTS_0/1 as u16, WEIGHTS_0/1 as float, u32 indices), and a material per
+//!               distinct base colour and base colour texture (what skelett keeps of a
+//!               material: metallic 0 and roughness 1 are written for the rest)
+//! images   ─▶ image (the encoded PNG/JPEG bytes as they came, in the binary chunk) + texture
 //! Clip     ─▶ animation: every channel with its keys and interpolation as built (STEP,
 //!             LINEAR, CUBICSPLINE kept), plus a one-key channel for each constant channel;
 //!             the clip's start and duration in the animation's extras
@@ -65,6 +68,13 @@ impl Bin {
     }
 
     fn push(&mut self, mut accessor: Value, bytes: &[u8]) -> usize {
+        accessor["bufferView"] = json!(self.view(bytes));
+        self.accessors.push(accessor);
+        self.accessors.len() - 1
+    }
+
+    /// Appends raw bytes (an encoded image) as a buffer view; returns its index.
+    fn view(&mut self, bytes: &[u8]) -> usize {
         while self.data.len() % 4 != 0 {
             self.data.push(0);
         }
@@ -74,9 +84,7 @@ impl Bin {
             "byteLength": bytes.len(),
         }));
         self.data.extend_from_slice(bytes);
-        accessor["bufferView"] = json!(self.views.len() - 1);
-        self.accessors.push(accessor);
-        self.accessors.len() - 1
+        self.views.len() - 1
     }
 }
 
@@ -159,6 +167,40 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
         })
         .collect();
 
+    // Encoded images as they came (PNG, JPEG), one texture each; a material per distinct
+    // base colour and texture.
+    let mut images = Vec::new();
+    let mut textures = Vec::new();
+    let mut texture_of = vec![None; asset.images.len()];
+    for (i, image) in asset.images.iter().enumerate() {
+        if let Some(image) = image {
+            let view = bin.view(&image.bytes);
+            images.push(json!({ "bufferView": view, "mimeType": image.mime }));
+            textures.push(json!({ "source": images.len() - 1 }));
+            texture_of[i] = Some(textures.len() - 1);
+        }
+    }
+    let mut materials: Vec<Value> = Vec::new();
+    let mut material_keys: Vec<([u32; 4], Option<usize>)> = Vec::new();
+    let mut material = |color: glam::Vec4, texture: Option<usize>| {
+        let texture = texture.and_then(|t| texture_of.get(t).copied().flatten());
+        let key = (color.to_array().map(f32::to_bits), texture);
+        if let Some(i) = material_keys.iter().position(|k| *k == key) {
+            return i;
+        }
+        let mut pbr = json!({
+            "baseColorFactor": color.to_array(),
+            "metallicFactor": 0.0,
+            "roughnessFactor": 1.0,
+        });
+        if let Some(t) = texture {
+            pbr["baseColorTexture"] = json!({ "index": t });
+        }
+        materials.push(json!({ "pbrMetallicRoughness": pbr }));
+        material_keys.push(key);
+        materials.len() - 1
+    };
+
     let mut meshes = Vec::new();
     for mesh in &asset.meshes {
         let mut prims = Vec::new();
@@ -207,7 +249,13 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
                 );
             }
             let indices = bin.u32s(&p.indices);
-            prims.push(json!({ "attributes": attributes, "indices": indices, "mode": 4 }));
+            let material = material(p.base_color, p.base_color_texture);
+            prims.push(json!({
+                "attributes": attributes,
+                "indices": indices,
+                "material": material,
+                "mode": 4,
+            }));
         }
         meshes.push(json!({ "name": mesh.name, "primitives": prims }));
         nodes.push(json!({ "name": mesh.name, "mesh": meshes.len() - 1, "skin": mesh.skin }));
@@ -365,6 +413,11 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
     }
     if !meshes.is_empty() {
         doc["meshes"] = json!(meshes);
+        doc["materials"] = json!(materials);
+    }
+    if !images.is_empty() {
+        doc["images"] = json!(images);
+        doc["textures"] = json!(textures);
     }
     if !animations.is_empty() {
         doc["animations"] = json!(animations);
