@@ -189,6 +189,26 @@ fn measure(
         let pose_t = sample_at(&baked, &dst.skeleton, t);
         let wt = world(&dst.skeleton, &pose_t);
         let axes = y_axes(&dst.skeleton, &pose_t);
+        if dst_kind == "robot" {
+            // The robot's feet are controls at the root: its shins must still point at
+            // them as they do at rest (their meshes hang on the shin's bone axis).
+            let rest = world(&dst.skeleton, dst.skeleton.rest_pose());
+            let rest_axes = y_axes(&dst.skeleton, dst.skeleton.rest_pose());
+            for (shin, foot) in [("LowerLeg.L", "Foot.L"), ("LowerLeg.R", "Foot.R")] {
+                let (s, f) = (
+                    dst.skeleton.find(shin).unwrap() as usize,
+                    dst.skeleton.find(foot).unwrap() as usize,
+                );
+                let at_rest = rest_axes[s].angle_between(rest[f] - rest[s]);
+                let now = axes[s].angle_between(wt[f] - wt[s]);
+                assert!(
+                    (now - at_rest).abs().to_degrees() < 1.0,
+                    "{shin} axis {:.1} deg from {foot} at {t:.2} s, {:.1} at rest",
+                    now.to_degrees(),
+                    at_rest.to_degrees()
+                );
+            }
+        }
         for (name, a, b) in &lt {
             let (_, sa, sb) = ls.iter().find(|l| l.0 == *name).unwrap();
             let f = |sk: &Skeleton, n: &str| sk.find(n).unwrap_or_else(|| panic!("{n}")) as usize;
@@ -690,6 +710,11 @@ fn planted_feet_stay_planted_through_the_captures_contacts() {
                 dst.skeleton.find(tr).unwrap() as usize,
             );
             let mut slides = [Vec::new(), Vec::new(), Vec::new()];
+            // Ankle heights over the contacts' frames, above where the ankle is when the
+            // character stands (the capture: its median over its contacts; the target: its
+            // rest pose, which stands on the floor).
+            let mut lifts = [Vec::new(), Vec::new(), Vec::new()];
+            let standing_target = world(&dst.skeleton, dst.skeleton.rest_pose());
             for c in &contacts {
                 let tf = if c.foot == sl { tl } else { tr };
                 let n = ((c.end - c.start) * 120.0).round().max(1.0) as usize;
@@ -706,11 +731,38 @@ fn planted_feet_stay_planted_through_the_captures_contacts() {
                 // it onto the target.
                 let cm = 100.0;
                 let scale = r.root_scale() * cm;
-                slides[0].push(slide(&path(clip, &src.skeleton, c.foot as usize, scale)));
-                slides[1].push(slide(&path(&free, &dst.skeleton, tf, cm)));
-                slides[2].push(slide(&path(&planted, &dst.skeleton, tf, cm)));
+                let paths = [
+                    path(clip, &src.skeleton, c.foot as usize, scale),
+                    path(&free, &dst.skeleton, tf, cm),
+                    path(&planted, &dst.skeleton, tf, cm),
+                ];
+                for (k, p) in paths.iter().enumerate() {
+                    slides[k].push(slide(p));
+                    let stand = if k == 0 {
+                        0.0
+                    } else {
+                        standing_target[tf].y * cm
+                    };
+                    lifts[k].extend(p.iter().map(|q| q.y - stand));
+                }
             }
             let [s, f, p] = slides.map(median_and_worst);
+            // The capture's ankle above its own standing height.
+            let mut sorted = lifts[0].clone();
+            sorted.sort_by(f32::total_cmp);
+            let stand = sorted[sorted.len() / 2];
+            lifts[0].iter_mut().for_each(|v| *v -= stand);
+            let [ls, lf, lp] = lifts.map(|v| {
+                let (m, _) = median_and_worst(v.iter().map(|x| x.abs()).collect());
+                m
+            });
+            println!(
+                "    ankle above standing in contacts, median |cm|: capture scaled {ls:.2}, retargeted {lf:.2}, with the foot pass {lp:.2}"
+            );
+            assert!(
+                (lp - ls).abs() < 0.5 && lp < lf,
+                "{capture} -> {file}: {lp} {ls} {lf}"
+            );
             println!(
                 "{capture} -> {file}: {} contacts; slide per contact, median / worst (target cm): capture scaled {:.2} / {:.2}, retargeted {:.2} / {:.2}, with the foot pass {:.3} / {:.3}; hips lowered at most {:.2} cm",
                 contacts.len(),

@@ -91,7 +91,14 @@ pub(super) fn bake(
         }
     }
     if let Some(feet) = &feet {
-        feet.run(target, &times, &source_paths, &target_paths, &mut poses)?;
+        feet.run(
+            target,
+            &times,
+            &source_paths,
+            &target_paths,
+            r.scale,
+            &mut poses,
+        )?;
     }
     let mut channels = Vec::with_capacity(nt * 3);
     for k in 0..nt {

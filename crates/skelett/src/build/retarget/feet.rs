@@ -8,8 +8,11 @@
 //! The foot pass finds each contact in the source (a foot near the floor below it and
 //! nearly still), takes where the target's foot touches down, and holds it there across the
 //! floor until the source lifts it, by two-bone IK on the target's leg
-//! ([`crate::ik::pin_feet`]); the foot's height and rotation stay as retargeted. After the
-//! contact the leg eases back to the retargeted motion over [`EASE_OUT`] seconds.
+//! ([`crate::ik::pin_feet`]). Its height in the contact is the target foot's own standing
+//! height (its rest pose's, above the floor at scene y = 0) plus the source's lift above its
+//! standing height, scaled: a character whose legs are shorter or longer for its hip height
+//! than the source's neither floats nor sinks. The foot's rotation stays as retargeted. Legs
+//! ease into a contact and back out of it over [`EASE_OUT`] seconds.
 //!
 //! Where data comes from and goes: the source's legs from the same humanoid guess the
 //! automatic map uses; the target's legs are the joints the map drives from them; poses from
@@ -21,8 +24,8 @@ use super::rig;
 use crate::ik::{pin_feet, Feet, Leg, Pin, TwoBoneChain};
 use crate::{Clip, Error, JointIndex, Skeleton, Transform};
 
-/// How long a leg takes to ease back from its pinned place to the retargeted motion after a
-/// contact, seconds.
+/// How long a leg takes to ease from the retargeted motion to its pinned place before a
+/// contact, and back after it, seconds.
 pub const EASE_OUT: f32 = 0.15;
 
 /// One foot contact of a clip: `foot` (a joint of the clip's skeleton) stands still on the
@@ -169,6 +172,9 @@ pub fn foot_contacts(skeleton: &Skeleton, clip: &Clip) -> Result<Vec<FootContact
 pub(super) struct FootPass {
     /// Per leg: the source foot and its leg's length (source scene units).
     source: Vec<(JointIndex, f32)>,
+    /// Per leg: the target foot's height above the floor in its rest pose (scene units):
+    /// where a standing foot's ankle is.
+    standing: Vec<f32>,
     /// The target's legs, in the same order.
     feet: Feet,
 }
@@ -184,7 +190,9 @@ impl FootPass {
     ) -> Option<FootPass> {
         let target_of = |s: JointIndex| (0..by_target.len()).find(|&k| by_target[k] == Some(s));
         let mut sources = Vec::new();
+        let mut standing = Vec::new();
         let mut legs = Vec::new();
+        let target_rest = super::rest_world_positions(target);
         let (hips, source_legs) = hips_and_legs(source)?;
         for ([u, m, e], length) in source_legs {
             let (Some(tu), Some(tm), Some(te)) = (target_of(u), target_of(m), target_of(e)) else {
@@ -200,6 +208,7 @@ impl FootPass {
                 continue;
             };
             sources.push((e, length));
+            standing.push(target_rest[te as usize].y);
             legs.push(leg);
         }
         let up = target.root_transform().inverse().transform_vector3(Vec3::Y);
@@ -211,6 +220,7 @@ impl FootPass {
             .ok()?;
         (!sources.is_empty()).then_some(FootPass {
             source: sources,
+            standing,
             feet,
         })
     }
@@ -235,6 +245,7 @@ impl FootPass {
         times: &[f32],
         source_paths: &[Vec<Vec3>],
         target_paths: &[Vec<Vec3>],
+        scale: f32,
         poses: &mut [Transform],
     ) -> Result<usize, Error> {
         let n = times.len();
@@ -242,25 +253,55 @@ impl FootPass {
         // Per leg and frame: the scene-space goal of the foot, if held.
         let mut goals: Vec<Vec<Option<Vec3>>> = vec![vec![None; n]; legs];
         let mut held = 0;
+        let smooth = |s: f32| {
+            let s = s.clamp(0.0, 1.0);
+            s * s * (3.0 - 2.0 * s)
+        };
         for (i, &(_, length)) in self.source.iter().enumerate() {
             let path = &target_paths[i];
             let runs = contacts_in(times, &source_paths[i], length);
             held += runs.len();
-            for (k, &(a, b)) in runs.iter().enumerate() {
+            // How high the source's ankle is when it stands: its median over the contacts.
+            let mut heights: Vec<f32> = runs
+                .iter()
+                .flat_map(|&(a, b)| source_paths[i][a..=b].iter().map(|p| p.y))
+                .collect();
+            heights.sort_by(f32::total_cmp);
+            let Some(&source_standing) = heights.get(heights.len() / 2) else {
+                continue;
+            };
+            // In a contact the foot stays where it landed across the floor, and stands as
+            // high above it as the target's foot does at rest (plus the source's own lift
+            // from standing, scaled): a foot neither floats nor sinks.
+            let mut offset = vec![Vec3::ZERO; n];
+            for &(a, b) in &runs {
                 let landed = path[a];
                 for f in a..=b {
-                    goals[i][f] = Some(Vec3::new(landed.x, path[f].y, landed.z));
+                    let y = self.standing[i] + (source_paths[i][f].y - source_standing) * scale;
+                    goals[i][f] = Some(Vec3::new(landed.x, y, landed.z));
                 }
-                // Ease back to the retargeted motion, until the next contact.
-                let offset = Vec3::new(landed.x - path[b].x, 0.0, landed.z - path[b].z);
-                let next = runs.get(k + 1).map_or(n, |r| r.0);
-                for f in b + 1..next {
+                // Ease into the contact and back out of it, toward the retargeted motion.
+                let (into, out) = (goals[i][a].unwrap_or(path[a]) - path[a], {
+                    goals[i][b].unwrap_or(path[b]) - path[b]
+                });
+                for f in (0..a).rev() {
+                    let s = (times[a] - times[f]) / EASE_OUT;
+                    if s >= 1.0 || goals[i][f].is_some() {
+                        break;
+                    }
+                    offset[f] += into * (1.0 - smooth(s));
+                }
+                for f in b + 1..n {
                     let s = (times[f] - times[b]) / EASE_OUT;
                     if s >= 1.0 {
                         break;
                     }
-                    let w = 1.0 - s * s * (3.0 - 2.0 * s);
-                    goals[i][f] = Some(path[f] + offset * w);
+                    offset[f] += out * (1.0 - smooth(s));
+                }
+            }
+            for f in 0..n {
+                if goals[i][f].is_none() && offset[f] != Vec3::ZERO {
+                    goals[i][f] = Some(path[f] + offset[f]);
                 }
             }
         }
@@ -312,7 +353,22 @@ impl FootPass {
                 };
                 if delta.is_finite() {
                     pose[p as usize].translation += delta;
-                    crate::local_to_model(target, pose, p, &mut model)?;
+                    // Feet that hang elsewhere (control joints at the root) go down with
+                    // the legs they end.
+                    for leg in self.feet.legs() {
+                        let foot = leg.foot();
+                        if is_below(target, p, foot) {
+                            continue;
+                        }
+                        let d = match target.parent(foot) {
+                            Some(q) => model[q as usize].inverse().transform_vector3(offset),
+                            None => offset,
+                        };
+                        if d.is_finite() {
+                            pose[foot as usize].translation += d;
+                        }
+                    }
+                    crate::local_to_model(target, pose, 0, &mut model)?;
                 }
             }
             for (pin, g) in pins.iter_mut().zip(&goals) {
@@ -331,6 +387,17 @@ impl FootPass {
         }
         Ok(held)
     }
+}
+
+/// `true` when `j` is below `a` in `sk`.
+fn is_below(sk: &Skeleton, a: JointIndex, mut j: JointIndex) -> bool {
+    while let Some(p) = sk.parent(j) {
+        if p == a {
+            return true;
+        }
+        j = p;
+    }
+    false
 }
 
 /// Half the window the pelvis drop is eased over, seconds.

@@ -447,6 +447,37 @@ impl Retargeter {
                 };
                 let world = (turn * tw[k].rotation).normalize();
                 target_ref[k].rotation = (parent_rot.inverse() * world).normalize();
+                // Mapped joints that hang elsewhere but ride on this one or a joint below it
+                // (robot_quaternius's foot controls at the root, anchored to the shins) turn
+                // with it, rigidly: their place in their anchor's frame stays the rest
+                // pose's, so the shin keeps pointing at its foot.
+                let pivot = tw[k].position;
+                for m in 0..nt {
+                    let rides = attached[m]
+                        && anchor[m].is_some_and(|a| {
+                            a as usize == k || is_below(target, k as JointIndex, a)
+                        });
+                    if !rides {
+                        continue;
+                    }
+                    let w = tw[m];
+                    let p = tparents[m];
+                    let parent = if p == NO_PARENT {
+                        target_root
+                    } else {
+                        tw[p as usize]
+                    };
+                    let to_parent = parent.rotation.inverse();
+                    let position = pivot + turn * (w.position - pivot);
+                    let local = Transform {
+                        translation: to_parent * (position - parent.position) / parent.scale,
+                        rotation: (to_parent * turn * w.rotation).normalize(),
+                        scale: target_ref[m].scale,
+                    };
+                    if local.is_finite() {
+                        target_ref[m] = local;
+                    }
+                }
                 world_pose(target, &target_root, &target_ref, &mut tw);
             }
         }
