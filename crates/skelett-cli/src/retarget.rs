@@ -98,6 +98,33 @@ pub fn run(
             .unwrap_or_default()
     };
 
+    // The output's kind, checked before any work.
+    let out_ext = output.map(|o| {
+        o.extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .unwrap_or_default()
+    });
+    if !opts.print_map {
+        match (output, out_ext.as_deref()) {
+            (Some(_), Some("glb" | "skl")) => {}
+            (Some(o), Some("")) => {
+                return Err(format!(
+                    "{}: no file extension (retarget writes .glb or .skl)",
+                    o.display()
+                )
+                .into())
+            }
+            (Some(o), Some(ext)) => {
+                return Err(format!(
+                    "{}: cannot write .{ext} (retarget writes .glb or .skl)",
+                    o.display()
+                )
+                .into())
+            }
+            _ => {}
+        }
+    }
     let mut result = target.clone();
     result.clips.clear();
     if opts.by_name {
@@ -166,16 +193,30 @@ pub fn run(
             },
         )?;
         let count = |f: Found| map.pairs.iter().filter(|p| p.found == f).count();
+        let how = match &opts.map {
+            Some(p) => format!("from {}", p.display()),
+            None => format!(
+                "{} by body part, {} by name",
+                count(Found::Part),
+                count(Found::Name)
+            ),
+        };
         outln!(
             out,
-            "map: {} of {} target joints driven ({} by body part, {} by name, {} from the map file); root scale {:.4}",
+            "map: {} of {} target joints driven ({how}); root scale {:.4}",
             map.pairs.len(),
             ts.len(),
-            count(Found::Part),
-            count(Found::Name),
-            count(Found::User),
             retargeter.root_scale()
         );
+        for (sk, path) in [(ss, source_path), (ts, target_path)] {
+            if skelett::retarget::t_pose(sk).is_err() {
+                outln!(
+                    out,
+                    "warning: {} has no humanoid layout (no two legs found by name or layout): its joints were paired by name alone; check the map (--print-map)",
+                    path.display()
+                );
+            }
+        }
         for p in &map.pairs {
             outln!(out, "  {:24} -> {}", p.source, p.target);
         }

@@ -849,3 +849,34 @@ fn built_t_poses_stand_straight_and_retarget_like_the_rest_pose() {
         assert!(median < 3.0 && worst < 15.0, "{file}");
     }
 }
+
+/// BVH files that name the upper arm `LeftShoulder` below a `LeftCollar` (Boxing_Toes):
+/// the upper arm is mapped, and the boxer's arms follow (a sceptical user saw them left in
+/// the T-pose).
+#[test]
+fn collar_and_shoulder_names_map_the_upper_arm() {
+    let src = load("bvh/Boxing_Toes.bvh");
+    let dst = load("gltf/KayKit_Rig_Medium_General.glb");
+    let map = JointMap::auto(&src.skeleton, &dst.skeleton).unwrap();
+    for (s, t) in [
+        ("LeftShoulder", "upperarm.l"),
+        ("LeftElbow", "lowerarm.l"),
+        ("RightShoulder", "upperarm.r"),
+        ("RightElbow", "lowerarm.r"),
+    ] {
+        assert_eq!(map.source_of(t), Some(s), "{t}: {:?}", map.pairs);
+    }
+    let r = Retargeter::new(&src.skeleton, &dst.skeleton, &map, &Options::default()).unwrap();
+    let clip = &src.clips[0];
+    let baked = r
+        .bake(clip, &src.skeleton, &dst.skeleton, &BakeOptions::default())
+        .unwrap();
+    let f = |sk: &Skeleton, n: &str| sk.find(n).unwrap() as usize;
+    for t in times(clip, 50) {
+        let ws = world(&src.skeleton, &sample_at(clip, &src.skeleton, t));
+        let wt = world(&dst.skeleton, &sample_at(&baked, &dst.skeleton, t));
+        let s = ws[f(&src.skeleton, "LeftElbow")] - ws[f(&src.skeleton, "LeftShoulder")];
+        let d = wt[f(&dst.skeleton, "lowerarm.l")] - wt[f(&dst.skeleton, "upperarm.l")];
+        assert!(s.angle_between(d).to_degrees() < 1.0, "t={t}");
+    }
+}

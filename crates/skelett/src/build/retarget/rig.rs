@@ -364,9 +364,12 @@ fn arm(t: &Tree, root: JointIndex, side: Side) -> Limb {
             (in_limb(p) && t.part(p).is_none()).then_some(p)
         });
     let from = limb.lower.or(hand);
+    // The joint right above the forearm is the upper arm when nothing names one, also when
+    // it is named a shoulder (BVH files name the upper arm `LeftShoulder` below a
+    // `LeftCollar`): no clavicle joins the forearm directly.
     limb.upper = named(Part::UpperArm, from).or_else(|| {
         let p = t.sk.parent(limb.lower?)?;
-        (in_limb(p) && t.part(p).is_none()).then_some(p)
+        (in_limb(p) && matches!(t.part(p), None | Some(Part::Shoulder))).then_some(p)
     });
     limb.shoulder = named(Part::Shoulder, limb.upper.or(from)).or_else(|| {
         let p = t.sk.parent(limb.upper?)?;
