@@ -86,11 +86,19 @@ pub fn to_string(map: &JointMap, source: &str, target: &str) -> String {
 /// [`Error::Syntax`] with line and column for text that is not such a map;
 /// [`Error::Invalid`] for a pair with an empty name or an unknown `found`.
 pub fn from_str(text: &str, name: &Path) -> Result<JointMap, Error> {
-    let file: File = serde_json::from_str(text).map_err(|e| Error::Syntax {
-        file: name.to_path_buf(),
-        line: e.line(),
-        column: e.column(),
-        expected: format!("a joint map ({e})"),
+    let file: File = serde_json::from_str(text).map_err(|e| {
+        // serde_json ends its message with the position, which the error already names.
+        let message = e.to_string();
+        let at = format!(" at line {} column {}", e.line(), e.column());
+        Error::Syntax {
+            file: name.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+            expected: format!(
+                "a joint map ({})",
+                message.strip_suffix(&at).unwrap_or(&message)
+            ),
+        }
     })?;
     let mut pairs = Vec::with_capacity(file.joints.len());
     for (i, p) in file.joints.into_iter().enumerate() {
