@@ -156,3 +156,33 @@ pub fn save(
 ) -> Result<(), Error> {
     crate::write_file(path.as_ref(), to_string(map, source, target).as_bytes())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_round_trip_and_errors_say_where() {
+        let map = JointMap::from_pairs([("Hips", "pelvis"), ("LeftArm", "upperarm_l")]);
+        let text = to_string(&map, "a.bvh", "b.glb");
+        let back = from_str(&text, Path::new("m.json")).unwrap();
+        assert_eq!(back.pairs, map.pairs);
+        match from_str("{\"joints\": [\n  {\"source\": 1}\n]}", Path::new("m.json")) {
+            Err(Error::Syntax {
+                line,
+                column,
+                expected,
+                ..
+            }) => {
+                assert_eq!((line, column), (2, 14));
+                assert!(!expected.contains("at line"), "{expected}");
+                assert!(expected.contains("expected a string"), "{expected}");
+            }
+            other => panic!("{:?}", other.map(|m| m.pairs)),
+        }
+        assert!(matches!(
+            from_str("{\"joints\": [], \"extra\": 1}", Path::new("m.json")),
+            Err(Error::Syntax { .. })
+        ));
+    }
+}
