@@ -209,7 +209,7 @@ pub fn run(
             retargeter.root_scale()
         );
         for (sk, path) in [(ss, source_path), (ts, target_path)] {
-            if skelett::retarget::t_pose(sk).is_err() {
+            if !skelett::retarget::is_humanoid(sk) {
                 outln!(
                     out,
                     "warning: {} has no humanoid layout (no two legs found by name or layout): its joints were paired by name alone; check the map (--print-map)",

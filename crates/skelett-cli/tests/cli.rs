@@ -940,7 +940,7 @@ fn retarget_a_capture_onto_a_character() {
         "{text}"
     );
     assert!(text.contains("wrote"), "{text}");
-    assert_valid_gltf(&[&out]);
+    skelett_testdata::assert_valid_gltf(&[&out]);
 
     // Loads back: the robot's skeleton and meshes, the capture's clip under its own name,
     // with the poses of the library's bake.

@@ -6,23 +6,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use skelett::{sample_uncached, ClipEvent, Pose};
-
-fn validator() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.ci/validator");
-    let ok = dir.join("node_modules/gltf-validator").exists()
-        && Command::new("node")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-    if !ok && std::env::var("SKELETT_REQUIRE_GLTF_VALIDATOR").is_ok_and(|v| v == "1") {
-        panic!("SKELETT_REQUIRE_GLTF_VALIDATOR=1 but the validator is not installed (npm install in .ci/validator)");
-    }
-    ok.then(|| dir.join("validate.mjs"))
-}
 
 #[test]
 fn every_asset_round_trips_through_glb() {
@@ -124,24 +110,6 @@ fn every_asset_round_trips_through_glb() {
             }
         }
     }
-    if let Some(script) = validator() {
-        let out = Command::new("node")
-            .arg(&script)
-            .args(&written)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        eprintln!("{text}");
-        assert!(
-            out.status.success(),
-            "the glTF validator found errors:\n{text}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(
-            text.lines().filter(|l| l.contains(": 0 errors")).count(),
-            written.len(),
-            "{text}"
-        );
-    }
+    skelett_testdata::assert_valid_gltf(&written);
     std::fs::remove_dir_all(&out_dir).ok();
 }

@@ -19,6 +19,44 @@ pub fn data(rel: &str) -> PathBuf {
     data_dir().join(rel)
 }
 
+/// Runs the Khronos glTF validator (`.ci/validator`, which `.ci/run` installs) on `files`
+/// and asserts that each has 0 errors; prints its report. Skipped with a message when it is
+/// not installed, unless `SKELETT_REQUIRE_GLTF_VALIDATOR=1`, where that is a failure.
+pub fn assert_valid_gltf<P: AsRef<std::path::Path>>(files: &[P]) {
+    use std::process::Command;
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.ci/validator");
+    let installed = dir.join("node_modules/gltf-validator").exists()
+        && Command::new("node")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !installed {
+        assert!(
+            !std::env::var("SKELETT_REQUIRE_GLTF_VALIDATOR").is_ok_and(|v| v == "1"),
+            "SKELETT_REQUIRE_GLTF_VALIDATOR=1 but the validator is not installed (npm install in .ci/validator)"
+        );
+        eprintln!("glTF validator not installed: skipped");
+        return;
+    }
+    let out = Command::new("node")
+        .arg(dir.join("validate.mjs"))
+        .args(files.iter().map(AsRef::as_ref))
+        .output()
+        .expect("running node");
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{text}");
+    assert!(
+        out.status.success(),
+        "the glTF validator found errors:\n{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text.lines().filter(|l| l.contains(": 0 errors")).count(),
+        files.len(),
+        "{text}"
+    );
+}
+
 /// The scaffolding every criterion benchmark shares: the times it samples at and the
 /// measurement settings, so that benches differ only in what they measure.
 pub mod bench {

@@ -339,6 +339,28 @@ impl Skeleton {
         out
     }
 
+    /// `true` when `joint` hangs below `ancestor` (a strict descendant: a joint is not below
+    /// itself).
+    ///
+    /// ```
+    /// # use skelett::*;
+    /// let j = |name: &str, parent| RawJoint { name: name.into(), parent, rest: Transform::IDENTITY };
+    /// let sk = RawSkeleton { joints: vec![j("hips", None), j("spine", Some(0)), j("head", Some(1))],
+    ///     ..Default::default() }.build()?;
+    /// assert!(sk.is_below(2, 0) && !sk.is_below(0, 2) && !sk.is_below(1, 1));
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn is_below(&self, joint: JointIndex, ancestor: JointIndex) -> bool {
+        let mut j = joint;
+        while let Some(p) = self.parent(j) {
+            if p == ancestor {
+                return true;
+            }
+            j = p;
+        }
+        false
+    }
+
     /// Depth-first children lists are not stored; this returns the joints of the sub-tree
     /// rooted at `j` (including `j`), in joint order.
     pub fn subtree(&self, j: JointIndex) -> Vec<JointIndex> {

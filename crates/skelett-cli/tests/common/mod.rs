@@ -91,39 +91,3 @@ pub fn assert_worlds_close(got: &Value, want: &Value, rel: f64) {
         assert_numbers_close(&g["world"], &w["world"], rel, &format!("{}", w["name"]));
     }
 }
-
-/// Runs the Khronos glTF validator (`.ci/validator`, which `.ci/run` installs) on `files`
-/// and asserts that each has 0 errors. Skipped when it is not installed, unless
-/// `SKELETT_REQUIRE_GLTF_VALIDATOR=1`, where a missing validator is a failure.
-pub fn assert_valid_gltf(files: &[&Path]) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/validator");
-    let ok = dir.join("node_modules/gltf-validator").exists()
-        && Command::new("node")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            !std::env::var("SKELETT_REQUIRE_GLTF_VALIDATOR").is_ok_and(|v| v == "1"),
-            "SKELETT_REQUIRE_GLTF_VALIDATOR=1 but the validator is not installed (npm install in .ci/validator)"
-        );
-        eprintln!("glTF validator not installed: skipped");
-        return;
-    }
-    let out = Command::new("node")
-        .arg(dir.join("validate.mjs"))
-        .args(files)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the glTF validator found errors:\n{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        text.lines().filter(|l| l.contains(": 0 errors")).count(),
-        files.len(),
-        "{text}"
-    );
-}

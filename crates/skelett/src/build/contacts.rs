@@ -25,7 +25,7 @@ pub(crate) fn feet(sk: &Skeleton) -> Vec<JointIndex> {
     let kind = |j: JointIndex| contact_kind(sk.name(j));
     let n = sk.len() as JointIndex;
     let same_below =
-        |j: JointIndex| (0..n).any(|c| c != j && kind(c) == kind(j) && is_below(sk, c, j));
+        |j: JointIndex| (0..n).any(|c| c != j && kind(c) == kind(j) && sk.is_below(c, j));
     let named: Vec<JointIndex> = (0..n).filter(|&j| kind(j) != 0 && !same_below(j)).collect();
     if named.iter().any(|&j| kind(j) == 1) {
         return named;
@@ -75,16 +75,6 @@ fn contact_name(name: &str) -> String {
         "foot"
     };
     format!("{side} {part}")
-}
-
-fn is_below(sk: &Skeleton, mut j: JointIndex, ancestor: JointIndex) -> bool {
-    while let Some(p) = sk.parent(j) {
-        if p == ancestor {
-            return true;
-        }
-        j = p;
-    }
-    false
 }
 
 /// How much each of some joints is in contact with the floor over a clip: 1 while it is in

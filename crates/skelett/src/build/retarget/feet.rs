@@ -14,6 +14,11 @@
 //! than the source's neither floats nor sinks. The foot's rotation stays as retargeted. Legs
 //! ease into a contact and back out of it over [`EASE_OUT`] seconds.
 //!
+//! The contacts are found here rather than with [`crate::contacts::Contacts`], which samples
+//! a looping cycle at 120 points against its whole height range: a capture runs for minutes
+//! over floors of several heights, so each frame is judged against the floor below it
+//! within a second, and by the foot's speed.
+//!
 //! Where data comes from and goes: the source's legs from the same humanoid guess the
 //! automatic map uses; the target's legs are the joints the map drives from them; poses from
 //! the bake's first pass; the corrected poses go back into the bake.
@@ -21,7 +26,7 @@
 use glam::{Mat4, Vec3};
 
 use super::rig;
-use crate::ik::{pin_feet, Feet, Leg, Pin, TwoBoneChain};
+use crate::ik::{drop_to_reach, end_point, pin_feet, Feet, Leg, Pin, TwoBoneChain};
 use crate::{Clip, Error, JointIndex, Skeleton, Transform};
 
 /// How long a leg takes to ease from the retargeted motion to its pinned place before a
@@ -357,7 +362,7 @@ impl FootPass {
                     // the legs they end.
                     for leg in self.feet.legs() {
                         let foot = leg.foot();
-                        if is_below(target, p, foot) {
+                        if target.is_below(foot, p) {
                             continue;
                         }
                         let d = match target.parent(foot) {
@@ -389,50 +394,22 @@ impl FootPass {
     }
 }
 
-/// `true` when `j` is below `a` in `sk`.
-fn is_below(sk: &Skeleton, a: JointIndex, mut j: JointIndex) -> bool {
-    while let Some(p) = sk.parent(j) {
-        if p == a {
-            return true;
-        }
-        j = p;
-    }
-    false
-}
-
 /// Half the window the pelvis drop is eased over, seconds.
 const PELVIS_EASE: f32 = 0.15;
 /// Legs are held at most this fraction of their length from the hip.
 const REACH: f32 = 0.995;
 
 /// How far the pelvis must go down (along `-up`, model space) for `leg`'s foot to reach
-/// `goal` (model space) at [`REACH`] of the leg's length.
+/// `goal` (model space) at [`REACH`] of the leg's length; at most half that length.
 fn pelvis_drop(leg: &Leg, goal: Vec3, up: Vec3, model: &[Mat4]) -> f32 {
     let [s, _, _] = leg.chain().joints();
     let hip = model[s as usize].w_axis.truncate();
     let foot = model[leg.foot() as usize];
     // The chain's end goes where the foot's offset from it allows.
-    let end = end_point(leg, model);
+    let end = end_point(leg.chain(), model);
     let end_goal = goal + (end - foot.transform_point3(leg.sole()));
     let reach = REACH * leg.length(model);
-    let v = hip - end_goal;
-    let b = v.dot(up);
-    let c = v.length_squared() - reach * reach;
-    if c <= 0.0 || !c.is_finite() {
-        return 0.0;
-    }
-    let disc = b * b - c;
-    let need = if disc >= 0.0 { b - disc.sqrt() } else { b };
-    need.clamp(0.0, 0.5 * reach)
-}
-
-/// The chain's end: its end joint, or its tip.
-fn end_point(leg: &Leg, model: &[Mat4]) -> Vec3 {
-    let [_, m, e] = leg.chain().joints();
-    match leg.chain().tip() {
-        Some(tip) => model[m as usize].transform_point3(tip),
-        None => model[e as usize].w_axis.truncate(),
-    }
+    drop_to_reach(hip, end_goal, up, reach).clamp(0.0, 0.5 * reach)
 }
 
 /// `values` at `times`, each replaced by the largest within `half` seconds, then averaged

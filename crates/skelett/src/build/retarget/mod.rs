@@ -172,6 +172,25 @@ impl WorldJoint {
         }
     }
 
+    /// The local transform (under `parent`, keeping `scale`) that puts this joint where
+    /// turning it rigidly by `turn` about `pivot` takes it; `None` if not finite.
+    fn turned_about(
+        &self,
+        pivot: Vec3,
+        turn: Quat,
+        parent: &WorldJoint,
+        scale: Vec3,
+    ) -> Option<Transform> {
+        let to_parent = parent.rotation.inverse();
+        let position = pivot + turn * (self.position - pivot);
+        let local = Transform {
+            translation: to_parent * (position - parent.position) / parent.scale,
+            rotation: (to_parent * turn * self.rotation).normalize(),
+            scale,
+        };
+        local.is_finite().then_some(local)
+    }
+
     fn of_root(sk: &Skeleton) -> WorldJoint {
         let (scale, rotation, position) = sk.root_transform().to_scale_rotation_translation();
         WorldJoint {
@@ -194,6 +213,13 @@ fn world_pose(sk: &Skeleton, root: &WorldJoint, local: &[Transform], out: &mut [
         };
         out[j] = parent.child(&local[j]);
     }
+}
+
+/// Whether `skeleton` has a layout the automatic map, [`t_pose`] and [`foot_contacts`] can
+/// read as a humanoid's: two legs, by name or by the rest pose's layout (found as
+/// [`JointMap::auto`] finds them). Without one, joints pair by name alone.
+pub fn is_humanoid(skeleton: &Skeleton) -> bool {
+    rig::guess(skeleton, &rest_world_positions(skeleton)).is_some()
 }
 
 /// Rest-pose joint positions of `sk` in scene space.
@@ -305,15 +331,6 @@ impl Retargeter {
             })
             .collect();
         let tparents = target.parents();
-        let is_below = |sk: &Skeleton, a: JointIndex, mut j: JointIndex| {
-            while let Some(p) = sk.parent(j) {
-                if p == a {
-                    return true;
-                }
-                j = p;
-            }
-            false
-        };
         // The target joint each source joint drives (the first, if several).
         let mut target_of: Vec<Option<JointIndex>> = vec![None; ns];
         for (k, s) in by_target.iter().enumerate() {
@@ -338,7 +355,7 @@ impl Retargeter {
         // Mapped joints whose anchor is not above them in the target (robot_quaternius's
         // root-level feet under the shins): placed from their anchor, after it.
         let attached: Vec<bool> = (0..nt)
-            .map(|k| anchor[k].is_some_and(|a| !is_below(target, a, k as JointIndex)))
+            .map(|k| anchor[k].is_some_and(|a| !target.is_below(k as JointIndex, a)))
             .collect();
         // The nearest mapped ancestor of each target joint, in the target's hierarchy.
         let mut mapped_above: Vec<Option<JointIndex>> = vec![None; nt];
@@ -455,26 +472,20 @@ impl Retargeter {
                 for m in 0..nt {
                     let rides = attached[m]
                         && anchor[m].is_some_and(|a| {
-                            a as usize == k || is_below(target, k as JointIndex, a)
+                            a as usize == k || target.is_below(a, k as JointIndex)
                         });
                     if !rides {
                         continue;
                     }
-                    let w = tw[m];
                     let p = tparents[m];
                     let parent = if p == NO_PARENT {
                         target_root
                     } else {
                         tw[p as usize]
                     };
-                    let to_parent = parent.rotation.inverse();
-                    let position = pivot + turn * (w.position - pivot);
-                    let local = Transform {
-                        translation: to_parent * (position - parent.position) / parent.scale,
-                        rotation: (to_parent * turn * w.rotation).normalize(),
-                        scale: target_ref[m].scale,
-                    };
-                    if local.is_finite() {
+                    if let Some(local) =
+                        tw[m].turned_about(pivot, turn, &parent, target_ref[m].scale)
+                    {
                         target_ref[m] = local;
                     }
                 }
@@ -523,7 +534,7 @@ impl Retargeter {
                     if let [m] = kids[k][..] {
                         let rigid = attached[m] && anchor[m] == Some(k as JointIndex) || {
                             let mut j = tparents[m];
-                            let mut ok = is_below(target, k as JointIndex, m as JointIndex);
+                            let mut ok = target.is_below(m as JointIndex, k as JointIndex);
                             while ok && j != NO_PARENT && j as usize != k {
                                 ok = by_target[j as usize].is_none()
                                     && !is_chain_run(

@@ -82,15 +82,6 @@ pub fn t_pose(skeleton: &Skeleton) -> Result<Vec<Transform>, Error> {
             chains.push((joints.collect(), dir));
         }
     }
-    let below = |a: JointIndex, mut j: JointIndex| {
-        while let Some(p) = skeleton.parent(j) {
-            if p == a {
-                return true;
-            }
-            j = p;
-        }
-        false
-    };
     let mut pose = skeleton.rest_pose().to_vec();
     let mut world = vec![WorldJoint::IDENTITY; skeleton.len()];
     let root = WorldJoint::of_root(skeleton);
@@ -117,19 +108,13 @@ pub fn t_pose(skeleton: &Skeleton) -> Result<Vec<Transform>, Error> {
             // Joints of the limb that hang elsewhere (robot_quaternius's foot controls at the
             // root) turn with it, rigidly.
             for &k in &chain[i + 1..] {
-                if below(joint, k) {
+                if skeleton.is_below(k, joint) {
                     continue;
                 }
-                let w = world[k as usize];
                 let parent = parent_of(&world, k);
-                let to_parent = parent.rotation.inverse();
-                let position = at + turn * (w.position - at);
-                let local = Transform {
-                    translation: to_parent * (position - parent.position) / parent.scale,
-                    rotation: (to_parent * turn * w.rotation).normalize(),
-                    scale: pose[k as usize].scale,
-                };
-                if local.is_finite() {
+                if let Some(local) =
+                    world[k as usize].turned_about(at, turn, &parent, pose[k as usize].scale)
+                {
                     pose[k as usize] = local;
                 }
             }

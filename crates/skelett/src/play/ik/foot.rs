@@ -516,15 +516,7 @@ pub fn place_feet<G: Ground + ?Sized>(
             let hip = model[leg.chain.joints()[0] as usize].w_axis.truncate();
             let animated = hip.distance(end_point(&leg.chain, model));
             let reach = (placement.reach.max(0.0) * leg_length(&leg.chain, model)).max(animated);
-            let v = hip - end_target[i];
-            let b = v.dot(feet.up);
-            let c = v.length_squared() - reach * reach;
-            if c <= 0.0 {
-                continue;
-            }
-            let disc = b * b - c;
-            let need = if disc >= 0.0 { b - disc.sqrt() } else { b };
-            drop = drop.max(need);
+            drop = drop.max(drop_to_reach(hip, end_target[i], feet.up, reach));
         }
         drop = drop.min(placement.max_pelvis_drop.max(0.0));
         if drop > 0.0 {
@@ -717,8 +709,25 @@ pub fn pin_feet(
     Ok(reached)
 }
 
+/// How far a hip at `hip` must go down along `-up` for a leg of `reach` to get its end to
+/// `end_target` (0 when it already reaches).
+pub(crate) fn drop_to_reach(hip: Vec3, end_target: Vec3, up: Vec3, reach: f32) -> f32 {
+    let v = hip - end_target;
+    let b = v.dot(up);
+    let c = v.length_squared() - reach * reach;
+    if c <= 0.0 || !c.is_finite() {
+        return 0.0;
+    }
+    let disc = b * b - c;
+    if disc >= 0.0 {
+        b - disc.sqrt()
+    } else {
+        b
+    }
+}
+
 /// The chain's end point: its end joint, or its tip.
-fn end_point(chain: &TwoBoneChain, model: &[Mat4]) -> Vec3 {
+pub(crate) fn end_point(chain: &TwoBoneChain, model: &[Mat4]) -> Vec3 {
     let [_, m, e] = chain.joints();
     match chain.tip() {
         Some(tip) => model[m as usize].transform_point3(tip),

@@ -47,6 +47,7 @@ mod two_bone;
 
 pub use aim::{aim, aim_chain, Aim};
 pub use chain::{ccd, fabrik, Chain, Reach};
+pub(crate) use foot::{drop_to_reach, end_point};
 pub use foot::{pin_feet, place_feet, Feet, FeetReport, Leg, Pin, Placement, MAX_LEGS};
 pub use ground::{Ground, GroundHit, Heightfield, Plane, TriangleMesh};
 pub use limit::Limit;
@@ -110,14 +111,11 @@ fn check_descendant(
 ) -> Result<(), Error> {
     in_range(skeleton, ancestor)?;
     in_range(skeleton, child)?;
-    let mut j = child;
-    while let Some(p) = skeleton.parent(j) {
-        if p == ancestor {
-            return Ok(());
-        }
-        j = p;
+    if skeleton.is_below(child, ancestor) {
+        Ok(())
+    } else {
+        Err(Error::NotAChain { ancestor, child })
     }
-    Err(Error::NotAChain { ancestor, child })
 }
 
 /// The rotation of a model matrix (its scale divided out).
