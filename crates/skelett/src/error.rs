@@ -210,6 +210,14 @@ pub enum Error {
         /// What was missing, naming the joints looked for.
         problem: String,
     },
+    /// A graph parameter was given a value of another type, or does not exist.
+    #[error("graph parameter {name:?}: {problem}")]
+    Parameter {
+        /// The parameter's name (or index, when there is none).
+        name: String,
+        /// What is wrong.
+        problem: String,
+    },
     /// A mesh or skin is malformed.
     #[error("mesh {mesh:?}: {problem}")]
     Mesh {

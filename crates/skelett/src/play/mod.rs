@@ -9,10 +9,11 @@
 //!   ─▶ local_to_model ─▶ ik (two_bone, aim) ─▶ local_to_model ─▶ skinning_palette ─▶ skin
 //! ```
 //!
-//! Planned here: `graph` (state machines over the animator), `morph` (morph targets before
-//! skinning).
+//! `graph/` puts data-driven state machines on top of the animator. Planned here: `morph`
+//! (morph targets before skinning).
 
 pub mod animator;
+pub mod graph;
 pub mod hierarchy;
 pub mod ik;
 pub mod pose;

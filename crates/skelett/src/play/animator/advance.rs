@@ -20,11 +20,16 @@ impl Animator {
         let mut n_leaders = 0;
         for (li, l) in self.layers.iter().enumerate() {
             for (si, s) in l.slots.iter().enumerate() {
-                let (Some(g), Source::Clip(p)) = (s.sync, &s.source) else {
+                let Some(g) = s.sync else {
                     continue;
                 };
                 // Paused or zero-length players follow; they do not lead.
-                if p.paused || p.clip.duration() <= 0.0 {
+                let can_lead = match &s.source {
+                    Source::Clip(p) => !p.paused && p.clip.duration() > 0.0,
+                    Source::Tree(t) => !t.paused,
+                    Source::Space(_) => false,
+                };
+                if !can_lead {
                     continue;
                 }
                 let w = l.weight * s.weight;
@@ -45,10 +50,22 @@ impl Animator {
         for (k, &(g, li, si, _)) in leaders[..n_leaders].iter().enumerate() {
             let l = &mut self.layers[li];
             let weight = l.weight * l.slots[si].weight;
-            if let Source::Clip(p) = &mut l.slots[si].source {
+            let fires = weight >= policy.min_weight;
+            if let Source::Tree(t) = &mut l.slots[si].source {
+                let delta = t.own_step(dt);
+                let (a, b) = t.advance(
+                    delta,
+                    fires,
+                    &mut self.crossings,
+                    &mut self.events,
+                    li,
+                    weight,
+                );
+                l.slots[si].advanced = (a, b);
+                group_pos[k] = (g, a, b);
+            } else if let Source::Clip(p) = &mut l.slots[si].source {
                 let d = p.clip.duration() as f64;
                 let delta = own_step(p, dt);
-                let fires = weight >= policy.min_weight;
                 let out = (&mut self.crossings, &mut self.events);
                 let (a, b) = step(p, delta, fires, out, li, weight, Some(delta));
                 l.slots[si].advanced = (a, b);
@@ -67,12 +84,23 @@ impl Animator {
                 if is_leader {
                     continue;
                 }
+                let group = s
+                    .sync
+                    .and_then(|g| group_pos[..n_leaders].iter().find(|x| x.0 == g));
                 match &mut s.source {
+                    Source::Tree(t) => {
+                        let fires = weight >= policy.min_weight
+                            && !(group.is_some() && policy.sync_leader_only);
+                        let delta = match group {
+                            Some(_) if t.paused => 0.0,
+                            Some(&(_, _, nb)) => nb - t.phase,
+                            None => t.own_step(dt),
+                        };
+                        let out = (&mut self.crossings, &mut self.events);
+                        s.advanced = t.advance(delta, fires, out.0, out.1, li, weight);
+                    }
                     Source::Clip(p) => {
                         let d = p.clip.duration() as f64;
-                        let group = s
-                            .sync
-                            .and_then(|g| group_pos[..n_leaders].iter().find(|x| x.0 == g));
                         let fires = weight >= policy.min_weight
                             && !(group.is_some() && policy.sync_leader_only);
                         let delta = match group {

@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use super::layer::Source;
-use super::{Animator, BlendSpace1D, Curve, FiredEvent, PlayOptions, Player, Transition};
+use super::{
+    Animator, BlendSpace1D, BlendTree, Curve, FiredEvent, PlayOptions, Player, Transition,
+};
 use crate::{Clip, Error, Skeleton};
 
 pub(super) fn check_clip(skeleton: &Skeleton, clip: &Clip) -> Result<(), Error> {
@@ -51,8 +53,133 @@ impl Animator {
         sync: Option<u32>,
         transition: Transition,
     ) -> Result<(), Error> {
-        self.layer(layer)?.start(source, sync, transition);
+        self.layer(layer)?.start(source, sync, transition, None);
         Ok(())
+    }
+
+    /// Starts a tagged source on `layer` (the graph's states): `source` is used if given,
+    /// otherwise a spare one with this tag (it left the layer earlier) is taken back, and
+    /// `make` builds one only if neither is there. The source is then restarted for
+    /// `options` (joining its sync group's phase). Returns whether `make` ran (an
+    /// allocation); nothing starts if it has nothing to give.
+    pub(crate) fn start_tagged(
+        &mut self,
+        layer: usize,
+        tag: u32,
+        make: impl FnOnce() -> Option<Source>,
+        transition: Transition,
+        options: &PlayOptions,
+    ) -> Result<bool, Error> {
+        let group = options.sync_group.and_then(|g| self.group_position(g));
+        let l = self.layer(layer)?;
+        let (mut source, made) = match l.spare.iter().position(|s| s.0 == tag) {
+            Some(i) => (l.spare.swap_remove(i).1, false),
+            None => match make() {
+                Some(s) => (s, true),
+                None => return Ok(false),
+            },
+        };
+        let speed = if options.speed.is_finite() {
+            options.speed
+        } else {
+            1.0
+        };
+        let start = group.unwrap_or(options.start.clamp(0.0, 1.0) as f64);
+        match &mut source {
+            Source::Clip(p) => {
+                p.speed = speed;
+                p.wrap = options.wrap;
+                p.paused = false;
+                p.cache.invalidate();
+                p.set_fresh(start * p.clip.duration() as f64);
+            }
+            Source::Tree(t) => t.restart(start, speed, options.wrap),
+            Source::Space(_) => {}
+        }
+        self.layer(layer)?
+            .start(source, options.sync_group, transition, Some(tag));
+        Ok(made)
+    }
+
+    /// Keeps room for `n` spare tagged sources on `layer`, so that sources leaving it do
+    /// not allocate.
+    pub(crate) fn reserve_spare(&mut self, layer: usize, n: usize) -> Result<(), Error> {
+        let l = self.layer(layer)?;
+        l.spare.reserve(n.saturating_sub(l.spare.len()));
+        Ok(())
+    }
+
+    /// Adds a spare tagged source to `layer` (ready for [`Animator::start_tagged`]).
+    pub(crate) fn add_spare(&mut self, layer: usize, tag: u32, source: Source) {
+        if let Some(l) = self.layers.get_mut(layer) {
+            l.spare.push((tag, source));
+        }
+    }
+
+    /// The slots of `layer`.
+    pub(crate) fn slots(&self, layer: usize) -> &[super::layer::Slot] {
+        self.layers.get(layer).map_or(&[], |l| &l.slots)
+    }
+
+    /// The slots of `layer` (the graph reads and steers its states' sources).
+    pub(crate) fn slots_mut(&mut self, layer: usize) -> &mut [super::layer::Slot] {
+        match self.layers.get_mut(layer) {
+            Some(l) => &mut l.slots,
+            None => &mut [],
+        }
+    }
+
+    /// Plays a blend tree on `layer` with `transition`; `options` give its speed, wrap, sync
+    /// group and start (normalised).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchLayer`], or [`Error::OtherSkeleton`] for a tree of another skeleton.
+    pub fn play_tree(
+        &mut self,
+        layer: usize,
+        mut tree: BlendTree,
+        transition: Transition,
+        options: PlayOptions,
+    ) -> Result<(), Error> {
+        for c in tree.shape().clips() {
+            check_clip(&self.skeleton, c)?;
+        }
+        let speed = if options.speed.is_finite() {
+            options.speed
+        } else {
+            1.0
+        };
+        let start = options
+            .sync_group
+            .and_then(|g| self.group_position(g))
+            .unwrap_or(options.start.clamp(0.0, 1.0) as f64);
+        tree.restart(start, speed, options.wrap);
+        self.start(
+            layer,
+            Source::Tree(Box::new(tree)),
+            options.sync_group,
+            transition,
+        )
+    }
+
+    /// Sets parameter `index` of the blend tree playing on `layer` (the newest one).
+    ///
+    /// # Errors
+    /// [`Error::NoSuchLayer`], or [`Error::NothingPlaying`] without a tree there.
+    pub fn set_tree_parameter(
+        &mut self,
+        layer: usize,
+        index: usize,
+        value: f32,
+    ) -> Result<(), Error> {
+        let l = self.layer(layer)?;
+        for s in l.slots.iter_mut().rev() {
+            if let Source::Tree(t) = &mut s.source {
+                t.set_parameter(index, value);
+                return Ok(());
+            }
+        }
+        Err(Error::NothingPlaying(layer))
     }
 
     pub(super) fn new_player(&self, clip: Arc<Clip>, options: &PlayOptions) -> Player {
@@ -73,18 +200,24 @@ impl Animator {
     }
 
     /// The normalised unwrapped position of a sync group's leader.
-    fn group_position(&self, group: u32) -> Option<f64> {
+    pub(super) fn group_position(&self, group: u32) -> Option<f64> {
         let mut best: Option<(f32, f64)> = None;
         for l in &self.layers {
             for s in &l.slots {
                 if s.sync != Some(group) {
                     continue;
                 }
-                if let Source::Clip(p) = &s.source {
-                    let w = l.weight * s.weight;
-                    let d = p.clip.duration() as f64;
-                    if d > 0.0 && best.is_none_or(|b| w > b.0) {
-                        best = Some((w, p.position() / d));
+                let w = l.weight * s.weight;
+                let pos = match &s.source {
+                    Source::Clip(p) if p.clip.duration() > 0.0 => {
+                        Some(p.position() / p.clip.duration() as f64)
+                    }
+                    Source::Tree(t) => Some(t.phase),
+                    _ => None,
+                };
+                if let Some(pos) = pos {
+                    if best.is_none_or(|b| w > b.0) {
+                        best = Some((w, pos));
                     }
                 }
             }
@@ -181,7 +314,7 @@ impl Animator {
     /// [`Error::NoSuchLayer`].
     pub fn stop(&mut self, layer: usize) -> Result<(), Error> {
         let l = self.layer(layer)?;
-        l.slots.clear();
+        l.clear();
         l.queue.clear();
         l.inertial.duration = 0.0;
         l.inertial_pending = None;
@@ -197,6 +330,7 @@ impl Animator {
             match &mut s.source {
                 Source::Clip(p) => p.paused = paused,
                 Source::Space(b) => b.entries.iter_mut().for_each(|(_, p)| p.paused = paused),
+                Source::Tree(t) => t.paused = paused,
             }
         }
         Ok(())
@@ -209,7 +343,7 @@ impl Animator {
             .rev()
             .find_map(|s| match &mut s.source {
                 Source::Clip(p) => Some(p),
-                Source::Space(_) => None,
+                _ => None,
             })
             .ok_or(Error::NothingPlaying(layer))
     }

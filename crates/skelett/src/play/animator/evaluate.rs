@@ -97,6 +97,7 @@ impl Animator {
 fn sample_slot(source: &mut Source, out: &mut [Transform], scratch: &mut [Transform]) {
     match source {
         Source::Clip(p) => p.sample(out),
+        Source::Tree(t) => t.sample(out),
         Source::Space(space) => {
             let (a, b, w) = space.bracket();
             space.entries[a].1.sample(out);

@@ -6,14 +6,29 @@
 use std::sync::Arc;
 
 use super::inertial::Inertial;
-use super::{BlendMode, BlendSpace1D, Curve, PlayOptions, Player, Transition, When};
+use super::{BlendMode, BlendSpace1D, BlendTree, Curve, PlayOptions, Player, Transition, When};
 use crate::{Clip, JointMask, Pose};
 
 /// What a slot plays.
 #[derive(Clone, Debug)]
-pub(super) enum Source {
+pub(crate) enum Source {
     Clip(Player),
     Space(BlendSpace1D),
+    Tree(Box<BlendTree>),
+}
+
+impl Source {
+    /// The unwrapped normalised position (1 per cycle) of a clip or tree.
+    pub(crate) fn normalized_position(&self) -> Option<f64> {
+        match self {
+            Source::Clip(p) => {
+                let d = p.clip.duration() as f64;
+                Some(if d > 0.0 { p.position() / d } else { 1.0 })
+            }
+            Source::Tree(t) => Some(t.normalized_position()),
+            Source::Space(_) => None,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -26,9 +41,12 @@ pub(super) struct Fade {
 }
 
 #[derive(Clone, Debug)]
-pub(super) struct Slot {
-    pub(super) source: Source,
-    pub(super) weight: f32,
+pub(crate) struct Slot {
+    pub(crate) source: Source,
+    /// The owner's name for the source (the graph's state index); tagged sources that leave
+    /// the layer go to [`Layer::spare`] for reuse instead of being dropped.
+    pub(crate) tag: Option<u32>,
+    pub(crate) weight: f32,
     pub(super) fade: Option<Fade>,
     pub(super) sync: Option<u32>,
     /// Unwrapped positions before and after this update's advance (per blend-space entry
@@ -48,11 +66,13 @@ pub(super) struct Queued {
 pub const MAX_SLOTS: usize = 4;
 
 #[derive(Clone, Debug)]
-pub(super) struct Layer {
+pub(crate) struct Layer {
     pub(super) weight: f32,
     pub(super) mode: BlendMode,
     pub(super) mask: Option<JointMask>,
-    pub(super) slots: Vec<Slot>,
+    pub(crate) slots: Vec<Slot>,
+    /// Tagged sources that left the layer, kept for reuse (see [`Slot::tag`]).
+    pub(crate) spare: Vec<(u32, Source)>,
     pub(super) queue: Vec<Queued>,
     /// One pose per slot, and one more for blend spaces' second clip.
     pub(super) buffers: Vec<Pose>,
@@ -82,11 +102,39 @@ pub(super) fn layer_weight(mode: BlendMode, w: f32) -> f32 {
 }
 
 impl Layer {
+    /// Removes slot `i`, keeping its source for reuse when tagged.
+    fn remove(&mut self, i: usize) {
+        let s = self.slots.remove(i);
+        if let Some(tag) = s.tag {
+            self.spare.push((tag, s.source));
+        }
+    }
+
+    /// Removes every slot (tagged sources kept for reuse).
+    pub(super) fn clear(&mut self) {
+        while !self.slots.is_empty() {
+            self.remove(self.slots.len() - 1);
+        }
+    }
+
+    /// Removes the slots for which `keep` is false.
+    fn retain(&mut self, keep: impl Fn(&Slot) -> bool) {
+        let mut i = 0;
+        while i < self.slots.len() {
+            if keep(&self.slots[i]) {
+                i += 1;
+            } else {
+                self.remove(i);
+            }
+        }
+    }
+
     /// Makes `source` the layer's only slot, at full weight.
-    fn replace(&mut self, source: Source, sync: Option<u32>) {
-        self.slots.clear();
+    fn replace(&mut self, source: Source, sync: Option<u32>, tag: Option<u32>) {
+        self.clear();
         self.slots.push(Slot {
             source,
+            tag,
             weight: 1.0,
             fade: None,
             sync,
@@ -95,10 +143,16 @@ impl Layer {
     }
 
     /// Starts `source` on this layer with `transition`.
-    pub(super) fn start(&mut self, source: Source, sync: Option<u32>, transition: Transition) {
+    pub(super) fn start(
+        &mut self,
+        source: Source,
+        sync: Option<u32>,
+        transition: Transition,
+        tag: Option<u32>,
+    ) {
         match transition {
             Transition::Immediate => {
-                self.replace(source, sync);
+                self.replace(source, sync, tag);
                 self.inertial.duration = 0.0;
             }
             Transition::Crossfade(duration, curve) => {
@@ -121,11 +175,12 @@ impl Layer {
                     if let Some(i) = (0..self.slots.len())
                         .min_by(|&a, &b| self.slots[a].weight.total_cmp(&self.slots[b].weight))
                     {
-                        self.slots.remove(i);
+                        self.remove(i);
                     }
                 }
                 self.slots.push(Slot {
                     source,
+                    tag,
                     weight: if duration > 0.0 { 0.0 } else { 1.0 },
                     fade: (duration > 0.0).then_some(Fade {
                         from: 0.0,
@@ -138,11 +193,11 @@ impl Layer {
                     advanced: (0.0, 0.0),
                 });
                 if duration == 0.0 {
-                    self.slots.retain(|s| s.fade.is_none());
+                    self.retain(|s| s.fade.is_none());
                 }
             }
             Transition::Inertial(duration) => {
-                self.replace(source, sync);
+                self.replace(source, sync, tag);
                 self.inertial_pending = Some(if duration.is_finite() {
                     duration.max(0.0)
                 } else {
@@ -169,6 +224,6 @@ impl Layer {
                 }
             }
         }
-        self.slots.retain(|s| s.weight > 0.0 || s.fade.is_some());
+        self.retain(|s| s.weight > 0.0 || s.fade.is_some());
     }
 }

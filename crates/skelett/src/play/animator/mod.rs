@@ -29,6 +29,7 @@
 //! | root motion | `root_motion.rs` |
 //! | sampling, blending and combining layers | `evaluate.rs` (inertial offsets: `inertial.rs`) |
 //! | 1D blend spaces | `blend_space.rs` |
+//! | blend trees: 1D and 2D blend spaces, lerp, additive and layered nodes | `tree.rs` |
 //! | pose modifiers (IK) after blending, with fading weights | `modifiers.rs` |
 //!
 //! The animator writes a local pose ([`Animator::pose`]); the caller runs
@@ -72,6 +73,7 @@ mod options;
 mod player;
 mod queue;
 mod root_motion;
+mod tree;
 
 use std::sync::Arc;
 
@@ -85,9 +87,11 @@ pub use options::{
     Transition, UpdateResult, When,
 };
 pub use player::{Player, Wrap, MAX_EVENTS_PER_UPDATE};
+pub use tree::{weights_1d, weights_2d, BlendTree, Space2D, TreeNode, TreeShape, TreeValue};
 
 use self::inertial::Inertial;
-use self::layer::{layer_weight, Layer, Source};
+pub(crate) use self::layer::Source;
+use self::layer::{layer_weight, Layer};
 use self::player::Crossing;
 use crate::pose::JointMask;
 use crate::{Error, Pose, Skeleton, Transform};
@@ -157,6 +161,7 @@ impl Animator {
             mode,
             mask,
             slots: Vec::with_capacity(MAX_SLOTS),
+            spare: Vec::new(),
             queue: Vec::with_capacity(4),
             buffers: vec![rest.clone(); MAX_SLOTS + 1],
             outputs: [rest.clone(), rest.clone(), rest],
@@ -245,6 +250,7 @@ impl Animator {
             match &s.source {
                 Source::Clip(p) => out.push((p, s.weight)),
                 Source::Space(b) => out.extend(b.players().map(|(p, w)| (p, w * s.weight))),
+                Source::Tree(t) => out.extend(t.players().map(|(p, w)| (p, w * s.weight))),
             }
         }
         out

@@ -466,6 +466,11 @@ fn contacts_now(
                     visit(p, w * slot.weight);
                 }
             }
+            Source::Tree(tree) => {
+                for (p, w) in tree.players() {
+                    visit(p, w * slot.weight);
+                }
+            }
         }
     }
     if covered > 0.0 {

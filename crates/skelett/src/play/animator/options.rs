@@ -12,25 +12,33 @@ use crate::{Clip, JointIndex};
 
 /// How a layer combines with the layers below it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum BlendMode {
     /// Replaces what is below on the joints of its mask, by its weight.
     #[default]
+    #[cfg_attr(feature = "serde", serde(rename = "override"))]
     Override,
     /// Adds its pose (an additive delta, see [`crate::make_additive`]) on top, by its weight.
+    #[cfg_attr(feature = "serde", serde(rename = "additive"))]
     Additive,
 }
 
 /// The shape of a weight fade over a transition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Curve {
     /// Constant rate.
+    #[cfg_attr(feature = "serde", serde(rename = "linear"))]
     Linear,
     /// Slow at both ends (3x² - 2x³).
     #[default]
+    #[cfg_attr(feature = "serde", serde(rename = "smoothstep"))]
     SmoothStep,
     /// Slow start (x²).
+    #[cfg_attr(feature = "serde", serde(rename = "ease_in"))]
     EaseIn,
     /// Slow end (1 - (1-x)²).
+    #[cfg_attr(feature = "serde", serde(rename = "ease_out"))]
     EaseOut,
 }
 

@@ -15,13 +15,17 @@ use crate::{Clip, SamplingCache, Transform};
 
 /// What happens at the ends of a clip.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Wrap {
     /// Start over at the other end.
     #[default]
+    #[cfg_attr(feature = "serde", serde(rename = "loop"))]
     Loop,
     /// Stop at the end and hold its pose.
+    #[cfg_attr(feature = "serde", serde(rename = "once"))]
     Once,
     /// Turn around at each end.
+    #[cfg_attr(feature = "serde", serde(rename = "ping_pong"))]
     PingPong,
 }
 
@@ -185,6 +189,17 @@ impl Player {
     /// Moves to a fraction of the clip (0 = first frame, 1 = last).
     pub fn seek_normalized(&mut self, n: f32) {
         self.seek(n * self.clip.duration());
+    }
+
+    /// Sets the speed (non-finite: 0).
+    pub(crate) fn set_speed(&mut self, speed: f32) {
+        self.speed = if speed.is_finite() { speed } else { 0.0 };
+    }
+
+    /// Moves to `pos` as a fresh start: events at `pos` fire on the next advance.
+    pub(crate) fn set_fresh(&mut self, pos: f64) {
+        self.pos = pos;
+        self.fresh = true;
     }
 
     /// Sets the unwrapped position directly (sync groups use it).

@@ -41,7 +41,7 @@ impl Animator {
             let l = &self.layers[li];
             let current = l.slots.iter().rev().find_map(|s| match &s.source {
                 Source::Clip(p) => Some((p, s.advanced)),
-                Source::Space(_) => None,
+                _ => None,
             });
             let due = match current {
                 None => true,

@@ -28,6 +28,11 @@ impl Animator {
         for s in &l.slots {
             match &s.source {
                 Source::Clip(p) => add(p, s.advanced, s.weight),
+                Source::Tree(t) => {
+                    for ((p, w), span) in t.players().zip(&t.advanced) {
+                        add(p, *span, w * s.weight);
+                    }
+                }
                 Source::Space(b) => {
                     for (p, w) in b.players() {
                         let d = p.clip.duration() as f64;
