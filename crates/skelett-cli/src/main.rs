@@ -154,6 +154,9 @@ enum Command {
         /// IK commands; IK targets are drawn as crosses, the ground of `feet` as a surface.
         #[arg(long, conflicts_with_all = ["clip", "to"])]
         script: Option<PathBuf>,
+        /// An animation graph that plays the clips while --script sets its parameters.
+        #[arg(long, requires = "script")]
+        graph: Option<PathBuf>,
         /// Clip name or index (default: the first clip).
         #[arg(long)]
         clip: Option<String>,
@@ -292,14 +295,20 @@ enum Command {
     /// Run the animator headless on a timed script and print what it does each step.
     ///
     /// Prints per step the events fired, the root-motion delta and, with --joints, the
-    /// joints' world positions (the full matrices in --json). The script format is in the
-    /// README; the output is deterministic, so it can be checked in CI.
+    /// joints' world positions (the full matrices in --json). With --graph, the script sets
+    /// the graph's parameters over time and each step also prints every layer's state and
+    /// the transitions taken. The script and graph formats are in the README; the output is
+    /// deterministic, so it can be checked in CI.
     Play {
         /// The file whose clips the script plays; the embedded Fox when omitted.
         file: Option<PathBuf>,
         /// The script (JSON).
         #[arg(long)]
         script: PathBuf,
+        /// An animation graph (JSON) that plays the clips; the script's commands then
+        /// "set" its parameters.
+        #[arg(long)]
+        graph: Option<PathBuf>,
         /// Time step, in seconds or as a fraction like 1/60.
         #[arg(long, default_value = "1/60", value_parser = play::parse_dt)]
         dt: f32,
@@ -499,6 +508,7 @@ fn main() -> ExitCode {
         Command::Render {
             file,
             script,
+            graph,
             clip,
             to,
             crossfade,
@@ -515,6 +525,7 @@ fn main() -> ExitCode {
             &mut out,
             file.as_deref(),
             script.as_deref(),
+            graph.as_deref(),
             clip.as_deref(),
             to.as_deref(),
             crossfade,
@@ -588,10 +599,19 @@ fn main() -> ExitCode {
         Command::Play {
             file,
             script,
+            graph,
             dt,
             json,
             joints,
-        } => play::run(&mut out, file.as_deref(), &script, dt, json, joints),
+        } => play::run(
+            &mut out,
+            file.as_deref(),
+            &script,
+            graph.as_deref(),
+            dt,
+            json,
+            joints,
+        ),
         Command::Convert {
             input,
             output,

@@ -22,8 +22,9 @@ use glam::{Mat4, Vec3};
 use serde::{Deserialize, Serialize};
 use skelett::animator::{
     Animator, BlendMode, BlendSpace1D, Curve, EventPolicy, PlayOptions, RootMotionConfig,
-    Transition, When, Wrap,
+    Transition, UpdateResult, When, Wrap,
 };
+use skelett::graph::{Graph, GraphInstance, StateEventKind, Value as GraphValue};
 use skelett::{local_to_model, Clip, ClipEvent, JointMask};
 use skelett_io::Asset;
 
@@ -130,6 +131,9 @@ struct Command {
     pause: Option<bool>,
     /// Turns an IK modifier on, moves its target or fades it (see [`IkSpec`]).
     ik: Option<IkSpec>,
+    /// With `--graph`: sets parameters by name (numbers, `true`/`false`; a trigger is set
+    /// by `true`).
+    set: Option<serde_json::Map<String, serde_json::Value>>,
     // Options of the actions.
     duration: Option<f32>,
     curve: Option<String>,
@@ -143,6 +147,23 @@ struct Command {
     when: Option<serde_json::Value>,
     /// For `queue` and `blend_space`: "immediate", {"crossfade": s} or {"inertial": s}.
     transition: Option<serde_json::Value>,
+}
+
+impl Command {
+    /// Whether the command names an action that plays or steers clips directly.
+    fn plays_clips(&self) -> bool {
+        self.play.is_some()
+            || self.crossfade.is_some()
+            || self.inertialize.is_some()
+            || self.queue.is_some()
+            || self.blend_space.is_some()
+            || self.parameter.is_some()
+            || self.set_speed.is_some()
+            || self.layer_weight.is_some()
+            || self.seek.is_some()
+            || self.stop.is_some()
+            || self.pause.is_some()
+    }
 }
 
 /// An IK modifier in a script: one of the kinds. A command naming the same kind and joints
@@ -251,6 +272,12 @@ enum GroundSpec {
 #[derive(Serialize)]
 struct Step {
     t: f64,
+    /// With `--graph`: each layer's current state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    states: Option<Vec<String>>,
+    /// With `--graph`: the transitions taken.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    transitions: Vec<TransitionOut>,
     events: Vec<EventOut>,
     root_motion: Option<RootOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -260,12 +287,28 @@ struct Step {
 #[derive(Serialize)]
 struct EventOut {
     name: String,
+    /// The clip of a clip event (empty for a state event).
     clip: String,
     time: f32,
     layer: usize,
     backward: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     payload: Option<String>,
+    /// The state of a state event (`on_enter`/`on_exit`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<String>,
+    /// "enter" or "exit", for a state event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+struct TransitionOut {
+    layer: usize,
+    from: String,
+    to: String,
+    path: String,
+    interrupted: bool,
 }
 
 #[derive(Serialize)]
@@ -379,12 +422,13 @@ fn run_command(
         c.stop.is_some(),
         c.pause.is_some(),
         c.ik.is_some(),
+        c.set.is_some(),
     ];
     let n = actions.iter().filter(|&&a| a).count();
     if n != 1 {
         return Err(format!(
             "needs exactly one action (play, crossfade, inertialize, queue, blend_space, parameter, \
-             set_speed, layer_weight, seek, stop, pause, ik), found {n}"
+             set_speed, layer_weight, seek, stop, pause, ik, set), found {n}"
         )
         .into());
     }
@@ -456,8 +500,50 @@ fn run_command(
         anim.set_paused(l, p)?;
     } else if let Some(spec) = &c.ik {
         run_ik(anim, asset, clips, iks, spec)?;
+    } else if c.set.is_some() {
+        return Err("\"set\" sets graph parameters: play the script with --graph".into());
     }
     Ok(())
+}
+
+/// Runs a command of a script played with `--graph`: exactly one of `set` and `ik`.
+fn run_graph_command(
+    graph: &mut GraphInstance,
+    asset: &Asset,
+    clips: &[Arc<Clip>],
+    iks: &mut Vec<(String, usize)>,
+    c: &Command,
+) -> Result<()> {
+    match (&c.set, &c.ik, c.plays_clips()) {
+        (Some(set), None, false) => {
+            for (name, v) in set {
+                let id = graph.graph().parameter(name).ok_or_else(|| {
+                    let names: Vec<&str> = graph
+                        .graph()
+                        .parameters()
+                        .iter()
+                        .map(|p| p.name.as_str())
+                        .collect();
+                    format!("set: no parameter {name:?}; the graph has: {}", names.join(", "))
+                })?;
+                let value = match v {
+                    serde_json::Value::Bool(b) => GraphValue::Bool(*b),
+                    serde_json::Value::Number(n) => {
+                        GraphValue::Number(n.as_f64().ok_or("set: a number out of range")?)
+                    }
+                    other => {
+                        return Err(
+                            format!("set {name:?}: {other} is not a number or a bool").into()
+                        )
+                    }
+                };
+                graph.set(id, value).map_err(|e| format!("set: {e}"))?;
+            }
+            Ok(())
+        }
+        (None, Some(spec), false) => run_ik(graph.animator_mut(), asset, clips, iks, spec),
+        _ => Err("with --graph, each command does exactly one of \"set\" (parameters) and \"ik\"; the graph plays the clips".into()),
+    }
 }
 
 /// Adds or changes the IK modifier `spec` describes.
@@ -750,19 +836,61 @@ pub struct ScriptPlayer<'a> {
     /// Command indices in the order they run (by time, then as written).
     order: Vec<usize>,
     duration: f32,
+    /// With `--graph`: the graph the script's `set` commands drive.
+    graph: Option<Arc<Graph>>,
 }
 
-/// One run of a [`ScriptPlayer`]: the animator and how far the commands have gone.
+/// What a script drives.
+enum Driver {
+    Animator(Animator),
+    Graph(Box<GraphInstance>),
+}
+
+/// One run of a [`ScriptPlayer`]: the animator (or graph) and how far the commands have
+/// gone.
 pub struct ScriptState {
-    /// The animator the commands drive.
-    pub anim: Animator,
+    driver: Driver,
     next: usize,
     iks: Vec<(String, usize)>,
 }
 
+impl ScriptState {
+    /// The animator: the script's own, or the one the graph plays its states on.
+    pub fn anim(&mut self) -> &mut Animator {
+        match &mut self.driver {
+            Driver::Animator(a) => a,
+            Driver::Graph(g) => g.animator_mut(),
+        }
+    }
+
+    /// The graph instance, with `--graph`.
+    pub fn graph(&self) -> Option<&GraphInstance> {
+        match &self.driver {
+            Driver::Graph(g) => Some(g),
+            Driver::Animator(_) => None,
+        }
+    }
+
+    /// Advances by `dt`: the graph's update (transitions, then its animator), or the
+    /// animator's.
+    pub fn update(&mut self, dt: f32) -> UpdateResult<'_> {
+        match &mut self.driver {
+            Driver::Animator(a) => a.update(dt),
+            Driver::Graph(g) => {
+                let r = g.update(dt);
+                UpdateResult {
+                    events: r.events,
+                    root_motion: r.root_motion,
+                }
+            }
+        }
+    }
+}
+
 impl<'a> ScriptPlayer<'a> {
-    /// Reads and checks the script at `path` for `asset`.
-    pub fn load(asset: &'a Asset, path: &Path) -> Result<Self> {
+    /// Reads and checks the script at `path` for `asset`, driving the graph file `graph`
+    /// when given (its commands then set parameters).
+    pub fn load(asset: &'a Asset, path: &Path, graph: Option<&Path>) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let script: Script =
             serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -787,12 +915,29 @@ impl<'a> ScriptPlayer<'a> {
         });
         let last_at = script.commands.iter().map(|c| c.at).fold(0.0f32, f32::max);
         let duration = script.duration.unwrap_or(last_at + 1.0).max(0.0);
+        let graph = match graph {
+            None => None,
+            Some(g) => {
+                if !script.layers.is_empty() {
+                    return Err(format!(
+                        "{}: \"layers\" come from the graph when it plays; leave them out",
+                        path.display()
+                    )
+                    .into());
+                }
+                let def = skelett_io::graph_file::load(g)?;
+                Some(Arc::new(skelett_io::graph_file::build(
+                    &def, asset, &clips, g,
+                )?))
+            }
+        };
         Ok(ScriptPlayer {
             asset,
             script,
             clips,
             order,
             duration,
+            graph,
         })
     }
 
@@ -810,7 +955,12 @@ impl<'a> ScriptPlayer<'a> {
     /// run yet.
     pub fn start(&self) -> Result<ScriptState> {
         let (asset, script) = (self.asset, &self.script);
-        let mut anim = Animator::new(asset.skeleton.clone());
+        let mut graph = self.graph.clone().map(GraphInstance::new);
+        let mut own = Animator::new(asset.skeleton.clone());
+        let anim = match &mut graph {
+            Some(g) => g.animator_mut(),
+            None => &mut own,
+        };
         anim.set_event_policy(EventPolicy {
             min_weight: script.event_min_weight.unwrap_or(0.5),
             sync_leader_only: script.sync_leader_only.unwrap_or(true),
@@ -841,7 +991,10 @@ impl<'a> ScriptPlayer<'a> {
             }))?;
         }
         Ok(ScriptState {
-            anim,
+            driver: match graph {
+                Some(g) => Driver::Graph(Box::new(g)),
+                None => Driver::Animator(own),
+            },
             next: 0,
             iks: Vec::new(),
         })
@@ -854,8 +1007,13 @@ impl<'a> ScriptPlayer<'a> {
             if c.at as f64 > t + 1e-9 {
                 break;
             }
-            run_command(&mut state.anim, self.asset, &self.clips, &mut state.iks, c)
-                .map_err(|e| format!("commands[{i}] (at {} s): {e}", c.at))?;
+            match &mut state.driver {
+                Driver::Animator(a) => run_command(a, self.asset, &self.clips, &mut state.iks, c),
+                Driver::Graph(g) => {
+                    run_graph_command(g, self.asset, &self.clips, &mut state.iks, c)
+                }
+            }
+            .map_err(|e| format!("commands[{i}] (at {} s): {e}", c.at))?;
             state.next += 1;
         }
         Ok(())
@@ -882,12 +1040,13 @@ pub fn run(
     out: &mut String,
     file: Option<&Path>,
     script: &Path,
+    graph: Option<&Path>,
     dt: f32,
     json: bool,
     joints: bool,
 ) -> Result<()> {
     let (asset, source) = crate::load(file)?;
-    let player = ScriptPlayer::load(&asset, script)?;
+    let player = ScriptPlayer::load(&asset, script, graph)?;
     let mut state = player.start()?;
     let duration = player.duration();
     let steps = ((duration / dt).round() as usize).min(10_000_000);
@@ -899,9 +1058,8 @@ pub fn run(
     for step in 0..steps {
         let t0 = step as f64 * dt as f64;
         player.run_due(&mut state, t0)?;
-        let anim = &mut state.anim;
-        let r = anim.update(dt);
-        let events: Vec<EventOut> = r
+        let r = state.update(dt);
+        let mut events: Vec<EventOut> = r
             .events
             .iter()
             .map(|e| EventOut {
@@ -911,14 +1069,51 @@ pub fn run(
                 layer: e.layer,
                 backward: e.backward,
                 payload: e.payload().map(str::to_string),
+                state: None,
+                kind: None,
             })
             .collect();
         let rm = player.root_motion().then(|| RootOut {
             translation: r.root_motion.translation.to_array(),
             yaw: r.root_motion.yaw,
         });
+        let (mut states, mut transitions) = (None, Vec::new());
+        if let Some(g) = state.graph() {
+            let graph = g.graph();
+            // State events before the clip events of the same update: transitions run first.
+            let state_events = g.state_events().iter().map(|e| EventOut {
+                name: e.name.to_string(),
+                clip: String::new(),
+                time: 0.0,
+                layer: e.layer,
+                backward: false,
+                payload: None,
+                state: Some(graph.state_full_name(e.state).to_string()),
+                kind: Some(match e.kind {
+                    StateEventKind::Enter => "enter",
+                    StateEventKind::Exit => "exit",
+                }),
+            });
+            events = state_events.chain(events).collect();
+            transitions = g
+                .transitions_taken()
+                .iter()
+                .map(|t| TransitionOut {
+                    layer: t.layer,
+                    from: graph.state_full_name(t.from).to_string(),
+                    to: graph.state_full_name(t.to).to_string(),
+                    path: t.path.to_string(),
+                    interrupted: t.interrupted,
+                })
+                .collect();
+            states = Some(
+                (0..graph.layer_count())
+                    .map(|l| graph.state_full_name(g.current_state(l)).to_string())
+                    .collect(),
+            );
+        }
         let js = if joints {
-            local_to_model(&asset.skeleton, anim.pose(), 0, &mut model)?;
+            local_to_model(&asset.skeleton, state.anim().pose(), 0, &mut model)?;
             Some(
                 skin_joints
                     .iter()
@@ -933,6 +1128,8 @@ pub fn run(
         };
         out_steps.push(Step {
             t: t0 + dt as f64,
+            states,
+            transitions,
             events,
             root_motion: rm,
             joints: js,
@@ -952,11 +1149,26 @@ pub fn run(
     outln!(out, "{source}: {steps} steps of {dt} s");
     for s in &out_steps {
         let mut line = format!("t={:.4}", s.t);
+        if let Some(states) = &s.states {
+            line += &format!("  states: {}", states.join(" | "));
+        }
+        for t in &s.transitions {
+            line += &format!(
+                "  layer {}: {} -> {}{}",
+                t.layer,
+                t.from,
+                t.to,
+                if t.interrupted { " (interrupting)" } else { "" }
+            );
+        }
         if !s.events.is_empty() {
             let names: Vec<String> = s
                 .events
                 .iter()
-                .map(|e| format!("{} ({} @ {:.4})", e.name, e.clip, e.time))
+                .map(|e| match (&e.state, e.kind) {
+                    (Some(st), Some(k)) => format!("{} ({k} {st})", e.name),
+                    _ => format!("{} ({} @ {:.4})", e.name, e.clip, e.time),
+                })
                 .collect();
             line += &format!("  events: {}", names.join(", "));
         }
@@ -966,7 +1178,11 @@ pub fn run(
                 r.translation[0], r.translation[1], r.translation[2], r.yaw
             );
         }
-        if s.events.is_empty() && s.root_motion.is_none() && s.joints.is_none() {
+        if s.events.is_empty()
+            && s.transitions.is_empty()
+            && s.root_motion.is_none()
+            && s.joints.is_none()
+        {
             continue;
         }
         outln!(out, "{line}");

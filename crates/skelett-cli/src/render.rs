@@ -90,10 +90,18 @@ impl Running {
         Ok(())
     }
 
+    /// Advances by `dt` (through the graph when a script plays one).
+    fn update(&mut self, dt: f32) -> skelett::animator::UpdateResult<'_> {
+        match self {
+            Running::Clips { anim, .. } => anim.update(dt),
+            Running::Script(state) => state.update(dt),
+        }
+    }
+
     fn anim(&mut self) -> &mut Animator {
         match self {
             Running::Clips { anim, .. } => anim,
-            Running::Script(state) => &mut state.anim,
+            Running::Script(state) => state.anim(),
         }
     }
 }
@@ -196,8 +204,8 @@ fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Re
         let mut run = Running::start(asset, shot)?;
         for f in 0..frames {
             run.run_due(asset, shot, f as f32 * dt)?;
+            run.update(if f == 0 { 0.0 } else { dt });
             let anim = run.anim();
-            anim.update(if f == 0 { 0.0 } else { dt });
             local_to_model(&sk, anim.pose(), 0, &mut model)?;
             if let Some(b) = renderer.bounds(&model) {
                 bounds = Some(bounds.map_or(b, |a| a.union(b)));
@@ -265,8 +273,7 @@ fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Re
         let t = f as f32 * dt;
         let start = Instant::now();
         run.run_due(asset, shot, t)?;
-        let anim = run.anim();
-        let result = anim.update(if f == 0 { 0.0 } else { dt });
+        let result = run.update(if f == 0 { 0.0 } else { dt });
         let update_time = start.elapsed();
         let fired = result.events.len();
         for e in result.events {
@@ -290,6 +297,7 @@ fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Re
             let _ = std::io::Write::flush(&mut std::io::stdout());
         }
         let start = Instant::now();
+        let anim = run.anim();
         local_to_model(&sk, anim.pose(), 0, &mut model)?;
         timing.animation += update_time + start.elapsed();
 
@@ -390,6 +398,7 @@ pub fn render(
     out_text: &mut String,
     file: Option<&Path>,
     script: Option<&Path>,
+    graph: Option<&Path>,
     clip: Option<&str>,
     to: Option<&str>,
     crossfade: f32,
@@ -406,11 +415,14 @@ pub fn render(
             format!("no clip {name:?}; the file has: {}", names.join(", "))
         })
     };
+    if graph.is_some() && script.is_none() {
+        return Err("--graph needs a --script that sets its parameters over time".into());
+    }
     if let Some(path) = script {
         if clip.is_some() || to.is_some() {
             return Err("--script plays its own clips: leave out --clip and --to".into());
         }
-        let player = crate::play::ScriptPlayer::load(&asset, path)?;
+        let player = crate::play::ScriptPlayer::load(&asset, path, graph)?;
         let shot = Shot {
             seconds: seconds.unwrap_or(player.duration().clamp(0.5, 60.0)),
             drive: Drive::Script(player),

@@ -45,6 +45,7 @@ pub mod bvh;
 mod error;
 pub mod fbx;
 pub mod gltf;
+pub mod graph_file;
 pub mod native;
 pub mod retarget_map;
 pub mod rite;

@@ -101,6 +101,13 @@ impl Animator {
         Ok(made)
     }
 
+    /// Fades everything on `layer` out with `transition`'s duration (the graph's empty
+    /// states).
+    pub(crate) fn fade_out(&mut self, layer: usize, transition: Transition) -> Result<(), Error> {
+        self.layer(layer)?.fade_out(transition);
+        Ok(())
+    }
+
     /// Keeps room for `n` spare tagged sources on `layer`, so that sources leaving it do
     /// not allocate.
     pub(crate) fn reserve_spare(&mut self, layer: usize, n: usize) -> Result<(), Error> {

@@ -207,6 +207,29 @@ impl Layer {
         }
     }
 
+    /// Fades everything on the layer out (nothing fades in): at once for
+    /// [`Transition::Immediate`], over the duration otherwise.
+    pub(super) fn fade_out(&mut self, transition: Transition) {
+        let (duration, curve) = match transition {
+            Transition::Immediate => (0.0, Curve::Linear),
+            Transition::Crossfade(d, c) => (d, c),
+            Transition::Inertial(d) => (d, Curve::SmoothStep),
+        };
+        if !(duration.is_finite() && duration > 0.0) {
+            self.clear();
+            return;
+        }
+        for s in &mut self.slots {
+            s.fade = Some(Fade {
+                from: s.weight,
+                to: 0.0,
+                duration,
+                elapsed: 0.0,
+                curve,
+            });
+        }
+    }
+
     /// Moves every slot's fading weight on by `dt` and drops the slots that faded out.
     pub(super) fn fade(&mut self, dt: f32) {
         for s in &mut self.slots {

@@ -80,8 +80,8 @@ pub enum GraphProblem {
     /// A literal of the wrong type or out of range.
     #[error("{0}")]
     Value(String),
-    /// A state needs exactly one of a motion and a machine.
-    #[error("a state needs exactly one of \"motion\" and \"machine\"")]
+    /// A state has both a motion and a machine.
+    #[error("a state has at most one of \"motion\" and \"machine\"")]
     MotionOrMachine,
     /// No transition or entry reaches the state.
     #[error("no transition reaches state {0:?}")]
@@ -194,6 +194,8 @@ pub(crate) enum StateMotion {
     Clip(Arc<Clip>),
     Tree(Arc<TreeShape>),
     Machine(usize),
+    /// Nothing: the layer fades out.
+    Empty,
 }
 
 /// A resolved state.
@@ -1036,7 +1038,8 @@ impl Builder<'_> {
                     let full = format!("{prefix}{}/", s.name);
                     StateMotion::Machine(self.machine(&sp, inner, Some(sid), depth + 1, &full)?)
                 }
-                _ => return Err(err(&sp, GraphProblem::MotionOrMachine)),
+                (None, None) => StateMotion::Empty,
+                (Some(_), Some(_)) => return Err(err(&sp, GraphProblem::MotionOrMachine)),
             };
             let mut transitions = Vec::new();
             for (k, t) in s.transitions.iter().enumerate() {

@@ -189,13 +189,15 @@ pub struct EntryDef {
 pub struct StateDef {
     /// Unique within its machine.
     pub name: String,
-    /// What the state plays (exactly one of `motion` and `machine`).
+    /// What the state plays (at most one of `motion` and `machine`; with neither the state
+    /// is empty: the layer fades out and contributes nothing, as an upper-body layer between
+    /// gestures).
     #[cfg_attr(
         feature = "serde",
         serde(default, skip_serializing_if = "Option::is_none")
     )]
     pub motion: Option<Motion>,
-    /// A nested state machine (exactly one of `motion` and `machine`).
+    /// A nested state machine (at most one of `motion` and `machine`).
     #[cfg_attr(
         feature = "serde",
         serde(default, skip_serializing_if = "Option::is_none")
@@ -269,8 +271,10 @@ pub enum Motion {
     /// A clip, by name.
     Clip(String),
     /// A 1D blend space.
+    #[cfg_attr(feature = "serde", serde(rename = "blend_1d"))]
     Blend1d(Blend1dDef),
     /// A 2D blend space.
+    #[cfg_attr(feature = "serde", serde(rename = "blend_2d"))]
     Blend2d(Blend2dDef),
     /// Two motions blended by a weight.
     Lerp(Box<LerpDef>),

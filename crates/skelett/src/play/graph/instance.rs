@@ -398,6 +398,16 @@ impl GraphInstance {
             .map_or(0.0, |l| self.time_of(layer, l.leaf, l.entered))
     }
 
+    /// The state events of the last update (also in its [`GraphUpdate`]).
+    pub fn state_events(&self) -> &[StateEvent] {
+        &self.state_events
+    }
+
+    /// The transitions the last update took (also in its [`GraphUpdate`]).
+    pub fn transitions_taken(&self) -> &[TakenTransition] {
+        &self.transitions
+    }
+
     /// How many sources were built after set-up (a state re-entered while its previous run
     /// still faded out); each is built once and reused after.
     pub fn sources_built(&self) -> usize {
@@ -647,6 +657,11 @@ impl GraphInstance {
             start: 0.0,
         };
         let motion = &st.motion;
+        if matches!(motion, StateMotion::Empty) {
+            let _ = self.animator.fade_out(li, transition);
+            self.layers[li].entered = 0.0;
+            return;
+        }
         if let Ok(true) =
             self.animator
                 .start_tagged(li, s.0, || make_source(motion), transition, &options)
@@ -716,7 +731,7 @@ fn make_source(motion: &StateMotion) -> Option<Source> {
     match motion {
         StateMotion::Clip(c) => Some(Source::Clip(Player::new(c.clone()))),
         StateMotion::Tree(t) => Some(Source::Tree(Box::new(BlendTree::new(t.clone())))),
-        StateMotion::Machine(_) => None,
+        StateMotion::Machine(_) | StateMotion::Empty => None,
     }
 }
 
