@@ -178,6 +178,7 @@ pub(crate) struct Trans {
     pub interruption: Interruption,
     pub ordered: bool,
     pub to_self: bool,
+    pub after_exit: bool,
     /// Its path (for tools and messages).
     pub path: Arc<str>,
 }
@@ -912,6 +913,7 @@ impl Builder<'_> {
             interruption: t.interruption,
             ordered: t.ordered,
             to_self: t.to_self,
+            after_exit: t.after_exit,
             path: path.into(),
         })
     }
@@ -1043,7 +1045,17 @@ impl Builder<'_> {
             };
             let mut transitions = Vec::new();
             for (k, t) in s.transitions.iter().enumerate() {
-                transitions.push(self.transition(&format!("{sp}.transitions[{k}]"), t, &names)?);
+                let tp = format!("{sp}.transitions[{k}]");
+                if t.after_exit && s.machine.is_none() {
+                    return Err(err(
+                        &format!("{tp}.after_exit"),
+                        GraphProblem::Value(
+                            "only a state that holds a machine has transitions after its exit"
+                                .into(),
+                        ),
+                    ));
+                }
+                transitions.push(self.transition(&tp, t, &names)?);
             }
             let st = &mut self.states[sid.0 as usize];
             st.motion = motion;

@@ -497,6 +497,12 @@ pub struct TransitionDef {
     /// it (default false).
     #[cfg_attr(feature = "serde", serde(default))]
     pub to_self: bool,
+    /// For transitions of a state that holds a machine: checked only when that machine
+    /// takes a transition to `"exit"` (Unity's sub-state machines), not every update
+    /// (default false: checked every update too, before the inner states' own, as Unreal's
+    /// nested machines).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub after_exit: bool,
 }
 
 #[cfg(feature = "serde")]
@@ -517,6 +523,7 @@ impl TransitionDef {
             interruption: Interruption::None,
             ordered: true,
             to_self: false,
+            after_exit: false,
         }
     }
 }

@@ -495,8 +495,9 @@ impl GraphInstance {
         let leaf_time = self.time_of(li, l.leaf, l.entered);
         let mut chain = [StateId(0); MAX_DEPTH + 1];
         let n = graph.chain(l.leaf, &mut chain);
-        // Any-state transitions, outer machine first.
-        for &s in chain[..n].iter() {
+        // Level by level, outer first: the machine's any-state transitions, then (above the
+        // leaf, and with no transition under way) the enclosing state's own.
+        for (d, &s) in chain[..n].iter().enumerate() {
             let m = graph.states[s.0 as usize].machine;
             for (k, t) in graph.machines[m].any.iter().enumerate() {
                 if let Target::State(to) = t.target {
@@ -507,6 +508,15 @@ impl GraphInstance {
                 }
                 if self.holds(t, leaf_time) {
                     return Some(TransRef::Any(m, k));
+                }
+            }
+            if d + 1 < n && l.running.is_none() {
+                let own = &graph.states[s.0 as usize].transitions;
+                if let Some(k) = own
+                    .iter()
+                    .position(|t| !t.after_exit && self.holds(t, leaf_time))
+                {
+                    return Some(TransRef::State(s, k));
                 }
             }
         }

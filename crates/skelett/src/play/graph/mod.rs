@@ -24,9 +24,10 @@
 //! - **Parameters**: float, int, bool, trigger. A trigger stays set until a transition
 //!   fires on it (or [`GraphInstance::reset_trigger`]).
 //! - **Transitions** are checked at the start of each update, against the parameters as
-//!   set and the states' times reached by the last update: any-state transitions (outer
-//!   machine first, never to the current state unless `to_self`), then the current state's,
-//!   in the order written; the first whose conditions all hold and whose exit time (cycles
+//!   set and the states' times reached by the last update, level by level from the layer's
+//!   machine down: each machine's any-state transitions (never to the current state unless
+//!   `to_self`), then the enclosing state's own (those not marked `after_exit`), and last the
+//!   current state's, each list in the order written; the first whose conditions all hold and whose exit time (cycles
 //!   played in the state since it was entered) has passed fires and consumes the triggers
 //!   its conditions read. An instant transition (duration 0) lets the new state's
 //!   transitions be checked in the same update (at most
@@ -38,9 +39,12 @@
 //!   either order. The new transition fades everything playing on the layer out from its
 //!   current weight, so nothing pops.
 //! - **Nested machines**: entering a state that holds a machine enters that machine's entry
-//!   (or the first entry transition that holds). A transition to `"exit"` leaves the
-//!   machine: the enclosing state's transitions are checked (the first that holds fires),
-//!   or the machine starts again at its entry; a layer's machine starts again at its entry.
+//!   (or the first entry transition that holds). The enclosing state's transitions are
+//!   checked every update (as Unreal's nested machines), except those marked `after_exit`.
+//!   A transition to `"exit"` leaves the machine: the enclosing state's transitions, all of
+//!   them, are checked (the first that holds fires), or else the machine starts again at its
+//!   entry (as Unity's sub-state machines); a layer's machine starts again at its entry.
+//!   Exit times of enclosing states' transitions count the current inner state's cycles.
 //! - **Events**: a state's `on_enter` and `on_exit` names fire as [`StateEvent`]s (states
 //!   left inner first, then states entered outer first); clip events fire exactly once as
 //!   the animator fires them.
