@@ -34,3 +34,10 @@ pub fn unit() -> impl Strategy<Value = Vec3> {
     (-1.0f32..1.0, -1.0f32..1.0, -1.0f32..1.0)
         .prop_filter_map("non-zero", |(x, y, z)| Vec3::new(x, y, z).try_normalize())
 }
+
+/// A file of the repository's `examples/` folder.
+pub fn example(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+}

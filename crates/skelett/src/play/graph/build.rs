@@ -456,11 +456,27 @@ impl Graph {
         }
     }
 
-    /// No cycle of instant transitions (zero duration, no exit time past 0) within a
-    /// machine, counting any-state transitions from every state and an exit as a jump to
-    /// the machine's entries.
+    /// No cycle of instant transitions (zero duration, no exit time past 0, no trigger
+    /// needed) within a machine, counting any-state transitions from every state and an
+    /// exit as a jump to the machine's entries. Conditions are not solved: a cycle whose
+    /// conditions exclude each other is refused too (give one transition a duration, an
+    /// exit time or a trigger).
     fn check_cycles(&self) -> Result<(), GraphError> {
-        let instant = |t: &Trans| t.duration <= 0.0 && t.exit_time.is_none_or(|e| e <= 0.0);
+        // A transition that needs a trigger fires at most once per setting of it, so it
+        // cannot be part of an endless loop.
+        let params = &self.parameters;
+        let needs_trigger = |t: &Trans| {
+            t.conds.iter().any(|c| match c {
+                Cond::Is(p) => params[*p].kind == ParameterKind::Trigger,
+                Cond::All(cs) => cs
+                    .iter()
+                    .any(|c| matches!(c, Cond::Is(p) if params[*p].kind == ParameterKind::Trigger)),
+                _ => false,
+            })
+        };
+        let instant = |t: &Trans| {
+            t.duration <= 0.0 && t.exit_time.is_none_or(|e| e <= 0.0) && !needs_trigger(t)
+        };
         let n = self.states.len();
         // Edges between states of the same machine.
         let mut edges: Vec<Vec<(usize, String)>> = vec![Vec::new(); n];

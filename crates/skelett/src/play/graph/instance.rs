@@ -501,8 +501,8 @@ impl GraphInstance {
             let m = graph.states[s.0 as usize].machine;
             for (k, t) in graph.machines[m].any.iter().enumerate() {
                 if let Target::State(to) = t.target {
-                    let current = chain[..n].contains(&to);
-                    if (current && !t.to_self) || l.running.is_some_and(|r| r.to == to) {
+                    let current = chain[..n].contains(&to) || l.running.is_some_and(|r| r.to == to);
+                    if current && !t.to_self {
                         continue;
                     }
                 }
