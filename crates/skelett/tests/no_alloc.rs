@@ -1,10 +1,11 @@
 //! The per-frame path allocates nothing: a counting global allocator watches sampling,
 //! the hierarchy, the palette, animator updates (cross-fades, sync, events, additive
-//! layers, root motion, IK modifiers: foot placement, aim, chains) and CPU skinning (linear and dual quaternion) once they are set up.
+//! layers, root motion, IK modifiers: foot placement, aim, chains), CPU skinning (linear and
+//! dual quaternion) and animation graph updates (transitions, blend trees, both layers)
+//! once they are set up.
 
 use skelett_testdata::data;
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use glam::Mat4;
@@ -13,19 +14,25 @@ use skelett::*;
 
 struct Counting;
 
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
 thread_local! {
     /// Only the thread under test counts: libtest's main thread prints and formats (and so
-    /// allocates) concurrently, more visibly on a loaded machine.
+    /// allocates) concurrently, more visibly on a loaded machine, and the tests run on
+    /// threads of their own at the same time.
     static COUNTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// This thread's allocations while counted.
+    static ALLOCATED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 fn count() {
     // `try_with`: during thread teardown the key may be gone; such allocations are not ours.
     if COUNTED.try_with(|c| c.get()).unwrap_or(false) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        let _ = ALLOCATED.try_with(|a| a.set(a.get() + 1));
     }
+}
+
+/// Allocations this thread made while counted.
+fn allocations() -> usize {
+    ALLOCATED.with(|a| a.get())
 }
 
 // SAFETY: forwards every call to the system allocator unchanged; it only counts (a
@@ -178,7 +185,7 @@ fn per_frame_path_does_not_allocate() {
         anim.update(1.0 / 60.0);
     }
     COUNTED.with(|c| c.set(true));
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = allocations();
     let mut events = 0;
     for i in 0..600 {
         events += anim.update(1.0 / 60.0).events.len();
@@ -192,7 +199,7 @@ fn per_frame_path_does_not_allocate() {
         sample(&run, i as f32 * 0.013, &mut cache, &mut pose).unwrap();
         skin_all(&mut skin_palettes, &model, &mut positions, &mut normals);
     }
-    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    let after = allocations();
     COUNTED.with(|c| c.set(false));
     assert!(events > 10, "events fired: {events}");
     for m in 0..anim.modifier_count() {
@@ -201,4 +208,50 @@ fn per_frame_path_does_not_allocate() {
         assert!(error.is_none(), "modifier {m}: {error:?}");
     }
     assert_eq!(after - before, 0, "allocations in 600 frames");
+}
+
+#[test]
+fn graph_updates_do_not_allocate() {
+    use skelett::graph::{Graph, GraphInstance};
+    let robot = skelett_io::load(data("gltf/robot_quaternius.glb")).unwrap();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/robot_quaternius.graph.json");
+    let def = skelett_io::graph_file::load(path).unwrap();
+    let g = Arc::new(Graph::build(&def, robot.skeleton.clone(), &robot.clips).unwrap());
+    let mut ch = GraphInstance::new(g.clone());
+    let [speed, jump, punch, wave] =
+        ["speed", "jump", "punch", "wave"].map(|n| g.parameter(n).unwrap());
+    // Every state and transition, blend-space parameters moving, triggers on both layers.
+    let drive = |ch: &mut GraphInstance, frames: usize| {
+        let mut taken = 0;
+        for i in 0..frames {
+            let t = i as f32 / 60.0;
+            let s = if (t % 8.0) < 1.0 { 0.0 } else { 1.0 + (t * 0.7).sin().abs() * 2.0 };
+            ch.set_float(speed, s).unwrap();
+            if i % 170 == 60 {
+                ch.set_trigger(jump).unwrap();
+            }
+            if i % 130 == 20 {
+                ch.set_trigger(punch).unwrap();
+            }
+            if i % 310 == 200 {
+                ch.set_trigger(wave).unwrap();
+            }
+            taken += ch.update(1.0 / 60.0).transitions.len();
+        }
+        taken
+    };
+    // Set-up: the first passes build a second source for states re-entered while their
+    // last run still fades out (once each; `sources_built` counts them).
+    drive(&mut ch, 1200);
+    drive(&mut ch, 1200);
+    let built = ch.sources_built();
+    COUNTED.with(|c| c.set(true));
+    let before = allocations();
+    let taken = drive(&mut ch, 1200);
+    let after = allocations();
+    COUNTED.with(|c| c.set(false));
+    assert_eq!(ch.sources_built(), built, "sources built in the second pass");
+    assert!(taken > 20, "transitions taken: {taken}");
+    assert_eq!(after - before, 0, "allocations in 1200 graph updates");
 }
