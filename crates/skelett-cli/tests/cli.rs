@@ -1021,3 +1021,231 @@ fn retarget_a_capture_onto_a_character() {
     assert!(!ok && err.contains("Pelvis_That_Is_Not_There"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+fn example(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The Fox graph driven by parameters does what `scripts/fox_walk_run.json` does with
+/// direct animator calls: the same joints, bit for bit, and the same clip events.
+#[test]
+fn a_graph_reproduces_the_hand_written_animator_calls() {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/fox_walk_run.json");
+    let direct = skelett_json(&[
+        "play",
+        "--script",
+        script.to_str().unwrap(),
+        "--joints",
+        "--json",
+    ]);
+    let graph = skelett_json(&[
+        "play",
+        "--graph",
+        &example("fox.graph.json"),
+        "--script",
+        &example("fox_walk_run.script.json"),
+        "--joints",
+        "--json",
+    ]);
+    let (a, g) = (items(&direct["steps"]), items(&graph["steps"]));
+    assert_eq!(a.len(), 240);
+    assert_eq!(a.len(), g.len());
+    let clip_events = |s: &Value| -> Vec<String> {
+        items(&s["events"])
+            .iter()
+            .filter(|e| e.get("state").is_none())
+            .map(|e| format!("{} {}", e["name"], e["clip"]))
+            .collect()
+    };
+    for (x, y) in a.iter().zip(g) {
+        assert_eq!(x["joints"], y["joints"], "t = {}", x["t"]);
+        assert_eq!(x["root_motion"], y["root_motion"], "t = {}", x["t"]);
+        assert_eq!(clip_events(x), clip_events(y), "t = {}", x["t"]);
+    }
+    // And the graph's own output: states and transitions.
+    let taken: Vec<(f64, String)> = g
+        .iter()
+        .flat_map(|s| {
+            let list = s.get("transitions").map_or(&[][..], items);
+            list.iter().map(move |t| {
+                (
+                    num(&s["t"]),
+                    format!(
+                        "{} {} -> {}",
+                        t["layer"],
+                        t["from"].as_str().unwrap(),
+                        t["to"].as_str().unwrap()
+                    ),
+                )
+            })
+        })
+        .collect();
+    let names: Vec<&str> = taken.iter().map(|t| t.1.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "0 Survey -> Walk",
+            "0 Walk -> Run",
+            "1 Idle -> Look",
+            "0 Run -> Walk"
+        ]
+    );
+    // Each fires in the first step after its parameter is set.
+    let at: Vec<f64> = taken.iter().map(|t| t.0).collect();
+    for (t, want) in at.iter().zip([1.0, 2.0, 2.5, 3.5]) {
+        assert!((t - want - 1.0 / 60.0).abs() < 1e-4, "{at:?}");
+    }
+    assert_eq!(
+        g.last().unwrap()["states"],
+        serde_json::json!(["Walk", "Look"])
+    );
+}
+
+#[test]
+fn the_example_graphs_play_their_scripts() {
+    let robot = data("gltf/robot_quaternius.glb");
+    let (ok, out, err) = skelett(&[
+        "play",
+        robot.to_str().unwrap(),
+        "--graph",
+        &example("robot_quaternius.graph.json"),
+        "--script",
+        &example("robot_quaternius.script.json"),
+    ]);
+    assert!(ok, "{err}");
+    for line in [
+        "layer 0: Idle -> Move",
+        "layer 1: None -> Punch  events: punch (enter Punch)",
+        "layer 0: Move -> Jump  events: jump_start (enter Jump)",
+        "layer 0: Jump -> Move  events: landed (exit Jump)",
+        "layer 0: Move -> Idle",
+        "layer 1: None -> Wave",
+        "layer 1: Wave -> None",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in\n{out}");
+    }
+    let kaykit = data("gltf/KayKit_Rig_Medium_General.glb");
+    let (ok, out, err) = skelett(&[
+        "play",
+        kaykit.to_str().unwrap(),
+        "--graph",
+        &example("kaykit.graph.json"),
+        "--script",
+        &example("kaykit.script.json"),
+        "--dt",
+        "1/30",
+    ]);
+    assert!(ok, "{err}");
+    let transitions: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split("  layer 0: ").nth(1))
+        .map(|l| l.split("  ").next().unwrap())
+        .collect();
+    assert_eq!(
+        transitions,
+        [
+            "Spawn/Ground -> Idle/A",
+            "Idle/A -> Action/PickUp",
+            "Action/PickUp -> Idle/A",
+            "Idle/A -> Hit/B",
+            "Hit/B -> Hit/B",
+            "Hit/B -> Idle/A",
+            "Idle/A -> Action/Throw",
+            "Action/Throw -> Idle/A",
+            "Idle/A -> TPose",
+            "TPose -> Idle/A",
+            "Idle/A -> Death/A",
+            "Death/A -> Death/APose",
+            "Death/APose -> Spawn/Air",
+            "Spawn/Air -> Idle/A",
+            "Idle/A -> Action/UseItem",
+        ],
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_graphs_and_graph_scripts_fail_with_their_place_named() {
+    let dir = std::env::temp_dir().join(format!("skelett-graph-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let script = example("fox_walk_run.script.json");
+    let graph = std::fs::read_to_string(example("fox.graph.json")).unwrap();
+    let cases = [
+        (
+            graph.replace("\"Walk\"}", "\"Walkk\"}"),
+            "layers[0].states[\"Walk\"].motion",
+            "no clip \"Walkk\"",
+        ),
+        (
+            graph.replace("\"to\": \"Run\"", "\"to\": \"Jog\""),
+            "layers[0].states[\"Walk\"].transitions[0].to",
+            "no state \"Jog\"",
+        ),
+        (
+            graph.replace("\"version\": 1", "\"version\": 3"),
+            "version",
+            "version 3",
+        ),
+        (
+            graph.replace(
+                "\"op\": \">\", \"value\": 0",
+                "\"op\": \">\", \"value\": true",
+            ),
+            "layers[0].states[\"Survey\"].transitions[0].conditions[0].value",
+            "does not compare",
+        ),
+        (
+            graph.replace("\"duration\": 0.4", "\"duratoin\": 0.4"),
+            "line 15",
+            "unknown field `duratoin`",
+        ),
+        (graph[..graph.len() / 2].to_string(), "line", "EOF"),
+    ];
+    for (k, (text, place, words)) in cases.iter().enumerate() {
+        let g = write(&format!("g{k}.json"), text);
+        let (ok, _, err) = skelett(&["play", "--graph", &g, "--script", &script]);
+        assert!(!ok, "case {k} passed");
+        assert!(err.contains(&g), "case {k}: the file is not named: {err}");
+        assert!(
+            err.contains(place) && err.contains(words),
+            "case {k}: {err}"
+        );
+    }
+    let good = write("good.json", &graph);
+    let scripts = [
+        (
+            r#"{"commands": [{"at": 0, "set": {"sped": 1}}]}"#,
+            "no parameter \"sped\"",
+        ),
+        (
+            r#"{"commands": [{"at": 0, "set": {"speed": true}}]}"#,
+            "is not a value for a Float",
+        ),
+        (
+            r#"{"commands": [{"at": 0, "play": "Walk"}]}"#,
+            "the graph plays the clips",
+        ),
+        (
+            r#"{"layers": [{"weight": 1}], "commands": []}"#,
+            "come from the graph",
+        ),
+    ];
+    for (k, (text, words)) in scripts.iter().enumerate() {
+        let s = write(&format!("s{k}.json"), text);
+        let (ok, _, err) = skelett(&["play", "--graph", &good, "--script", &s]);
+        assert!(!ok && err.contains(words), "script {k}: {err}");
+    }
+    let (ok, _, err) = skelett(&["play", "--script", &script]);
+    assert!(!ok && err.contains("--graph"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -226,7 +226,11 @@ fn graph_updates_do_not_allocate() {
         let mut taken = 0;
         for i in 0..frames {
             let t = i as f32 / 60.0;
-            let s = if (t % 8.0) < 1.0 { 0.0 } else { 1.0 + (t * 0.7).sin().abs() * 2.0 };
+            let s = if (t % 8.0) < 1.0 {
+                0.0
+            } else {
+                1.0 + (t * 0.7).sin().abs() * 2.0
+            };
             ch.set_float(speed, s).unwrap();
             if i % 170 == 60 {
                 ch.set_trigger(jump).unwrap();
@@ -251,7 +255,11 @@ fn graph_updates_do_not_allocate() {
     let taken = drive(&mut ch, 1200);
     let after = allocations();
     COUNTED.with(|c| c.set(false));
-    assert_eq!(ch.sources_built(), built, "sources built in the second pass");
+    assert_eq!(
+        ch.sources_built(),
+        built,
+        "sources built in the second pass"
+    );
     assert!(taken > 20, "transitions taken: {taken}");
     assert_eq!(after - before, 0, "allocations in 1200 graph updates");
 }
