@@ -52,3 +52,7 @@ for t in gltf/robot_quaternius.glb gltf/KayKit_Rig_Medium_General.glb fbx/blende
     retarget "$data/bvh/01_01.bvh" "$data/$t" --print-map \
     > "$here/corpus/retarget_map/$(basename "$t").json"
 done
+# Animation graphs: the repository's examples (the robot's is built against the target's
+# asset; the others exercise the parser and validation).
+mkdir -p "$here/corpus/graph_file"
+cp "$here"/../examples/*.graph.json "$here/corpus/graph_file/"

@@ -842,7 +842,7 @@ pub struct ScriptPlayer<'a> {
 
 /// What a script drives.
 enum Driver {
-    Animator(Animator),
+    Animator(Box<Animator>),
     Graph(Box<GraphInstance>),
 }
 
@@ -993,7 +993,7 @@ impl<'a> ScriptPlayer<'a> {
         Ok(ScriptState {
             driver: match graph {
                 Some(g) => Driver::Graph(Box::new(g)),
-                None => Driver::Animator(own),
+                None => Driver::Animator(Box::new(own)),
             },
             next: 0,
             iks: Vec::new(),

@@ -696,7 +696,9 @@ fn validation_names_the_json_path_of_each_problem() {
         )
     };
     build(&base());
-    let cases: Vec<(Box<dyn Fn(&mut GraphDef)>, &str, &str)> = vec![
+    /// A change to the valid graph, the path of the error it makes, and words of the error.
+    type Case = (Box<dyn Fn(&mut GraphDef)>, &'static str, &'static str);
+    let cases: Vec<Case> = vec![
         (
             Box::new(|d| d.layers[1].machine.states[1].transitions[0].conditions[2] = is("nope")),
             "layers[1].states[\"Run\"].transitions[0].conditions[2]",

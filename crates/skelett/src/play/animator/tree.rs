@@ -713,9 +713,10 @@ fn clamp01(v: f32) -> f32 {
 pub fn weights_1d(positions: impl Iterator<Item = f32> + Clone, p: f32, out: &mut [f32]) {
     out.fill(0.0);
     let p = if p.is_finite() { p } else { 0.0 };
-    // The nearest position at or below p, and the nearest above.
-    let (mut lo, mut hi): (Option<(usize, f32)>, Option<(usize, f32)>) = (None, None);
-    let (mut min, mut max): (Option<(usize, f32)>, Option<(usize, f32)>) = (None, None);
+    // The nearest position at or below p, and the nearest above; the ends. Each is
+    // (index, position).
+    type At = Option<(usize, f32)>;
+    let (mut lo, mut hi, mut min, mut max): (At, At, At, At) = (None, None, None, None);
     for (i, x) in positions.enumerate().take(out.len()) {
         if x <= p && lo.is_none_or(|l| x > l.1) {
             lo = Some((i, x));

@@ -485,7 +485,7 @@ impl Graph {
             let any = m
                 .any
                 .iter()
-                .filter(|t| !(t.target == Target::State(StateId(i as u32)) && !t.to_self));
+                .filter(|t| t.target != Target::State(StateId(i as u32)) || t.to_self);
             for t in s.transitions.iter().chain(any).filter(|t| instant(t)) {
                 match t.target {
                     Target::State(to) => edges[i].push((to.0 as usize, t.path.to_string())),
