@@ -145,6 +145,9 @@ enum Command {
         /// front), feet placed on it.
         #[arg(long, value_name = "DEGREES", allow_negative_numbers = true, value_parser = parse_slope)]
         slope: Option<f32>,
+        /// Play an animation graph: its parameters become sliders, checkboxes and buttons.
+        #[arg(long, value_name = "GRAPH.json", conflicts_with_all = ["look_at", "slope"])]
+        graph: Option<PathBuf>,
     },
     /// Render a clip (optionally cross-fading to another) offscreen to a GIF or PNG.
     Render {
@@ -427,8 +430,14 @@ fn view(
     screenshot: Option<PathBuf>,
     look_at: bool,
     slope: Option<f32>,
+    graph: Option<&Path>,
 ) -> Result<()> {
     let (asset, source) = load(file)?;
+    // Read (and so check the syntax) before the window opens; the viewer builds it.
+    let graph = match graph {
+        Some(p) => Some((skelett_io::graph_file::load(p)?, p.to_path_buf())),
+        None => None,
+    };
     skelett_viewer::run(
         asset,
         skelett_viewer::ViewerOptions {
@@ -437,6 +446,7 @@ fn view(
             screenshot,
             look_at,
             slope,
+            graph,
         },
     )?;
     Ok(())
@@ -450,6 +460,7 @@ fn view(
     _screenshot: Option<PathBuf>,
     _look_at: bool,
     _slope: Option<f32>,
+    _graph: Option<&Path>,
 ) -> Result<()> {
     Err(
         "this skelett was built without the viewer; build it with the `viewer` feature: \
@@ -504,7 +515,15 @@ fn main() -> ExitCode {
             screenshot,
             look_at,
             slope,
-        } => view(file.as_deref(), exit_after, screenshot, look_at, slope),
+            graph,
+        } => view(
+            file.as_deref(),
+            exit_after,
+            screenshot,
+            look_at,
+            slope,
+            graph.as_deref(),
+        ),
         Command::Render {
             file,
             script,

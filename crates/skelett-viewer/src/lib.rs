@@ -15,7 +15,11 @@
 //!   (legs found by [`skelett::ik::Feet::guess`]), both fading in and out as modifiers of the
 //!   animator;
 //! - the log of fired events (the file's own, plus footsteps found by
-//!   `skelett::contacts`) and the frame-time readout.
+//!   `skelett::contacts`) and the frame-time readout;
+//! - with an animation graph (`skelett view FILE --graph G.json`), instead of the clip,
+//!   layer and IK controls: the graph's parameters as sliders (floats, ints), checkboxes
+//!   (bools) and buttons (triggers), each layer's current state with its cycles played or
+//!   the progress of the transition under way, and transitions and state events in the log.
 //!
 //! It lives in its own crate so the core, the importers and the CLI build without a window
 //! toolkit. `--exit-after N` and `--screenshot FILE` let CI run it under Xvfb.
@@ -30,6 +34,7 @@ use glam::{Mat4, Vec3};
 use skelett::animator::{
     Animator, BlendMode, Curve, EventPolicy, Modifier, PlayOptions, SharedGround,
 };
+use skelett::graph::{GraphInstance, ParameterId, ParameterKind, StateEventKind};
 use skelett::ik::{Aim, Feet, Placement, Plane};
 use skelett::{local_to_model, Clip, JointIndex, JointMask, Skeleton};
 use skelett_io::Asset;
@@ -50,6 +55,10 @@ pub struct ViewerOptions {
     /// Start with the ground sloped by this many degrees (rising toward the character's
     /// front, +Z) and the feet placed on it.
     pub slope: Option<f32>,
+    /// An animation graph to play instead of clips (its definition and its file, named in
+    /// errors): the panel then lists its parameters as sliders, checkboxes and buttons, and
+    /// shows each layer's state and transition progress.
+    pub graph: Option<(skelett::graph::GraphDef, PathBuf)>,
 }
 
 /// What stops the viewer.
@@ -77,6 +86,9 @@ pub enum ViewerError {
     /// The animation did not fit (a clip, a layer or the skeleton).
     #[error(transparent)]
     Skelett(#[from] skelett::Error),
+    /// The animation graph does not fit the file (an unknown clip, joint, ...).
+    #[error(transparent)]
+    Graph(#[from] skelett_io::Error),
 }
 
 /// Opens the viewer on `asset` and returns when the window closes.
@@ -164,6 +176,8 @@ struct Viewer {
     slope: f32,
     /// Where the ground grid is drawn: centre and half extent.
     ground_area: (Vec3, f32),
+    /// With a graph: the character playing it (then the clip controls are hidden).
+    graph: Option<GraphInstance>,
     events: VecDeque<String>,
     time: f64,
     frame_ms: f32,
@@ -252,7 +266,16 @@ impl Viewer {
         if let (true, Ok(i)) = (feet_on, &feet) {
             animator.fade_modifier(*i, 1.0, 0.0)?;
         }
+        // The graph is built with the viewer's clips (footstep events added).
+        let graph =
+            match &options.graph {
+                Some((def, path)) => Some(GraphInstance::new(Arc::new(
+                    skelett_io::graph_file::build(def, &asset, &asset.clips, path)?,
+                ))),
+                None => None,
+            };
         Ok(Viewer {
+            graph,
             additive_clips,
             animator,
             gpu,
@@ -397,7 +420,96 @@ impl Viewer {
         }
     }
 
+    /// The graph's parameters (sliders, checkboxes, buttons) and each layer's state and
+    /// transition progress.
+    fn graph_panel(&mut self, ui: &mut egui::Ui) {
+        let Some(g) = &mut self.graph else { return };
+        let graph = g.graph().clone();
+        ui.heading("Graph parameters");
+        for (i, p) in graph.parameters().iter().enumerate() {
+            let id = ParameterId(i as u32);
+            let v = g.value(id);
+            let _ = match p.kind {
+                ParameterKind::Float => {
+                    let mut x = v;
+                    let r = ui.add(
+                        egui::Slider::new(&mut x, -5.0..=5.0)
+                            .clamping(egui::SliderClamping::Never)
+                            .text(&p.name),
+                    );
+                    if r.changed() {
+                        g.set_float(id, x)
+                    } else {
+                        Ok(())
+                    }
+                }
+                ParameterKind::Int => {
+                    let mut x = v as i32;
+                    let r = ui.add(
+                        egui::Slider::new(&mut x, -10..=10)
+                            .clamping(egui::SliderClamping::Never)
+                            .text(&p.name),
+                    );
+                    if r.changed() {
+                        g.set_int(id, x)
+                    } else {
+                        Ok(())
+                    }
+                }
+                ParameterKind::Bool => {
+                    let mut b = v != 0.0;
+                    if ui.checkbox(&mut b, &p.name).changed() {
+                        g.set_bool(id, b)
+                    } else {
+                        Ok(())
+                    }
+                }
+                ParameterKind::Trigger => {
+                    let label = if v != 0.0 {
+                        format!("{} (set)", p.name)
+                    } else {
+                        p.name.clone()
+                    };
+                    if ui.button(label).clicked() {
+                        g.set_trigger(id)
+                    } else {
+                        Ok(())
+                    }
+                }
+            };
+        }
+        ui.separator();
+        ui.heading("Layers");
+        for l in 0..graph.layer_count() {
+            let state = graph.state_full_name(g.current_state(l));
+            let name = graph.layer_name(l).unwrap_or("");
+            match g.transition(l) {
+                Some(t) => {
+                    ui.label(format!(
+                        "{name}: {} -> {state}",
+                        graph.state_full_name(t.from)
+                    ));
+                    let progress = if t.duration > 0.0 {
+                        (t.elapsed / t.duration).clamp(0.0, 1.0)
+                    } else {
+                        1.0
+                    };
+                    ui.add(egui::ProgressBar::new(progress).show_percentage());
+                }
+                None => {
+                    ui.label(format!("{name}: {state}  ({:.2} cycles)", g.state_time(l)));
+                }
+            }
+        }
+    }
+
     fn side_panel(&mut self, ui: &mut egui::Ui) {
+        if self.graph.is_some() {
+            self.graph_panel(ui);
+            ui.separator();
+            self.display_panel(ui);
+            return;
+        }
         ui.heading("Clips");
         ui.label("click: cross-fade; double-click: cut");
         egui::ScrollArea::vertical()
@@ -515,6 +627,11 @@ impl Viewer {
         ui.separator();
         self.ik_panel(ui);
         ui.separator();
+        self.display_panel(ui);
+    }
+
+    /// Display toggles, timings and the event log.
+    fn display_panel(&mut self, ui: &mut egui::Ui) {
         ui.horizontal_wrapped(|ui| {
             ui.checkbox(&mut self.skin, "skin");
             ui.checkbox(&mut self.wireframe, "wireframe");
@@ -761,7 +878,46 @@ impl eframe::App for Viewer {
 
         // Animation.
         let start = Instant::now();
-        if !self.stopped {
+        if let Some(g) = &mut self.graph {
+            let time = self.time;
+            let graph = g.graph().clone();
+            let r = g.update(dt);
+            let mut lines: Vec<String> = r
+                .transitions
+                .iter()
+                .map(|t| {
+                    format!(
+                        "{time:8.3} s  {}: {} -> {}",
+                        graph.layer_name(t.layer).unwrap_or(""),
+                        graph.state_full_name(t.from),
+                        graph.state_full_name(t.to)
+                    )
+                })
+                .collect();
+            lines.extend(r.state_events.iter().map(|e| {
+                let kind = match e.kind {
+                    StateEventKind::Enter => "entering",
+                    StateEventKind::Exit => "leaving",
+                };
+                format!(
+                    "{time:8.3} s  {} ({kind} {})",
+                    e.name,
+                    graph.state_full_name(e.state)
+                )
+            }));
+            lines.extend(r.events.iter().map(|e| {
+                format!(
+                    "{time:8.3} s  {} ({}, layer {})",
+                    e.name(),
+                    e.clip.name(),
+                    e.layer
+                )
+            }));
+            for l in lines {
+                self.log(l);
+            }
+            self.time += dt as f64;
+        } else if !self.stopped {
             let result = self.animator.update(dt);
             let lines: Vec<String> = result
                 .events
@@ -784,7 +940,9 @@ impl eframe::App for Viewer {
             self.time += dt as f64;
         }
         let sk = self.asset.skeleton.clone();
-        let pose = if self.stopped {
+        let pose = if let Some(g) = &self.graph {
+            g.pose()
+        } else if self.stopped {
             sk.rest_pose()
         } else {
             self.animator.pose()
