@@ -838,6 +838,8 @@ pub struct ScriptPlayer<'a> {
     duration: f32,
     /// With `--graph`: the graph the script's `set` commands drive.
     graph: Option<Arc<Graph>>,
+    /// The script's file (named in errors).
+    path: std::path::PathBuf,
 }
 
 /// What a script drives.
@@ -938,6 +940,7 @@ impl<'a> ScriptPlayer<'a> {
             order,
             duration,
             graph,
+            path: path.to_path_buf(),
         })
     }
 
@@ -1013,7 +1016,13 @@ impl<'a> ScriptPlayer<'a> {
                     run_graph_command(g, self.asset, &self.clips, &mut state.iks, c)
                 }
             }
-            .map_err(|e| format!("commands[{i}] (at {} s): {e}", c.at))?;
+            .map_err(|e| {
+                format!(
+                    "{}: commands[{i}] (at {} s): {e}",
+                    self.path.display(),
+                    c.at
+                )
+            })?;
             state.next += 1;
         }
         Ok(())

@@ -49,7 +49,7 @@ pub enum Drive<'a> {
     Clips(Vec<Command>),
     /// A `skelett play` script (clips, layers, IK modifiers); its IK targets are drawn as
     /// markers and the ground its foot placement stands on as a surface.
-    Script(crate::play::ScriptPlayer<'a>),
+    Script(Box<crate::play::ScriptPlayer<'a>>),
 }
 
 /// One run of a shot: the animator and how far its commands have gone.
@@ -425,7 +425,7 @@ pub fn render(
         let player = crate::play::ScriptPlayer::load(&asset, path, graph)?;
         let shot = Shot {
             seconds: seconds.unwrap_or(player.duration().clamp(0.5, 60.0)),
-            drive: Drive::Script(player),
+            drive: Drive::Script(Box::new(player)),
             fps,
             options,
             print_events: false,

@@ -1229,7 +1229,7 @@ fn bad_graphs_and_graph_scripts_fail_with_their_place_named() {
         ),
         (
             r#"{"commands": [{"at": 0, "set": {"speed": true}}]}"#,
-            "is not a value for a Float",
+            "true is not a value for a float",
         ),
         (
             r#"{"commands": [{"at": 0, "play": "Walk"}]}"#,

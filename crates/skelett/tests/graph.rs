@@ -707,7 +707,7 @@ fn validation_names_the_json_path_of_each_problem() {
         (
             Box::new(|d| d.layers[1].machine.states[1].transitions[0].conditions[2] = is("speed")),
             "layers[1].states[\"Run\"].transitions[0].conditions[2]",
-            "is a Float",
+            "is a float",
         ),
         (
             Box::new(|d| {
@@ -715,7 +715,7 @@ fn validation_names_the_json_path_of_each_problem() {
                     cmp("jump", CompareOp::Greater, 0.0)
             }),
             "layers[1].states[\"Run\"].transitions[0].conditions[2]",
-            "Trigger",
+            "trigger",
         ),
         (
             Box::new(|d| {
@@ -786,7 +786,7 @@ fn validation_names_the_json_path_of_each_problem() {
                 d.parameters[0].default = Some(Value::Bool(true));
             }),
             "parameters[0].default",
-            "Bool(true)",
+            "true is not a float",
         ),
         (
             Box::new(|d| {
@@ -826,7 +826,7 @@ fn validation_names_the_json_path_of_each_problem() {
                 }))
             }),
             "layers[1].states[\"Idle\"].motion.blend_2d.y",
-            "Trigger",
+            "is a trigger",
         ),
         (
             Box::new(|d| {

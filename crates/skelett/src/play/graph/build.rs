@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use glam::Vec2;
 
+use super::def::Short;
 use super::def::*;
 use crate::animator::{BlendMode, Curve, TreeNode, TreeShape, TreeValue, Wrap};
 use crate::pose::JointMask;
@@ -68,7 +69,7 @@ pub enum GraphProblem {
     #[error("no joint {0:?} in the skeleton")]
     UnknownJoint(String),
     /// A parameter used where another type is needed.
-    #[error("parameter {name:?} is a {found:?}, but {expected} is needed here")]
+    #[error("parameter {name:?} is a {found}, but {expected} is needed here")]
     Type {
         /// The parameter.
         name: String,
@@ -87,7 +88,7 @@ pub enum GraphProblem {
     #[error("no transition reaches state {0:?}")]
     Unreachable(String),
     /// Transitions that could fire one after another forever in one update.
-    #[error("these states form a cycle of transitions with no duration and no exit time, which could loop forever in one update: {}", .0.join(" -> "))]
+    #[error("these states form a cycle of transitions with no duration, no exit time and no trigger, which could loop forever in one update: {}", cycle_text(.0))]
     ZeroDurationCycle(Vec<String>),
     /// A motion that cannot be played (a blend space without children, clips of another
     /// skeleton, ...).
@@ -97,6 +98,20 @@ pub enum GraphProblem {
 
 /// How deep state machines may nest (a layer's machine is depth 0).
 pub const MAX_DEPTH: usize = 15;
+
+/// A cycle's states for a message: all of a short one, the ends of a long one.
+fn cycle_text(states: &[String]) -> String {
+    if states.len() <= 12 {
+        states.join(" -> ")
+    } else {
+        format!(
+            "{} -> ... ({} states) ... -> {}",
+            states[..5].join(" -> "),
+            states.len() - 10,
+            states[states.len() - 5..].join(" -> ")
+        )
+    }
+}
 
 /// A parameter of a built graph.
 #[derive(Clone, Debug, PartialEq)]
@@ -288,7 +303,7 @@ impl Graph {
                 (k, Some(v)) => {
                     return Err(err(
                         &format!("{path}.default"),
-                        GraphProblem::Value(format!("{v:?} is not a {k:?}")),
+                        GraphProblem::Value(format!("{v} is not a {k}")),
                     ))
                 }
             };
@@ -556,7 +571,7 @@ fn finite(path: &str, what: &str, x: f64) -> Result<f32, GraphError> {
     } else {
         Err(err(
             &format!("{path}.{what}"),
-            GraphProblem::Value(format!("{x} is not a finite 32-bit number")),
+            GraphProblem::Value(format!("{} is not a finite 32-bit number", Short(x))),
         ))
     }
 }
@@ -568,7 +583,8 @@ fn int(path: &str, what: &str, x: f64) -> Result<f32, GraphError> {
         Err(err(
             &format!("{path}.{what}"),
             GraphProblem::Value(format!(
-                "{x} is not a whole number within ±16777216 (an int parameter)"
+                "{} is not a whole number within ±16777216 (an int parameter)",
+                Short(x)
             )),
         ))
     }
@@ -835,7 +851,7 @@ impl Builder<'_> {
                     (k, v) => {
                         return Err(err(
                             &format!("{path}.value"),
-                            GraphProblem::Value(format!("{v:?} does not compare with a {k:?}")),
+                            GraphProblem::Value(format!("{v} does not compare with a {k}")),
                         ))
                     }
                 };

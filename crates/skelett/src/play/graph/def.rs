@@ -71,6 +71,17 @@ pub enum ParameterKind {
     Trigger,
 }
 
+impl std::fmt::Display for ParameterKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ParameterKind::Float => "float",
+            ParameterKind::Int => "int",
+            ParameterKind::Bool => "bool",
+            ParameterKind::Trigger => "trigger",
+        })
+    }
+}
+
 /// A literal in a parameter's default or a condition.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(untagged))]
@@ -116,6 +127,30 @@ pub struct LayerDef {
 #[cfg(feature = "serde")]
 fn one() -> f32 {
     1.0
+}
+
+impl std::fmt::Display for Value {
+    /// As written in JSON; numbers beyond a billion in scientific notation, so that a
+    /// message stays short.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Number(x) => write!(f, "{}", Short(*x)),
+        }
+    }
+}
+
+/// A number for a message: plain, or in scientific notation beyond a billion.
+pub(crate) struct Short(pub f64);
+
+impl std::fmt::Display for Short {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_finite() && self.0.abs() < 1e9 {
+            write!(f, "{}", self.0)
+        } else {
+            write!(f, "{:e}", self.0)
+        }
+    }
 }
 
 /// A joint mask by names: whole sub-trees, single joints, and sub-trees taken out again.

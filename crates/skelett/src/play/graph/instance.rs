@@ -274,7 +274,7 @@ impl GraphInstance {
         } else {
             Err(Error::Parameter {
                 name: param.name.clone(),
-                problem: format!("is a {:?}, not a {:?}", param.kind, kinds[0]),
+                problem: format!("is a {}, not a {}", param.kind, kinds[0]),
             })
         }
     }
@@ -370,7 +370,7 @@ impl GraphInstance {
             (ParameterKind::Trigger, Value::Bool(false)) => self.reset_trigger(p),
             (k, v) => Err(Error::Parameter {
                 name: name(),
-                problem: format!("{v:?} is not a value for a {k:?}"),
+                problem: format!("{v} is not a value for a {k}"),
             }),
         }
     }
