@@ -808,21 +808,16 @@ fn feet_modifier(
 }
 
 fn mask(asset: &Asset, spec: &MaskSpec) -> Result<JointMask> {
-    let s = &asset.skeleton;
-    let mut m = JointMask::uniform(s, 0.0);
-    let missing = |n: &str| format!("mask: no joint {n:?} in the skeleton");
-    for n in &spec.subtree {
-        m.set_subtree(s, n, 1.0).ok_or_else(|| missing(n))?;
-    }
-    let mut w = m.weights().to_vec();
-    for n in &spec.joints {
-        w[s.find(n).ok_or_else(|| missing(n))? as usize] = 1.0;
-    }
-    let mut m = JointMask::from_weights(w);
-    for n in &spec.exclude {
-        m.set_subtree(s, n, 0.0).ok_or_else(|| missing(n))?;
-    }
-    Ok(m)
+    JointMask::from_names(&asset.skeleton, &spec.subtree, &spec.joints, &spec.exclude).map_err(
+        |(list, i)| {
+            let names = match list {
+                "subtree" => &spec.subtree,
+                "joints" => &spec.joints,
+                _ => &spec.exclude,
+            };
+            format!("mask: no joint {:?} in the skeleton", names[i]).into()
+        },
+    )
 }
 
 /// A play script bound to an asset: what `skelett play` prints and `skelett render --script`

@@ -32,18 +32,6 @@ use crate::{Asset, Error};
 /// The largest graph file read (16 MiB): a graph is hand-written logic, not data.
 pub const MAX_FILE_SIZE: u64 = 16 << 20;
 
-fn syntax(name: &Path, e: &serde_json::Error, what: &str) -> Error {
-    // serde_json ends its message with the position, which the error already names.
-    let message = e.to_string();
-    let at = format!(" at line {} column {}", e.line(), e.column());
-    Error::Syntax {
-        file: name.to_path_buf(),
-        line: e.line(),
-        column: e.column(),
-        expected: format!("{what} ({})", message.strip_suffix(&at).unwrap_or(&message)),
-    }
-}
-
 /// Reads a graph definition from JSON text; `name` is the file named in errors.
 ///
 /// ```
@@ -65,7 +53,8 @@ pub fn from_str(text: &str, name: &Path) -> Result<GraphDef, Error> {
     struct Version {
         version: Option<serde_json::Value>,
     }
-    let v: Version = serde_json::from_str(text).map_err(|e| syntax(name, &e, "a JSON object"))?;
+    let v: Version =
+        serde_json::from_str(text).map_err(|e| crate::json_syntax(name, &e, "a JSON object"))?;
     match v.version {
         Some(serde_json::Value::Number(n)) if n.as_u64() == Some(GRAPH_VERSION as u64) => {}
         other => {
@@ -79,7 +68,7 @@ pub fn from_str(text: &str, name: &Path) -> Result<GraphDef, Error> {
             })
         }
     }
-    serde_json::from_str(text).map_err(|e| syntax(name, &e, "an animation graph"))
+    serde_json::from_str(text).map_err(|e| crate::json_syntax(name, &e, "an animation graph"))
 }
 
 /// The definition as pretty-printed JSON (what [`from_str`] reads back).
@@ -107,13 +96,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<GraphDef, Error> {
             expected: format!("a graph file of at most {MAX_FILE_SIZE} bytes, not {size}"),
         });
     }
-    let bytes = crate::read_file(path)?;
-    let text = std::str::from_utf8(&bytes).map_err(|e| Error::Malformed {
-        file: path.to_path_buf(),
-        offset: e.valid_up_to() as u64,
-        expected: "UTF-8 text".into(),
-    })?;
-    from_str(text, path)
+    from_str(&crate::read_text(path)?, path)
 }
 
 /// Checks `def` against `asset` (its skeleton, and `clips`: the asset's clips, maybe with

@@ -230,6 +230,32 @@ pub fn load_clips_onto(
 }
 
 /// Reads a whole file, naming it in the error.
+/// Reads a small text file (a joint map, a graph) as UTF-8.
+pub(crate) fn read_text(path: &Path) -> Result<String, Error> {
+    let bytes = read_file(path)?;
+    String::from_utf8(bytes).map_err(|e| Error::Malformed {
+        file: path.to_path_buf(),
+        offset: e.utf8_error().valid_up_to() as u64,
+        expected: "UTF-8 text".into(),
+    })
+}
+
+/// A serde_json error as [`Error::Syntax`]: `expected` names what the file should be; the
+/// position is said once (serde_json's own ' at line L column C' suffix is dropped).
+pub(crate) fn json_syntax(file: &Path, e: &serde_json::Error, expected: &str) -> Error {
+    let message = e.to_string();
+    let at = format!(" at line {} column {}", e.line(), e.column());
+    Error::Syntax {
+        file: file.to_path_buf(),
+        line: e.line(),
+        column: e.column(),
+        expected: format!(
+            "{expected} ({})",
+            message.strip_suffix(&at).unwrap_or(&message)
+        ),
+    }
+}
+
 pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
     std::fs::read(path).map_err(|source| Error::Io {
         file: path.to_path_buf(),

@@ -86,20 +86,8 @@ pub fn to_string(map: &JointMap, source: &str, target: &str) -> String {
 /// [`Error::Syntax`] with line and column for text that is not such a map;
 /// [`Error::Invalid`] for a pair with an empty name or an unknown `found`.
 pub fn from_str(text: &str, name: &Path) -> Result<JointMap, Error> {
-    let file: File = serde_json::from_str(text).map_err(|e| {
-        // serde_json ends its message with the position, which the error already names.
-        let message = e.to_string();
-        let at = format!(" at line {} column {}", e.line(), e.column());
-        Error::Syntax {
-            file: name.to_path_buf(),
-            line: e.line(),
-            column: e.column(),
-            expected: format!(
-                "a joint map ({})",
-                message.strip_suffix(&at).unwrap_or(&message)
-            ),
-        }
-    })?;
+    let file: File =
+        serde_json::from_str(text).map_err(|e| crate::json_syntax(name, &e, "a joint map"))?;
     let mut pairs = Vec::with_capacity(file.joints.len());
     for (i, p) in file.joints.into_iter().enumerate() {
         let invalid = |problem: String| Error::Invalid {
@@ -135,13 +123,7 @@ pub fn from_str(text: &str, name: &Path) -> Result<JointMap, Error> {
 /// [`Error::Io`], and those of [`from_str`].
 pub fn load(path: impl AsRef<Path>) -> Result<JointMap, Error> {
     let path = path.as_ref();
-    let bytes = crate::read_file(path)?;
-    let text = std::str::from_utf8(&bytes).map_err(|e| Error::Malformed {
-        file: path.to_path_buf(),
-        offset: e.valid_up_to() as u64,
-        expected: "UTF-8 text".into(),
-    })?;
-    from_str(text, path)
+    from_str(&crate::read_text(path)?, path)
 }
 
 /// Writes a map file.

@@ -239,12 +239,11 @@ fn interruptible(interruption: Interruption, ordered: bool) -> GraphInstance {
     ab.duration = 1.0;
     ab.interruption = interruption;
     ab.ordered = ordered;
-    let mut a = state(
+    let a = state(
         "A",
         "a",
         vec![when("C", vec![is("z")]), ab, when("D", vec![is("w")])],
     );
-    a.transitions[0].conditions = vec![is("z")];
     let g = build(&graph_def(
         vec![
             param("x", ParameterKind::Bool),
@@ -435,8 +434,6 @@ fn nested() -> Arc<Graph> {
     };
     let mut idle = state("Idle", "a", vec![when("Air", vec![is("jump")])]);
     idle.on_exit = vec!["idle_out".into()];
-    let mut rise = air.clone();
-    rise.name = "unused".into();
     let mut def = graph_def(
         vec![
             param("jump", ParameterKind::Trigger),

@@ -127,6 +127,49 @@ impl JointMask {
         Some(())
     }
 
+    /// A mask of whole sub-trees (`subtree`) and single joints (`joints`), with sub-trees
+    /// taken out again (`exclude`), all by name: the masks of `play` scripts and animation
+    /// graphs.
+    ///
+    /// ```
+    /// # use skelett::*;
+    /// # let sk = RawSkeleton { joints: vec![
+    /// #     RawJoint { name: "hips".into(), parent: None, rest: Transform::IDENTITY },
+    /// #     RawJoint { name: "spine".into(), parent: Some(0), rest: Transform::IDENTITY },
+    /// #     RawJoint { name: "head".into(), parent: Some(1), rest: Transform::IDENTITY }],
+    /// #     ..Default::default() }.build()?;
+    /// let m = JointMask::from_names(&sk, &["spine"], &["hips"], &["head"]).unwrap();
+    /// assert_eq!(m.weights(), [1.0, 1.0, 0.0]);
+    /// let e = JointMask::from_names(&sk, &["chest"], &[], &[]).unwrap_err();
+    /// assert_eq!(e, ("subtree", 0));
+    /// # Ok::<(), skelett::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// For a name the skeleton lacks: which list (`"subtree"`, `"joints"`, `"exclude"`) and
+    /// its index there.
+    pub fn from_names<S: AsRef<str>>(
+        skeleton: &Skeleton,
+        subtree: &[S],
+        joints: &[S],
+        exclude: &[S],
+    ) -> Result<Self, (&'static str, usize)> {
+        let mut m = Self::uniform(skeleton, 0.0);
+        for (i, n) in subtree.iter().enumerate() {
+            m.set_subtree(skeleton, n.as_ref(), 1.0)
+                .ok_or(("subtree", i))?;
+        }
+        for (i, n) in joints.iter().enumerate() {
+            let j = skeleton.find(n.as_ref()).ok_or(("joints", i))?;
+            m.0[j as usize] = 1.0;
+        }
+        for (i, n) in exclude.iter().enumerate() {
+            m.set_subtree(skeleton, n.as_ref(), 0.0)
+                .ok_or(("exclude", i))?;
+        }
+        Ok(m)
+    }
+
     /// The weights, one per joint.
     pub fn weights(&self) -> &[f32] {
         &self.0

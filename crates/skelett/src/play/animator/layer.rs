@@ -161,15 +161,7 @@ impl Layer {
                 } else {
                     0.0
                 };
-                for s in &mut self.slots {
-                    s.fade = Some(Fade {
-                        from: s.weight,
-                        to: 0.0,
-                        duration,
-                        elapsed: 0.0,
-                        curve,
-                    });
-                }
+                self.fade_all_out(duration, curve);
                 if self.slots.len() >= MAX_SLOTS {
                     // Drop the faintest slot to make room.
                     if let Some(i) = (0..self.slots.len())
@@ -219,6 +211,11 @@ impl Layer {
             self.clear();
             return;
         }
+        self.fade_all_out(duration, curve);
+    }
+
+    /// Every slot fades from its current weight to 0 over `duration`.
+    fn fade_all_out(&mut self, duration: f32, curve: Curve) {
         for s in &mut self.slots {
             s.fade = Some(Fade {
                 from: s.weight,

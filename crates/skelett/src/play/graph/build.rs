@@ -627,36 +627,19 @@ impl Builder<'_> {
     }
 
     fn mask(&self, path: &str, m: &MaskDef) -> Result<JointMask, GraphError> {
-        let s = &**self.skeleton;
-        let mut mask = JointMask::uniform(s, 0.0);
-        for (k, n) in m.subtree.iter().enumerate() {
-            mask.set_subtree(s, n, 1.0).ok_or_else(|| {
+        JointMask::from_names(self.skeleton, &m.subtree, &m.joints, &m.exclude).map_err(
+            |(list, i)| {
+                let names = match list {
+                    "subtree" => &m.subtree,
+                    "joints" => &m.joints,
+                    _ => &m.exclude,
+                };
                 err(
-                    &format!("{path}.subtree[{k}]"),
-                    GraphProblem::UnknownJoint(n.clone()),
+                    &format!("{path}.{list}[{i}]"),
+                    GraphProblem::UnknownJoint(names[i].clone()),
                 )
-            })?;
-        }
-        let mut w = mask.weights().to_vec();
-        for (k, n) in m.joints.iter().enumerate() {
-            let j = s.find(n).ok_or_else(|| {
-                err(
-                    &format!("{path}.joints[{k}]"),
-                    GraphProblem::UnknownJoint(n.clone()),
-                )
-            })?;
-            w[j as usize] = 1.0;
-        }
-        let mut mask = JointMask::from_weights(w);
-        for (k, n) in m.exclude.iter().enumerate() {
-            mask.set_subtree(s, n, 0.0).ok_or_else(|| {
-                err(
-                    &format!("{path}.exclude[{k}]"),
-                    GraphProblem::UnknownJoint(n.clone()),
-                )
-            })?;
-        }
-        Ok(mask)
+            },
+        )
     }
 
     fn clip(&self, path: &str, name: &str) -> Result<Arc<Clip>, GraphError> {
