@@ -218,6 +218,14 @@ pub enum Error {
         /// What is wrong.
         problem: String,
     },
+    /// Morph channels, morph-weight tracks or morph targets are malformed.
+    #[error("morph {what}: {problem}")]
+    Morph {
+        /// What is at fault: a channel, a clip's weight track, a mesh's target.
+        what: String,
+        /// What is wrong.
+        problem: String,
+    },
     /// A mesh or skin is malformed.
     #[error("mesh {mesh:?}: {problem}")]
     Mesh {

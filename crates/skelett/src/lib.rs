@@ -23,10 +23,10 @@
 //! |---|---|---|
 //! | `src/` | the assets both sides share, and the math | [`skeleton`], [`clip`] (with its compact storage format), [`mesh`], [`parts`], [`transform`], [`error`] |
 //! | `src/build/` | building assets, offline, once per asset | raw clips and [`RawClip::build`] (validation, binding by name), lossless key reduction, [`compress`], [`contacts`] |
-//! | `src/play/` | playing assets, per character, per frame, no allocation | [`sampling`] (every key interpolation: keyed and compact), [`pose`] (blending), [`animator`], [`graph`], [`hierarchy`], [`ik`], [`skin`] |
+//! | `src/play/` | playing assets, per character, per frame, no allocation | [`sampling`] (every key interpolation: keyed and compact), [`pose`] (blending), [`animator`], [`graph`], [`hierarchy`], [`ik`], [`morph`] (morph targets), [`skin`] |
 //!
 //! New capabilities go beside the step they extend: `retarget` in `build/`; `graph` and
-//! `morph` (planned) in `play/`.
+//! `morph` in `play/`.
 //!
 //! ```
 //! use skelett::*;
@@ -71,21 +71,24 @@ pub mod skeleton;
 pub mod transform;
 
 pub use build::{compress, contacts, retarget};
-pub use play::{animator, graph, hierarchy, ik, pose, sampling, skin};
+pub use play::{animator, graph, hierarchy, ik, morph, pose, sampling, skin};
 
 pub use clip::{
     BuildOptions, BuildReport, ChannelCounts, ChannelValues, ChannelView, Clip, ClipEvent,
-    Interpolation, RawChannel, RawClip, RawValues, Target, UnboundChannels,
+    Interpolation, MorphTrackView, RawChannel, RawClip, RawMorphTrack, RawValues, Target,
+    UnboundChannels,
 };
 pub use error::Error;
 pub use hierarchy::{inverse_bind_matrices, local_to_model, skinning_palette, Skin};
-pub use mesh::{EncodedImage, MeshPrimitive, SkinnedMesh};
+pub use mesh::{EncodedImage, MeshPrimitive, MorphTarget, SkinnedMesh};
 pub use parts::{ClipParts, CompactParts, TrackPart};
 pub use pose::{
     additive_delta, apply_additive, blend, blend_override, make_additive, BlendInput, JointMask,
     Pose,
 };
-pub use sampling::{sample, sample_joint, sample_uncached, SamplingCache};
-pub use skeleton::{JointIndex, RawJoint, RawSkeleton, Skeleton, SkeletonId, MAX_JOINTS};
+pub use sampling::{sample, sample_joint, sample_morph_weights, sample_uncached, SamplingCache};
+pub use skeleton::{
+    JointIndex, MorphChannel, RawJoint, RawSkeleton, Skeleton, SkeletonId, MAX_JOINTS,
+};
 pub use skin::{skin, SkinOutput, SkinPalette, SkinningMesh, SkinningMethod};
 pub use transform::Transform;

@@ -4,6 +4,11 @@
 //! skinning can index without further checks. Each vertex has a fixed number of influences
 //! ([`MeshPrimitive::influences`], 4 or 8 from glTF's `JOINTS_0/1`), stored as flat arrays of
 //! palette indices and weights; unused slots have weight 0.
+//!
+//! A primitive may carry morph targets ([`MorphTarget`]: per-vertex offsets of positions,
+//! normals and tangents, as glTF and FBX blend shapes store them). Target `k` of every
+//! primitive of a mesh is weighed by the skeleton's morph channel
+//! [`SkinnedMesh::morph_channels`]`[k]`; [`crate::morph`] applies them before skinning.
 
 use glam::{Vec2, Vec3, Vec4};
 
@@ -37,6 +42,22 @@ pub struct MeshPrimitive {
     pub base_color_texture: Option<usize>,
     /// Base colour factor (linear RGBA).
     pub base_color: Vec4,
+    /// Morph targets (blend shapes), in the mesh's target order.
+    pub morph_targets: Vec<MorphTarget>,
+}
+
+/// One morph target of a [`MeshPrimitive`]: offsets added to the bind-pose vertices, times
+/// the target's weight, before skinning. Each present attribute has one entry per vertex
+/// (importers expand sparse sources; [`crate::skin::SkinningMesh`] keeps only the vertices a
+/// target moves).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct MorphTarget {
+    /// Position offsets.
+    pub positions: Option<Vec<Vec3>>,
+    /// Normal offsets (the sum is renormalised after skinning).
+    pub normals: Option<Vec<Vec3>>,
+    /// Tangent offsets (`xyz`; the handedness stays the base tangent's).
+    pub tangents: Option<Vec<Vec3>>,
 }
 
 impl MeshPrimitive {
@@ -67,6 +88,10 @@ pub struct SkinnedMesh {
     pub skin: usize,
     /// Its primitives.
     pub primitives: Vec<MeshPrimitive>,
+    /// For each morph target (target `k` of every primitive), the skeleton's morph channel
+    /// that weighs it ([`crate::Skeleton::morph_channel_names`]). Empty for a mesh without
+    /// targets.
+    pub morph_channels: Vec<u32>,
 }
 
 impl SkinnedMesh {
@@ -82,8 +107,40 @@ impl SkinnedMesh {
                 mesh: self.name.clone(),
                 problem: format!("primitive {pi}: {problem}"),
             })?;
+            if p.morph_targets.len() != self.morph_channels.len() {
+                return Err(Error::Mesh {
+                    mesh: self.name.clone(),
+                    problem: format!(
+                        "primitive {pi} has {} morph targets, the mesh binds {} morph channels",
+                        p.morph_targets.len(),
+                        self.morph_channels.len()
+                    ),
+                });
+            }
         }
         Ok(())
+    }
+
+    /// Checks that every morph channel the mesh binds exists in a skeleton with
+    /// `channel_count` morph channels.
+    ///
+    /// # Errors
+    /// [`Error::Mesh`] naming the first target bound past the channels.
+    pub fn validate_morph_channels(&self, channel_count: usize) -> Result<(), Error> {
+        match self
+            .morph_channels
+            .iter()
+            .position(|&c| c as usize >= channel_count)
+        {
+            Some(k) => Err(Error::Mesh {
+                mesh: self.name.clone(),
+                problem: format!(
+                    "morph target {k} is bound to channel {}, the skeleton has {channel_count}",
+                    self.morph_channels[k]
+                ),
+            }),
+            None => Ok(()),
+        }
     }
 }
 
@@ -102,6 +159,22 @@ impl MeshPrimitive {
         same("normals", p.normals.as_ref().map(Vec::len))?;
         same("tangents", p.tangents.as_ref().map(Vec::len))?;
         same("uvs", p.uvs.as_ref().map(Vec::len))?;
+        for (k, t) in p.morph_targets.iter().enumerate() {
+            for (what, v) in [
+                ("positions", t.positions.as_deref()),
+                ("normals", t.normals.as_deref()),
+                ("tangents", t.tangents.as_deref()),
+            ] {
+                if let Some(v) = v {
+                    same(&format!("morph target {k} {what}"), Some(v.len()))?;
+                    if let Some(i) = v.iter().position(|d| !d.is_finite()) {
+                        return Err(err(format!(
+                            "morph target {k} {what} offset {i} is not finite"
+                        )));
+                    }
+                }
+            }
+        }
         if p.influences == 0
             || p.influences > MAX_INFLUENCES
             || p.joints.len() != n * p.influences

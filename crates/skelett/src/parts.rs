@@ -264,6 +264,7 @@ impl Clip {
                 .map(|j| j as JointIndex)
                 .collect(),
             events: Box::new([]),
+            morph: Default::default(),
             storage: Storage::Keyed(Keys {
                 tracks: tracks.into(),
                 groups,

@@ -78,6 +78,23 @@ pub struct Skeleton {
     root_transform: Mat4,
     by_name: HashMap<String, JointIndex>,
     id: SkeletonId,
+    /// Morph-target weight channels animated beside the joints ([`Skeleton::with_morph_channels`]).
+    morph_names: Box<[String]>,
+    /// Their weights where nothing animates them (glTF's `mesh.weights`).
+    morph_rest: Box<[f32]>,
+}
+
+/// A morph-target weight channel of a [`Skeleton`] (a "blend shape channel"): one scalar that
+/// clips animate beside the joints and that meshes read to weigh their morph targets. A
+/// skeleton's channels are the asset's shared vocabulary, as its joints are: clips bind their
+/// weight tracks to them by name, meshes bind their targets by index
+/// ([`crate::SkinnedMesh::morph_channels`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MorphChannel {
+    /// Unique name (importers use `mesh/target`, see their module docs).
+    pub name: String,
+    /// The weight where no clip animates it (glTF's `mesh.weights`; 0 for most sources).
+    pub rest: f32,
 }
 
 /// The identity of a skeleton's joint layout: a 64-bit hash of its joint names and parents,
@@ -221,6 +238,8 @@ impl RawSkeleton {
             root_transform: self.root_transform,
             id,
             by_name,
+            morph_names: Box::new([]),
+            morph_rest: Box::new([]),
         })
     }
 
@@ -375,6 +394,104 @@ impl Skeleton {
             }
         }
         out
+    }
+
+    /// The same skeleton with morph-target weight channels: the weights clips animate beside
+    /// the joints and meshes read ([`crate::morph`]). Replaces any channels it had. The id
+    /// ([`Skeleton::id`]) then covers the channel names too (a skeleton without channels keeps
+    /// the id of its joints alone), so clips bound to one set of channels are not played on
+    /// another.
+    ///
+    /// ```
+    /// use skelett::{MorphChannel, RawJoint, RawSkeleton, Transform};
+    /// let skeleton = RawSkeleton { joints: vec![RawJoint { name: "head".into(), parent: None,
+    ///     rest: Transform::IDENTITY }], ..Default::default() }.build()?;
+    /// let plain = skeleton.id();
+    /// let face = skeleton.with_morph_channels(vec![
+    ///     MorphChannel { name: "face/jawOpen".into(), rest: 0.0 },
+    ///     MorphChannel { name: "face/smile".into(), rest: 0.25 },
+    /// ])?;
+    /// assert_eq!(face.morph_channel_count(), 2);
+    /// assert_eq!(face.find_morph_channel("face/smile"), Some(1));
+    /// assert_eq!(face.morph_rest(), &[0.0, 0.25]);
+    /// assert_ne!(face.id(), plain);
+    /// # Ok::<(), skelett::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Morph`] for a duplicate name or a non-finite rest weight.
+    pub fn with_morph_channels(mut self, channels: Vec<MorphChannel>) -> Result<Self, Error> {
+        let mut seen = std::collections::HashSet::new();
+        for c in &channels {
+            if !seen.insert(c.name.as_str()) {
+                return Err(Error::Morph {
+                    what: format!("channel {:?}", c.name),
+                    problem: "the name is used twice".into(),
+                });
+            }
+            if !c.rest.is_finite() {
+                return Err(Error::Morph {
+                    what: format!("channel {:?}", c.name),
+                    problem: format!("rest weight {} is not finite", c.rest),
+                });
+            }
+        }
+        self.morph_rest = channels.iter().map(|c| c.rest).collect();
+        self.morph_names = channels.into_iter().map(|c| c.name).collect();
+        let joints = SkeletonId::of_layout(
+            self.names.iter().zip(self.parents.iter()).map(|(n, &p)| {
+                (n.as_str(), (p != NO_PARENT).then_some(p))
+            }),
+        );
+        self.id = if self.morph_names.is_empty() {
+            joints
+        } else {
+            // The channel names continue the joints' hash, after a marker no name contains.
+            SkeletonId::of_layout(
+                self.names
+                    .iter()
+                    .zip(self.parents.iter())
+                    .map(|(n, &p)| (n.as_str(), (p != NO_PARENT).then_some(p)))
+                    .chain(std::iter::once(("\u{0}morph", None)))
+                    .chain(self.morph_names.iter().map(|n| (n.as_str(), None))),
+            )
+        };
+        Ok(self)
+    }
+
+    /// Number of morph-target weight channels.
+    #[inline]
+    pub fn morph_channel_count(&self) -> usize {
+        self.morph_names.len()
+    }
+
+    /// The morph channels' names, in channel order.
+    pub fn morph_channel_names(&self) -> &[String] {
+        &self.morph_names
+    }
+
+    /// The morph channels, in channel order.
+    pub fn morph_channels(&self) -> Vec<MorphChannel> {
+        self.morph_names
+            .iter()
+            .zip(self.morph_rest.iter())
+            .map(|(n, &r)| MorphChannel {
+                name: n.clone(),
+                rest: r,
+            })
+            .collect()
+    }
+
+    /// The morph weights where nothing animates them, one per channel (what
+    /// [`crate::sample_morph_weights`] writes for channels a clip leaves alone).
+    #[inline]
+    pub fn morph_rest(&self) -> &[f32] {
+        &self.morph_rest
+    }
+
+    /// The index of the morph channel named `name`.
+    pub fn find_morph_channel(&self, name: &str) -> Option<usize> {
+        self.morph_names.iter().position(|n| n == name)
     }
 
     /// The same skeleton with every length multiplied by `factor` (rest translations and the

@@ -17,6 +17,10 @@ impl Clip {
     /// clip" ([`Clip::to_additive_from_first_frame`]). A compact clip gives a clip with keys
     /// (its decoded keys' deltas).
     ///
+    /// Morph weights are deltas already (from weight 0, which an additive layer adds), so
+    /// they are kept as they are; [`Clip::to_additive_from_first_frame`] subtracts the first
+    /// frame's weights as well.
+    ///
     /// The deltas are exact for every interpolation: they are affine in the keys (tangents
     /// are transformed alike), and left-multiplying rotation keys by a fixed unit quaternion
     /// keeps the angles between them, so slerps between delta keys are the deltas of slerps.
@@ -138,6 +142,7 @@ impl Clip {
         let built = crate::skeleton::numbered(&self.base).and_then(|s| raw.build(&s));
         let built = built.map(|mut k| {
             k.events = self.events.clone();
+            k.morph = self.morph.clone();
             k.base = self.base.clone();
             k.skeleton = self.skeleton;
             k
@@ -155,6 +160,7 @@ impl Clip {
                 static_joints: (0..self.base.len() as JointIndex).collect(),
                 events: self.events.clone(),
                 storage: Storage::Keyed(Keys::default()),
+                morph: self.morph.clone(),
             }
         }))
     }
@@ -164,10 +170,26 @@ impl Clip {
         let mut first = vec![Transform::IDENTITY; self.joint_count()];
         // The pose has exactly the clip's joint count.
         let _ = crate::sample_uncached(self, self.start, &mut first);
-        match self.to_additive(&first) {
+        let mut out = match self.to_additive(&first) {
             Ok(c) => c,
             // Unreachable: `first` has one entry per joint.
             Err(_) => self.clone(),
+        };
+        let mut weights = vec![0.0; self.morph_channel_count()];
+        let _ = crate::sample_morph_weights(self, self.start, &mut weights);
+        for (b, w) in out.morph.base.iter_mut().zip(&weights) {
+            *b -= w;
         }
+        for t in out.morph.tracks.iter_mut() {
+            let w = weights[t.channel as usize];
+            let cubic = t.interpolation == Interpolation::CubicSpline;
+            for (i, v) in t.values.iter_mut().enumerate() {
+                // Tangents are differences: unchanged.
+                if !cubic || i % 3 == 1 {
+                    *v -= w;
+                }
+            }
+        }
+        out
     }
 }

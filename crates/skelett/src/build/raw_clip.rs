@@ -138,6 +138,10 @@ impl RawClip {
             static_joints: Box::new([]),
             events: Box::new([]),
             storage: Storage::Keyed(Keys::default()),
+            morph: crate::clip::morph::MorphWeights {
+                base: skeleton.morph_rest().into(),
+                tracks: Box::new([]),
+            },
         };
         let mut counts = ChannelCounts::default();
         let mut tracks = Vec::new();

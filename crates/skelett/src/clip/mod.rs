@@ -33,9 +33,11 @@
 
 pub(crate) mod channel;
 pub(crate) mod compact;
+pub(crate) mod morph;
 mod raw;
 
 pub use channel::{Interpolation, Target};
+pub use morph::{MorphTrackView, RawMorphTrack};
 pub use raw::{BuildOptions, BuildReport, RawChannel, RawClip, RawValues, UnboundChannels};
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -120,6 +122,8 @@ pub struct Clip {
     pub(crate) events: Box<[ClipEvent]>,
     /// The animated channels' keys, in one of two forms.
     pub(crate) storage: Storage,
+    /// Morph-target weights: base and tracks, the same for both storages.
+    pub(crate) morph: morph::MorphWeights,
 }
 
 /// How a [`Clip`] stores its animated channels. Sampling (`play/sampling`) dispatches on it
@@ -200,6 +204,7 @@ impl PartialEq for Clip {
             && self.base == o.base
             && self.events == o.events
             && self.storage == o.storage
+            && self.morph == o.morph
     }
 }
 
@@ -479,6 +484,7 @@ impl Clip {
             static_joints: static_joints.into(),
             events: events.into(),
             storage: Storage::Compact(Box::new(compact)),
+            morph: morph::MorphWeights::default(),
         }
     }
 }

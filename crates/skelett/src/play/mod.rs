@@ -9,13 +9,15 @@
 //!   ─▶ local_to_model ─▶ ik (two_bone, aim) ─▶ local_to_model ─▶ skinning_palette ─▶ skin
 //! ```
 //!
-//! `graph/` puts data-driven state machines on top of the animator. Planned here: `morph`
-//! (morph targets before skinning).
+//! `graph/` puts data-driven state machines on top of the animator; `morph/` applies morph
+//! targets (blend shapes) to the bind pose before skinning, weighted by the morph-weight
+//! tracks that sampling and the animator carry beside the joints.
 
 pub mod animator;
 pub mod graph;
 pub mod hierarchy;
 pub mod ik;
+pub mod morph;
 pub mod pose;
 pub mod sampling;
 pub mod skin;

@@ -74,16 +74,22 @@ impl DerefMut for Pose {
 /// let upper = JointMask::subtree(&skeleton, "spine").unwrap(); // spine and arm
 /// assert_eq!(upper.weights(), &[0.0, 1.0, 1.0, 0.0]);
 /// ```
+///
+/// A mask also weighs the skeleton's morph channels ([`crate::Skeleton::with_morph_channels`]):
+/// [`JointMask::uniform`] covers them with its weight, masks built from joint names cover none
+/// of them until [`JointMask::set_morph_channels`] names them (a face layer: no joints, the
+/// face's channels; an upper-body layer leaves the face to the layers below).
 #[derive(Clone, Debug, PartialEq)]
-pub struct JointMask(Vec<f32>);
+pub struct JointMask(Vec<f32>, Vec<f32>);
 
 impl JointMask {
     /// Every joint weighted `w`.
     pub fn uniform(skeleton: &Skeleton, w: f32) -> Self {
-        Self(vec![
-            if w.is_nan() { 0.0 } else { w.clamp(0.0, 1.0) };
-            skeleton.len()
-        ])
+        let w = if w.is_nan() { 0.0 } else { w.clamp(0.0, 1.0) };
+        Self(
+            vec![w; skeleton.len()],
+            vec![w; skeleton.morph_channel_count()],
+        )
     }
 
     /// Weight 1 on the named joints, 0 elsewhere; `None` if a name is not in the skeleton.
@@ -92,7 +98,7 @@ impl JointMask {
         for n in names {
             m[skeleton.find(n)? as usize] = 1.0;
         }
-        Some(Self(m))
+        Some(Self(m, vec![0.0; skeleton.morph_channel_count()]))
     }
 
     /// Weight 1 on the sub-tree rooted at the named joint ("upper body from Spine").
@@ -101,17 +107,62 @@ impl JointMask {
         for j in skeleton.subtree(skeleton.find(root)?) {
             m[j as usize] = 1.0;
         }
-        Some(Self(m))
+        Some(Self(m, vec![0.0; skeleton.morph_channel_count()]))
     }
 
     /// A mask from explicit weights (clamped to 0..=1; NaN becomes 0).
+    /// Morph channels get weight 0 (see [`JointMask::set_morph_weights`]).
     pub fn from_weights(weights: Vec<f32>) -> Self {
         Self(
             weights
                 .into_iter()
                 .map(|w| if w.is_nan() { 0.0 } else { w.clamp(0.0, 1.0) })
                 .collect(),
+            Vec::new(),
         )
+    }
+
+    /// Sets the weight of the named morph channels to `w`; `None` if a name is not one of
+    /// the skeleton's morph channels.
+    ///
+    /// ```
+    /// # use skelett::*;
+    /// let skeleton = RawSkeleton { joints: vec![RawJoint { name: "head".into(), parent: None,
+    ///     rest: Transform::IDENTITY }], ..Default::default() }.build()?
+    ///     .with_morph_channels(vec![MorphChannel { name: "blink".into(), rest: 0.0 },
+    ///                               MorphChannel { name: "smile".into(), rest: 0.0 }])?;
+    /// // A face layer: no joints, only the smile.
+    /// let mut face = JointMask::uniform(&skeleton, 0.0);
+    /// face.set_morph_channels(&skeleton, &["smile"], 1.0).unwrap();
+    /// assert_eq!(face.morph_weights(), [0.0, 1.0]);
+    /// # Ok::<(), skelett::Error>(())
+    /// ```
+    pub fn set_morph_channels<S: AsRef<str>>(
+        &mut self,
+        skeleton: &Skeleton,
+        names: &[S],
+        w: f32,
+    ) -> Option<()> {
+        let w = if w.is_nan() { 0.0 } else { w.clamp(0.0, 1.0) };
+        self.1.resize(skeleton.morph_channel_count(), 0.0);
+        for n in names {
+            let c = skeleton.find_morph_channel(n.as_ref())?;
+            self.1[c] = w;
+        }
+        Some(())
+    }
+
+    /// Sets every morph channel's weight (clamped to 0..=1; NaN becomes 0).
+    pub fn set_morph_weights(&mut self, weights: Vec<f32>) {
+        self.1 = weights
+            .into_iter()
+            .map(|w| if w.is_nan() { 0.0 } else { w.clamp(0.0, 1.0) })
+            .collect();
+    }
+
+    /// The morph channels' weights (missing entries count as 0).
+    pub fn morph_weights(&self) -> &[f32] {
+        &self.1
     }
 
     /// Sets the weight of the sub-tree rooted at `root` to `w` (for masks built in steps:

@@ -285,7 +285,7 @@ pub(super) fn assemble(
         .filter(|&j| moved[j] != 7)
         .map(|j| j as JointIndex)
         .collect();
-    let clip = Clip::from_compact(
+    let mut clip = Clip::from_compact(
         reference.skeleton,
         reference.name.clone(),
         reference.start,
@@ -295,6 +295,8 @@ pub(super) fn assemble(
         compact,
         Vec::new(),
     );
+    // Weight tracks are small and kept exact (see `clip/morph.rs`).
+    clip.morph = reference.morph.clone();
     Ok(Outcome {
         clip,
         plans: plans.to_vec(),

@@ -11,9 +11,12 @@ use crate::Transform;
 impl Animator {
     /// Samples and blends every layer and combines them over the rest pose.
     pub(super) fn evaluate(&mut self, dt: f32) {
-        let rest = self.skeleton.rest_pose();
+        let skeleton = self.skeleton.clone();
+        let rest = skeleton.rest_pose();
+        let morph = skeleton.morph_channel_count() > 0;
         let mut first = true;
-        for l in &mut self.layers {
+        for li in 0..self.layers.len() {
+            let l = &mut self.layers[li];
             if l.slots.is_empty() {
                 l.produced = false;
                 continue;
@@ -52,6 +55,8 @@ impl Animator {
                 }
                 let _ = blend(&inputs[..l.slots.len()], neutral, output);
             }
+            let captured = l.inertial_pending.is_some();
+            let had_output = l.produced;
             if let Some(duration) = l.inertial_pending.take() {
                 if l.produced {
                     l.inertial.capture(prev, prev2, l.last_dt, output, duration);
@@ -65,6 +70,10 @@ impl Animator {
             if l.inertial.active() {
                 l.inertial.apply(output);
             }
+            if morph {
+                self.evaluate_layer_morph(li, next, captured, had_output);
+            }
+            let l = &mut self.layers[li];
             l.cur = next;
             l.last_dt = dt;
             l.produced = true;
@@ -74,7 +83,8 @@ impl Animator {
             // for that much less, so a cross-fade from nothing starts from what is below.
             let total: f32 = l.slots.iter().map(|s| s.weight).sum();
             let weight = l.weight * total.min(1.0);
-            if first && l.mode == BlendMode::Override && weight >= 1.0 && mask.is_none() {
+            let covers = first && l.mode == BlendMode::Override && weight >= 1.0 && mask.is_none();
+            if covers {
                 // The first layer covers everything: no rest pose underneath.
                 self.pose.copy_from_slice(output);
             } else {
@@ -86,10 +96,14 @@ impl Animator {
                     BlendMode::Additive => apply_additive(&mut self.pose, output, weight, mask),
                 };
             }
+            if morph {
+                self.combine_layer_morph(li, weight, first, covers);
+            }
             first = false;
         }
         if first {
             self.pose.copy_from_slice(rest);
+            self.morph.copy_from_slice(skeleton.morph_rest());
         }
     }
 }

@@ -63,6 +63,8 @@ pub(crate) struct Inertial {
     translation: Vec<Decay>,
     rotation: Vec<Decay>,
     scale: Vec<Decay>,
+    /// Morph weights' offsets (in `x`).
+    weights: Vec<Decay>,
     pub elapsed: f32,
     pub duration: f32,
 }
@@ -78,12 +80,14 @@ fn scaled_axis(q: Quat) -> Vec3 {
 }
 
 impl Inertial {
-    /// Room for `joints` joints, so that capturing allocates nothing.
-    pub fn with_capacity(joints: usize) -> Self {
+    /// Room for `joints` joints and `channels` morph weights, so that capturing allocates
+    /// nothing.
+    pub fn with_capacity(joints: usize, channels: usize) -> Self {
         Self {
             translation: Vec::with_capacity(joints),
             rotation: Vec::with_capacity(joints),
             scale: Vec::with_capacity(joints),
+            weights: Vec::with_capacity(channels),
             elapsed: 0.0,
             duration: 0.0,
         }
@@ -123,6 +127,28 @@ impl Inertial {
         }
         self.elapsed = 0.0;
         self.duration = duration;
+    }
+
+    /// Captures the morph weights' offsets from `target` to `prev`, as [`Inertial::capture`]
+    /// does for joints (call it after that, which sets the duration).
+    pub fn capture_weights(&mut self, prev: &[f32], prev2: &[f32], dt: f32, target: &[f32]) {
+        let inv_dt = if dt > 0.0 { 1.0 / dt } else { 0.0 };
+        self.weights.clear();
+        for ((&p, &p2), &t) in prev.iter().zip(prev2).zip(target) {
+            self.weights.push(Decay::new(
+                Vec3::new(p - t, 0.0, 0.0),
+                Vec3::new((p - p2) * inv_dt, 0.0, 0.0),
+                self.duration,
+            ));
+        }
+    }
+
+    /// Adds the decayed morph-weight offsets to `weights` (the target's).
+    pub fn apply_weights(&self, weights: &mut [f32]) {
+        let t = self.elapsed;
+        for (w, d) in weights.iter_mut().zip(&self.weights) {
+            *w += d.at(t).x;
+        }
     }
 
     /// `true` while offsets remain.

@@ -85,6 +85,8 @@ pub(crate) struct Layer {
     pub(super) inertial_pending: Option<f32>,
     /// The layer had something playing at the last update (its outputs are current).
     pub(super) produced: bool,
+    /// The same buffers and outputs for morph weights.
+    pub(super) morph: super::morph::LayerMorph,
 }
 
 /// A layer weight: 0..=1 for override layers, -1..=1 for additive ones; NaN as 0.

@@ -69,6 +69,7 @@ mod evaluate;
 pub mod inertial;
 mod layer;
 mod modifiers;
+mod morph;
 mod options;
 mod player;
 mod queue;
@@ -92,6 +93,7 @@ pub use tree::{weights_1d, weights_2d, BlendTree, Space2D, TreeNode, TreeShape, 
 use self::inertial::Inertial;
 pub(crate) use self::layer::Source;
 use self::layer::{layer_weight, Layer};
+use self::morph::LayerMorph;
 use self::player::Crossing;
 use crate::pose::JointMask;
 use crate::{Error, Pose, Skeleton, Transform};
@@ -115,12 +117,17 @@ pub struct Animator {
     modifiers: Vec<modifiers::Slot>,
     /// Model matrices of the pose, kept for the modifiers.
     model: Vec<Mat4>,
+    /// Morph weights of the last update, one per skeleton morph channel.
+    morph: Vec<f32>,
+    /// Zero morph weights: additive layers' neutral.
+    morph_zero: Vec<f32>,
 }
 
 impl Animator {
     /// An animator with one override layer of weight 1 and nothing playing (rest pose).
     pub fn new(skeleton: Arc<Skeleton>) -> Self {
         let n = skeleton.len();
+        let skeleton_morph_rest: Vec<f32> = skeleton.morph_rest().to_vec();
         let mut a = Self {
             pose: Pose::rest(&skeleton),
             identity: vec![Transform::IDENTITY; n],
@@ -133,6 +140,8 @@ impl Animator {
             root: None,
             modifiers: Vec::new(),
             model: vec![Mat4::IDENTITY; n],
+            morph_zero: vec![0.0; skeleton_morph_rest.len()],
+            morph: skeleton_morph_rest,
         };
         // A layer without a mask always fits the skeleton.
         let _ = a.add_layer(BlendMode::Override, 1.0, None);
@@ -167,7 +176,11 @@ impl Animator {
             outputs: [rest.clone(), rest.clone(), rest],
             cur: 0,
             last_dt: 0.0,
-            inertial: Inertial::with_capacity(self.skeleton.len()),
+            inertial: Inertial::with_capacity(
+                self.skeleton.len(),
+                self.skeleton.morph_channel_count(),
+            ),
+            morph: LayerMorph::new(self.skeleton.morph_rest()),
             inertial_pending: None,
             produced: false,
         });
@@ -259,6 +272,15 @@ impl Animator {
     /// The pose of the last update (local transforms).
     pub fn pose(&self) -> &[Transform] {
         &self.pose
+    }
+
+    /// The morph weights of the last update, one per morph channel of the skeleton
+    /// ([`Skeleton::morph_channel_names`]): the clips' weight tracks sampled, blended and
+    /// layered as the joints are (cross-fades, blend spaces and trees, inertial transitions,
+    /// override and additive layers with the masks' morph weights). Pass them to
+    /// [`crate::morph::morph`]. Empty for a skeleton without morph channels.
+    pub fn morph_weights(&self) -> &[f32] {
+        &self.morph
     }
 
     /// Advances every layer by `dt` seconds and computes the new pose; returns the events

@@ -297,4 +297,10 @@ impl Player {
         // The pose was sized for the clip's skeleton when the animator was built.
         let _ = crate::sample(&self.clip, t, &mut self.cache, pose);
     }
+
+    /// Samples the clip's morph weights at the player's time into `weights`.
+    pub(crate) fn sample_weights(&self, weights: &mut [f32]) {
+        // Sized for the clip's skeleton's channels when the animator was built.
+        let _ = crate::sample_morph_weights(&self.clip, self.time(), weights);
+    }
 }

@@ -340,6 +340,8 @@ pub struct BlendTree {
     pub(super) paused: bool,
     pub(super) wrap: Wrap,
     scratch: Vec<Pose>,
+    /// Morph-weight scratch, one per level as `scratch`.
+    wscratch: Vec<Vec<f32>>,
     /// Per player: the unwrapped positions before and after the last advance (root motion).
     pub(super) advanced: Vec<(f64, f64)>,
     weights_fresh: bool,
@@ -360,6 +362,7 @@ impl BlendTree {
             paused: false,
             wrap: Wrap::Loop,
             scratch: vec![Pose(vec![Transform::IDENTITY; joints]); shape.depth],
+            wscratch: vec![vec![0.0; shape.clips[0].morph_channel_count()]; shape.depth],
             advanced: vec![(0.0, 0.0); shape.clips.len()],
             weights_fresh: false,
             shape,
@@ -603,6 +606,84 @@ impl BlendTree {
         let mut scratch = std::mem::take(&mut self.scratch);
         self.eval(root, out, &mut scratch);
         self.scratch = scratch;
+    }
+
+    /// Samples the tree's morph weights into `out`, weighted as [`BlendTree::sample`] weighs
+    /// the joints (call it after that, which updates the weights).
+    pub(super) fn sample_weights(&mut self, out: &mut [f32]) {
+        let root = self.shape.nodes.len() - 1;
+        let mut scratch = std::mem::take(&mut self.wscratch);
+        self.eval_weights(root, out, &mut scratch);
+        self.wscratch = scratch;
+    }
+
+    fn eval_weights(&self, node: usize, out: &mut [f32], scratch: &mut [Vec<f32>]) {
+        let shape = &self.shape;
+        let o = shape.offsets[node];
+        let blend = |children: &mut dyn Iterator<Item = usize>,
+                     out: &mut [f32],
+                     scratch: &mut [Vec<f32>]| {
+            let mut total = 0.0f32;
+            for (k, c) in children.enumerate() {
+                let w = self.child_weight[o + k];
+                if w <= 0.0 {
+                    continue;
+                }
+                if total == 0.0 {
+                    self.eval_weights(c, out, scratch);
+                    total = w;
+                    continue;
+                }
+                let Some((buf, rest)) = scratch.split_first_mut() else {
+                    return;
+                };
+                self.eval_weights(c, buf, rest);
+                total += w;
+                super::morph::lerp(out, buf, w / total);
+            }
+        };
+        match &shape.nodes[node] {
+            TreeNode::Clip(_) => {
+                if let Some(p) = shape.leaf[node] {
+                    self.players[p].sample_weights(out);
+                }
+            }
+            TreeNode::Space1D { children, .. } => {
+                blend(&mut children.iter().map(|c| c.1), out, scratch)
+            }
+            TreeNode::Space2D { children, .. } => {
+                blend(&mut children.iter().map(|c| c.1), out, scratch)
+            }
+            TreeNode::Lerp { a, b, .. } => blend(&mut [*a, *b].into_iter(), out, scratch),
+            TreeNode::Additive { base, add, .. }
+            | TreeNode::Layered {
+                base, overlay: add, ..
+            } => {
+                self.eval_weights(*base, out, scratch);
+                let w = self.child_weight[o + 1];
+                if w == 0.0 {
+                    return;
+                }
+                let Some((buf, rest)) = scratch.split_first_mut() else {
+                    return;
+                };
+                self.eval_weights(*add, buf, rest);
+                match &shape.nodes[node] {
+                    TreeNode::Layered { mask, .. } => {
+                        let m = mask.as_ref().map(|m| m.morph_weights());
+                        for (c, (a, &b)) in out.iter_mut().zip(buf.iter()).enumerate() {
+                            let k = m.map_or(1.0, |m| m.get(c).copied().unwrap_or(0.0)) * w;
+                            *a += (b - *a) * k;
+                        }
+                    }
+                    _ => {
+                        for (a, &b) in out.iter_mut().zip(buf.iter()) {
+                            *a += b * w;
+                        }
+                    }
+                }
+            }
+        }
     }
 
     fn eval(&mut self, node: usize, out: &mut [Transform], scratch: &mut [Pose]) {

@@ -17,6 +17,9 @@
 //! binary search. Before a channel's first key its first value holds, after its last key its
 //! last value.
 //!
+//! Morph-target weights, the scalar tracks a clip may animate beside its joints, are sampled
+//! by [`sample_morph_weights`] (`morph.rs`).
+//!
 //! Where the parts live: the cursors, the LINEAR loops and the one place where keyed and
 //! compact clips part ways (`dispatch`) here; STEP and cubic keys and slerp (`keyed.rs`);
 //! the decoder of compact clips (`compact.rs`, the bit format it reads is in
@@ -24,6 +27,9 @@
 
 pub(crate) mod compact;
 mod keyed;
+mod morph;
+
+pub use morph::sample_morph_weights;
 
 use glam::{Quat, Vec4};
 

@@ -19,6 +19,7 @@ pub(super) fn fma_available() -> bool {
 pub(super) fn skin_range_dispatch(
     mesh: &SkinningMesh,
     palette: &SkinPalette,
+    morphed: Option<&Morphed>,
     start: usize,
     out: SkinOutput<'_>,
 ) {
@@ -26,10 +27,10 @@ pub(super) fn skin_range_dispatch(
     if fma_available() {
         // SAFETY: `skin_range_fma` only needs the CPU to support AVX and FMA, which
         // `fma_available` has just confirmed at run time.
-        unsafe { skin_range_fma(mesh, palette, start, out) };
+        unsafe { skin_range_fma(mesh, palette, morphed, start, out) };
         return;
     }
-    skin_range::<false>(mesh, palette, start, out);
+    skin_range::<false>(mesh, palette, morphed, start, out);
 }
 
 /// [`skin_range`] compiled for AVX + FMA. Only call it when the CPU has both.
@@ -38,10 +39,11 @@ pub(super) fn skin_range_dispatch(
 pub(super) fn skin_range_fma(
     mesh: &SkinningMesh,
     palette: &SkinPalette,
+    morphed: Option<&Morphed>,
     start: usize,
     out: SkinOutput<'_>,
 ) {
-    skin_range::<true>(mesh, palette, start, out);
+    skin_range::<true>(mesh, palette, morphed, start, out);
 }
 
 /// `a * b + c`, fused when `F` (only ever set inside [`skin_range_fma`]).
@@ -59,17 +61,28 @@ pub(super) fn madd<const F: bool>(a: Vec4, b: Vec4, c: Vec4) -> Vec4 {
     a * b + c
 }
 
-/// Skins vertices `start..start + out.positions.len()` (skinning order). The outputs may be
-/// longer than needed only at the top level; `check` has run. `F`: fused multiply-adds.
+/// Skins vertices `start..start + out.positions.len()` (skinning order) from the mesh's bind
+/// pose, or from `morphed` (the bind pose after morph targets, same layout) when given. The
+/// outputs may be longer than needed only at the top level; `check` has run. `F`: fused
+/// multiply-adds.
 /// Inlined (with the group loops) into its callers, so the FMA instantiation is compiled
 /// with FMA enabled from top to bottom.
 #[inline(always)]
 pub(super) fn skin_range<const F: bool>(
     mesh: &SkinningMesh,
     palette: &SkinPalette,
+    morphed: Option<&Morphed>,
     start: usize,
     out: SkinOutput<'_>,
 ) {
+    let (positions, normals, tangents) = match morphed {
+        Some(m) => (&m.positions[..], m.normals.as_deref(), m.tangents.as_deref()),
+        None => (
+            &mesh.positions[..],
+            mesh.normals.as_deref(),
+            mesh.tangents.as_deref(),
+        ),
+    };
     let end = start + out.positions.len().min(mesh.vertex_count() - start);
     // Outputs the mesh has no source for are zero, in every group.
     let mut out = out;
@@ -103,9 +116,9 @@ pub(super) fn skin_range<const F: bool>(
         let weights = &mesh.weights[g.weight_offset + first * k.saturating_sub(1)..]
             [..count * k.saturating_sub(1)];
         let src = Source {
-            positions: &mesh.positions[lo..hi],
-            normals: mesh.normals.as_deref().map(|n| &n[lo..hi]),
-            tangents: mesh.tangents.as_deref().map(|t| &t[lo..hi]),
+            positions: &positions[lo..hi],
+            normals: normals.map(|n| &n[lo..hi]),
+            tangents: tangents.map(|t| &t[lo..hi]),
         };
         match k {
             0 => copy_bind(&src, now),
@@ -444,9 +457,9 @@ mod tests {
                 tangents: Some(&mut tan),
             };
             if fma {
-                skin_range_dispatch(&mesh, &pal, 0, out);
+                skin_range_dispatch(&mesh, &pal, None, 0, out);
             } else {
-                skin_range::<false>(&mesh, &pal, 0, out);
+                skin_range::<false>(&mesh, &pal, None, 0, out);
             }
             (pos, nrm, tan)
         };

@@ -33,6 +33,8 @@ pub struct SkinningMesh {
     pub(super) weights: Vec<f32>,
     pub(super) indices: Vec<u32>,
     pub(super) palette_len: usize,
+    /// Morph targets, sparse, in skinning order (see [`crate::morph`]).
+    pub(crate) morph: crate::morph::SparseTargets,
 }
 
 impl SkinningMesh {
@@ -132,6 +134,7 @@ impl SkinningMesh {
             joints,
             weights,
             palette_len,
+            morph: crate::morph::SparseTargets::new(&p.morph_targets, &inverse),
         })
     }
 

@@ -45,6 +45,7 @@ use kernel::*;
 use glam::{Vec3, Vec4};
 
 use crate::error::check_len;
+use crate::morph::Morphed;
 use crate::Error;
 
 /// Caller-provided output buffers, one entry per vertex in skinning order. Pass `None` for
@@ -133,7 +134,19 @@ pub(super) fn split_opt<T>(
 /// than the vertex count; nothing is written then.
 pub fn skin(mesh: &SkinningMesh, palette: &SkinPalette, out: SkinOutput<'_>) -> Result<(), Error> {
     check(mesh, palette, &out)?;
-    skin_range_dispatch(mesh, palette, 0, out);
+    skin_range_dispatch(mesh, palette, None, 0, out);
+    Ok(())
+}
+
+/// [`skin`] from a morphed bind pose (`crate::morph::skin_morphed`, which checks `morphed`).
+pub(crate) fn skin_from(
+    mesh: &SkinningMesh,
+    palette: &SkinPalette,
+    morphed: &Morphed,
+    out: SkinOutput<'_>,
+) -> Result<(), Error> {
+    check(mesh, palette, &out)?;
+    skin_range_dispatch(mesh, palette, Some(morphed), 0, out);
     Ok(())
 }
 
@@ -149,29 +162,53 @@ pub fn skin_par(
     out: SkinOutput<'_>,
     chunk_vertices: usize,
 ) -> Result<(), Error> {
+    skin_par_from(mesh, palette, None, out, chunk_vertices)
+}
+
+/// [`skin_par`] from a morphed bind pose (`crate::morph::skin_morphed_par`).
+#[cfg(feature = "rayon")]
+pub(crate) fn skin_from_par(
+    mesh: &SkinningMesh,
+    palette: &SkinPalette,
+    morphed: &Morphed,
+    out: SkinOutput<'_>,
+    chunk_vertices: usize,
+) -> Result<(), Error> {
+    skin_par_from(mesh, palette, Some(morphed), out, chunk_vertices)
+}
+
+#[cfg(feature = "rayon")]
+fn skin_par_from(
+    mesh: &SkinningMesh,
+    palette: &SkinPalette,
+    morphed: Option<&Morphed>,
+    out: SkinOutput<'_>,
+    chunk_vertices: usize,
+) -> Result<(), Error> {
     check(mesh, palette, &out)?;
     let n = mesh.vertex_count();
     fn split(
         mesh: &SkinningMesh,
         palette: &SkinPalette,
+        morphed: Option<&Morphed>,
         start: usize,
         len: usize,
         out: SkinOutput<'_>,
         chunk: usize,
     ) {
         if len <= chunk {
-            skin_range_dispatch(mesh, palette, start, out);
+            skin_range_dispatch(mesh, palette, morphed, start, out);
         } else {
             let half = len / 2;
             let (a, b) = out.split_at(half);
             rayon::join(
-                || split(mesh, palette, start, half, a, chunk),
-                || split(mesh, palette, start + half, len - half, b, chunk),
+                || split(mesh, palette, morphed, start, half, a, chunk),
+                || split(mesh, palette, morphed, start + half, len - half, b, chunk),
             );
         }
     }
     let out = out.split_at(n).0;
-    split(mesh, palette, 0, n, out, chunk_vertices.max(256));
+    split(mesh, palette, morphed, 0, n, out, chunk_vertices.max(256));
     Ok(())
 }
 
