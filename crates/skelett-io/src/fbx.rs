@@ -409,6 +409,7 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
             name: mesh_name.clone(),
             skin: skins.len(),
             primitives: vec![prim],
+            morph_channels: Vec::new(),
         };
         m.validate(&skin)
             .map_err(|e| Error::build(name.to_path_buf(), format!("mesh {mesh_name:?}"), e))?;
@@ -737,5 +738,6 @@ fn mesh_primitive(
         indices: (0..n).collect(),
         base_color_texture: None,
         base_color: Vec4::ONE,
+        morph_targets: Vec::new(),
     })
 }

@@ -374,6 +374,7 @@ pub(crate) fn plain_primitive(
         indices,
         base_color_texture: None,
         base_color: glam::Vec4::ONE,
+        morph_targets: Vec::new(),
     }
 }
 

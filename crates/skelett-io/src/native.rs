@@ -510,6 +510,7 @@ fn read_asset(r: &mut Reader, version: u32) -> Result<Asset, Error> {
                 base_color_texture: (flags & 8 != 0)
                     .then(|| r.u32("a texture index").map(|t| t as usize))
                     .transpose()?,
+                morph_targets: Vec::new(),
                 influences,
             });
         }
@@ -517,6 +518,7 @@ fn read_asset(r: &mut Reader, version: u32) -> Result<Asset, Error> {
             name,
             skin,
             primitives,
+            morph_channels: Vec::new(),
         };
         let s = skins
             .get(skin)

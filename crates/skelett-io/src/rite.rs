@@ -376,6 +376,7 @@ pub fn from_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
                 .map_or("mesh".into(), |s| s.to_string_lossy().into_owned()),
             skin: 0,
             primitives: vec![prim],
+            morph_channels: Vec::new(),
         };
         mesh.validate(&skin)
             .map_err(|e| Error::build(ram_name.to_path_buf(), "mesh", e))?;

@@ -599,6 +599,7 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
                 &mut influences,
                 indices,
             )],
+            morph_channels: Vec::new(),
         };
         mesh.validate(&skin)
             .map_err(|e| Error::build(name.to_path_buf(), format!("Mesh {mname}"), e))?;

@@ -439,9 +439,10 @@ impl Skeleton {
         self.morph_rest = channels.iter().map(|c| c.rest).collect();
         self.morph_names = channels.into_iter().map(|c| c.name).collect();
         let joints = SkeletonId::of_layout(
-            self.names.iter().zip(self.parents.iter()).map(|(n, &p)| {
-                (n.as_str(), (p != NO_PARENT).then_some(p))
-            }),
+            self.names
+                .iter()
+                .zip(self.parents.iter())
+                .map(|(n, &p)| (n.as_str(), (p != NO_PARENT).then_some(p))),
         );
         self.id = if self.morph_names.is_empty() {
             joints

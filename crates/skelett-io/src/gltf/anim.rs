@@ -1,12 +1,14 @@
 //! glTF animations to clips: each animation's samplers (STEP, LINEAR, CUBICSPLINE) on the
 //! translation, rotation and scale of joint nodes become a [`RawClip`]'s channels, built for
-//! the skeleton; events and other skelett data come from the animation's `extras.skelett`.
+//! the skeleton; `weights` channels on nodes whose mesh has morph targets become the clip's
+//! morph-weight tracks, one per target ([`skelett::Clip::with_morph_tracks`]); events and
+//! other skelett data come from the animation's `extras.skelett`.
 
 use std::sync::Arc;
 
 use glam::{Quat, Vec3};
 use gltf::accessor::DataType;
-use skelett::{Interpolation, JointIndex, RawChannel, RawClip, RawValues, Target};
+use skelett::{Interpolation, JointIndex, RawChannel, RawClip, RawMorphTrack, RawValues, Target};
 
 use super::accessor::Accept;
 use super::Importer;
@@ -29,7 +31,7 @@ impl Importer<'_, '_> {
                 ..Default::default()
             };
             let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
-            let mut skipped_morph = 0;
+            let mut morph_tracks: Vec<RawMorphTrack> = Vec::new();
             for ch in anim.channels() {
                 let cl = format!("{location}.channels[{}]", ch.index());
                 let sampler = ch.sampler();
@@ -43,12 +45,62 @@ impl Importer<'_, '_> {
                     }
                 }
                 let node = ch.target().node().index();
+                let interpolation = match sampler.interpolation() {
+                    gltf::animation::Interpolation::Step => Interpolation::Step,
+                    gltf::animation::Interpolation::Linear => Interpolation::Linear,
+                    gltf::animation::Interpolation::CubicSpline => Interpolation::CubicSpline,
+                };
                 let target = match ch.target().property() {
                     gltf::animation::Property::Translation => Target::Translation,
                     gltf::animation::Property::Rotation => Target::Rotation,
                     gltf::animation::Property::Scale => Target::Scale,
                     gltf::animation::Property::MorphTargetWeights => {
-                        skipped_morph += 1;
+                        let Some(&(first, count)) = self.morph.get(&node) else {
+                            self.warnings.push(format!(
+                                "{cl}: animates the morph weights of nodes[{node}] ({:?}), which \
+                                 has no imported mesh with morph targets; skipped",
+                                ch.target().node().name().unwrap_or("")
+                            ));
+                            continue;
+                        };
+                        let output = sampler.output();
+                        let ol = format!("{cl} output (accessors[{}])", output.index());
+                        const NORM: &[DataType] =
+                            &[DataType::I8, DataType::U8, DataType::I16, DataType::U16];
+                        let values = self.reader.read_f32(
+                            &output,
+                            &ol,
+                            &[1],
+                            Accept::FloatOrNormalized(NORM),
+                        )?;
+                        let per = if interpolation == Interpolation::CubicSpline {
+                            3
+                        } else {
+                            1
+                        };
+                        if values.len() != times.len() * per * count {
+                            return Err(self.invalid(
+                                ol,
+                                format!(
+                                    "has {} values; {} keys of {count} morph weights need {}",
+                                    values.len(),
+                                    times.len(),
+                                    times.len() * per * count
+                                ),
+                            ));
+                        }
+                        // Key-major: key k holds (for cubic: in-tangents, values, out-tangents
+                        // of) every target in turn.
+                        for t in 0..count {
+                            morph_tracks.push(RawMorphTrack {
+                                channel: skeleton.morph_channel_names()[first + t].clone(),
+                                interpolation,
+                                times: times.clone(),
+                                values: (0..times.len() * per)
+                                    .map(|i| values[i * count + t])
+                                    .collect(),
+                            });
+                        }
                         continue;
                     }
                 };
@@ -59,11 +111,6 @@ impl Importer<'_, '_> {
                         ch.target().node().name().unwrap_or("")
                     ));
                     continue;
-                };
-                let interpolation = match sampler.interpolation() {
-                    gltf::animation::Interpolation::Step => Interpolation::Step,
-                    gltf::animation::Interpolation::Linear => Interpolation::Linear,
-                    gltf::animation::Interpolation::CubicSpline => Interpolation::CubicSpline,
                 };
                 let output = sampler.output();
                 let ol = format!("{cl} output (accessors[{}])", output.index());
@@ -93,12 +140,6 @@ impl Importer<'_, '_> {
                     values,
                 });
             }
-            if skipped_morph > 0 {
-                self.warnings.push(format!(
-                    "{location} ({name:?}): {skipped_morph} morph-weight channel(s) skipped \
-                     (morph targets are not supported)"
-                ));
-            }
             if lo <= hi {
                 raw.start = lo;
                 raw.duration = hi - lo;
@@ -114,13 +155,22 @@ impl Importer<'_, '_> {
                     raw.duration = duration as f32;
                 }
             }
-            let clip = raw.build(skeleton).map_err(|source| {
-                Error::build(
-                    self.file.to_path_buf(),
-                    format!("{location} ({name:?})"),
-                    source,
-                )
-            })?;
+            let clip = raw
+                .build(skeleton)
+                .and_then(|c| {
+                    if morph_tracks.is_empty() {
+                        Ok(c)
+                    } else {
+                        c.with_morph_tracks(skeleton, morph_tracks)
+                    }
+                })
+                .map_err(|source| {
+                    Error::build(
+                        self.file.to_path_buf(),
+                        format!("{location} ({name:?})"),
+                        source,
+                    )
+                })?;
             let events: Vec<skelett::ClipEvent> = extras
                 .as_ref()
                 .and_then(|x| x["events"].as_array().cloned())

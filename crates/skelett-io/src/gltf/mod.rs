@@ -28,7 +28,10 @@ use std::path::Path;
 
 use glam::{Mat4, Quat, Vec2, Vec3, Vec4};
 use gltf::accessor::DataType;
-use skelett::{JointIndex, MeshPrimitive, RawJoint, RawSkeleton, Skin, SkinnedMesh, Transform};
+use skelett::{
+    JointIndex, MeshPrimitive, MorphChannel, MorphTarget, RawJoint, RawSkeleton, Skin, SkinnedMesh,
+    Transform,
+};
 
 use self::accessor::{Accept, Reader};
 use crate::{Asset, Error};
@@ -99,6 +102,7 @@ fn import(bytes: &[u8], name: &Path, base: Option<&Path>) -> Result<Asset, Error
         doc: &c.doc,
         reader: Reader::new(name, &c.buffers),
         warnings: Vec::new(),
+        morph: HashMap::new(),
     }
     .import()
 }
@@ -108,6 +112,9 @@ struct Importer<'a, 'b> {
     doc: &'a gltf::Document,
     reader: Reader<'a, 'b>,
     warnings: Vec<String>,
+    /// Nodes whose mesh has morph targets and is imported: the skeleton's first morph channel
+    /// for the node and the target count.
+    morph: HashMap<usize, (usize, usize)>,
 }
 
 impl Importer<'_, '_> {
@@ -150,9 +157,13 @@ impl Importer<'_, '_> {
             .map_err(|source| Error::build(self.file.to_path_buf(), "nodes", source))?;
         let joint_of_source = skeleton.joint_of_source();
         let joint_of_node = |n: usize| in_skeleton.get(&n).map(|&i| joint_of_source[i]);
+        let channels = self.morph_channels(&nodes, &joint_of_node)?;
+        let skeleton = skeleton
+            .with_morph_channels(channels)
+            .map_err(|source| Error::build(self.file.to_path_buf(), "meshes", source))?;
 
-        let skins = self.skins(&joint_of_node, &skeleton)?;
-        let meshes = self.meshes(&skins)?;
+        let mut skins = self.skins(&joint_of_node, &skeleton)?;
+        let meshes = self.meshes(&mut skins, &joint_of_node, &skeleton)?;
         let clips = self.clips(&joint_of_node, &skeleton)?;
         let images = self.images()?;
         let mut asset = Asset::read(skeleton, skins, meshes, clips, self.warnings);
@@ -454,25 +465,152 @@ impl Importer<'_, '_> {
         Ok(skins)
     }
 
-    fn meshes(&mut self, skins: &[Skin]) -> Result<Vec<SkinnedMesh>, Error> {
+    /// The morph channels of every imported mesh with morph targets: one per target, named
+    /// `mesh/target` (the mesh's name, else the node's; `extras.targetNames` or the target's
+    /// index), with `#node` appended where two nodes share a mesh. Rest weights are the node's
+    /// `weights`, else the mesh's, else 0.
+    fn morph_channels(
+        &mut self,
+        nodes: &[gltf::Node],
+        joint_of_node: &dyn Fn(usize) -> Option<JointIndex>,
+    ) -> Result<Vec<MorphChannel>, Error> {
+        let mut channels: Vec<MorphChannel> = Vec::new();
+        let mut used: HashSet<String> = HashSet::new();
+        for node in nodes {
+            let Some(mesh) = node.mesh() else { continue };
+            let location = format!("meshes[{}]", mesh.index());
+            let mut count = None;
+            for prim in mesh.primitives() {
+                let k = prim.morph_targets().len();
+                match count {
+                    None => count = Some(k),
+                    Some(c) if c != k => {
+                        return Err(self.invalid(
+                            format!("{location}.primitives[{}].targets", prim.index()),
+                            format!("has {k} morph targets, primitive 0 has {c} (every primitive of a mesh must have the same count)"),
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+            let count = count.unwrap_or(0);
+            if count == 0 {
+                continue;
+            }
+            if node.skin().is_none() && joint_of_node(node.index()).is_none() {
+                // Skipped with the mesh (see `meshes`).
+                continue;
+            }
+            let names: Vec<String> = mesh
+                .extras()
+                .as_ref()
+                .and_then(|raw| serde_json::from_str::<serde_json::Value>(raw.get()).ok())
+                .and_then(|v| {
+                    v["targetNames"].as_array().map(|a| {
+                        a.iter()
+                            .map(|n| n.as_str().unwrap_or("").to_string())
+                            .collect()
+                    })
+                })
+                .unwrap_or_default();
+            let rest: Vec<f32> = match (node.weights(), mesh.weights()) {
+                (Some(w), _) => w.to_vec(),
+                (None, Some(w)) => w.to_vec(),
+                _ => vec![0.0; count],
+            };
+            if rest.len() != count {
+                return Err(self.invalid(
+                    if node.weights().is_some() {
+                        format!("nodes[{}].weights", node.index())
+                    } else {
+                        format!("{location}.weights")
+                    },
+                    format!("has {} weights for {count} morph targets", rest.len()),
+                ));
+            }
+            let base = mesh
+                .name()
+                .or(node.name())
+                .map_or_else(|| format!("mesh{}", mesh.index()), str::to_string);
+            let prefix = if used.iter().any(|n| n.starts_with(&format!("{base}/"))) {
+                format!("{base}#{}", node.index())
+            } else {
+                base
+            };
+            self.morph.insert(node.index(), (channels.len(), count));
+            for (k, &r) in rest.iter().enumerate() {
+                let target = names
+                    .get(k)
+                    .filter(|n| !n.is_empty())
+                    .cloned()
+                    .unwrap_or_else(|| k.to_string());
+                let mut name = format!("{prefix}/{target}");
+                if used.contains(&name) {
+                    name = format!("{prefix}/{target}#{k}");
+                }
+                used.insert(name.clone());
+                channels.push(MorphChannel { name, rest: r });
+            }
+        }
+        Ok(channels)
+    }
+
+    fn meshes(
+        &mut self,
+        skins: &mut Vec<Skin>,
+        joint_of_node: &dyn Fn(usize) -> Option<JointIndex>,
+        skeleton: &skelett::Skeleton,
+    ) -> Result<Vec<SkinnedMesh>, Error> {
         let mut meshes = Vec::new();
         for node in self.doc.nodes() {
             let Some(mesh) = node.mesh() else { continue };
-            let Some(skin) = node.skin() else {
-                self.warnings.push(format!(
-                    "nodes[{}]: mesh {:?} has no skin; skipped (rigid meshes are not imported)",
-                    node.index(),
-                    mesh.name().unwrap_or("")
-                ));
-                continue;
+            let morph = self.morph.get(&node.index()).copied();
+            let skin = match node.skin() {
+                Some(skin) => skin.index(),
+                None => match (morph, joint_of_node(node.index())) {
+                    // A rigid mesh with morph targets: bound to its node, as a skin of one
+                    // joint with an identity inverse bind (its vertices are in the node's
+                    // space, so they follow the node's model matrix).
+                    (Some(_), Some(joint)) => {
+                        let name = format!(
+                            "{} (rigid)",
+                            node.name()
+                                .map_or_else(|| format!("nodes[{}]", node.index()), str::to_string)
+                        );
+                        let s = Skin::new(name, vec![joint], vec![Mat4::IDENTITY]).map_err(
+                            |source| {
+                                Error::build(
+                                    self.file.to_path_buf(),
+                                    format!("nodes[{}]", node.index()),
+                                    source,
+                                )
+                            },
+                        )?;
+                        skins.push(s);
+                        skins.len() - 1
+                    }
+                    _ => {
+                        self.warnings.push(format!(
+                            "nodes[{}]: mesh {:?} has no skin; skipped (rigid meshes are imported \
+                             only when they have morph targets)",
+                            node.index(),
+                            mesh.name().unwrap_or("")
+                        ));
+                        continue;
+                    }
+                },
             };
+            let rigid = node.skin().is_none();
             let mut out = SkinnedMesh {
                 name: mesh
                     .name()
                     .or(node.name())
                     .map_or_else(|| format!("mesh{}", mesh.index()), str::to_string),
-                skin: skin.index(),
+                skin,
                 primitives: Vec::new(),
+                morph_channels: morph
+                    .map(|(first, count)| (first as u32..(first + count) as u32).collect())
+                    .unwrap_or_default(),
             };
             for prim in mesh.primitives() {
                 let location = format!("meshes[{}].primitives[{}]", mesh.index(), prim.index());
@@ -483,24 +621,61 @@ impl Importer<'_, '_> {
                     ));
                     continue;
                 }
-                if prim.morph_targets().len() > 0 {
-                    self.warnings.push(format!(
-                        "{location}: {} morph targets ignored (morph targets are not supported)",
-                        prim.morph_targets().len()
-                    ));
-                }
-                out.primitives.push(self.primitive(&prim, &location)?);
+                out.primitives
+                    .push(self.primitive(&prim, &location, rigid)?);
             }
-            out.validate(&skins[skin.index()]).map_err(|source| {
-                Error::build(
-                    self.file.to_path_buf(),
-                    format!("meshes[{}]", mesh.index()),
-                    source,
-                )
-            })?;
+            out.validate(&skins[skin])
+                .and_then(|()| out.validate_morph_channels(skeleton.morph_channel_count()))
+                .map_err(|source| {
+                    Error::build(
+                        self.file.to_path_buf(),
+                        format!("meshes[{}]", mesh.index()),
+                        source,
+                    )
+                })?;
             meshes.push(out);
         }
         Ok(meshes)
+    }
+
+    /// The morph targets of a primitive: POSITION, NORMAL and TANGENT offsets (sparse
+    /// accessors expanded), each checked for length and finite values.
+    fn morph_targets(
+        &self,
+        prim: &gltf::Primitive,
+        location: &str,
+        n: usize,
+    ) -> Result<Vec<MorphTarget>, Error> {
+        let mut out = Vec::new();
+        for (k, t) in prim.morph_targets().enumerate() {
+            let read = |acc: Option<gltf::Accessor>,
+                        what: &str|
+             -> Result<Option<Vec<Vec3>>, Error> {
+                let Some(acc) = acc else { return Ok(None) };
+                let loc = format!(
+                    "{location}.targets[{k}].{what} (accessors[{}])",
+                    acc.index()
+                );
+                let v = self.reader.read_f32(&acc, &loc, &[3], Accept::Float)?;
+                if v.len() != n * 3 {
+                    return Err(
+                        self.invalid(loc, format!("has {} offsets for {n} vertices", v.len() / 3))
+                    );
+                }
+                if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+                    return Err(
+                        self.invalid(loc, format!("offset {} is not finite ({})", i / 3, v[i]))
+                    );
+                }
+                Ok(Some(v.chunks_exact(3).map(Vec3::from_slice).collect()))
+            };
+            out.push(MorphTarget {
+                positions: read(t.positions(), "POSITION")?,
+                normals: read(t.normals(), "NORMAL")?,
+                tangents: read(t.tangents(), "TANGENT")?,
+            });
+        }
+        Ok(out)
     }
 
     fn attribute(
@@ -526,6 +701,7 @@ impl Importer<'_, '_> {
         &mut self,
         prim: &gltf::Primitive,
         location: &str,
+        rigid: bool,
     ) -> Result<MeshPrimitive, Error> {
         use gltf::Semantic as S;
         const NORM: &[DataType] = &[DataType::U8, DataType::U16];
@@ -605,6 +781,10 @@ impl Importer<'_, '_> {
                 }
             }
         }
+        if rigid {
+            // Bound to its node alone: one influence of weight 1 (see `meshes`).
+            sets = vec![(vec![0; n * 4], [1.0, 0.0, 0.0, 0.0].repeat(n))];
+        }
         if sets.is_empty() {
             return Err(self.invalid(
                 location,
@@ -659,9 +839,11 @@ impl Importer<'_, '_> {
             }
             None => (0..n as u32).collect(),
         };
+        let morph_targets = self.morph_targets(prim, location, n)?;
         let material = prim.material();
         let pbr = material.pbr_metallic_roughness();
         Ok(MeshPrimitive {
+            morph_targets,
             positions,
             normals,
             tangents,

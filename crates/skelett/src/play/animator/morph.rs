@@ -117,7 +117,13 @@ impl Animator {
 
     /// Combines layer `li`'s morph output into the animator's weights, as its joints were
     /// combined into the pose (`first`: no layer below; `covers`: it replaces everything).
-    pub(super) fn combine_layer_morph(&mut self, li: usize, weight: f32, first: bool, covers: bool) {
+    pub(super) fn combine_layer_morph(
+        &mut self,
+        li: usize,
+        weight: f32,
+        first: bool,
+        covers: bool,
+    ) {
         let l = &self.layers[li];
         let output = &l.morph.outputs[l.cur];
         if covers {

@@ -61,7 +61,11 @@ impl SparseTargets {
             let get = |a: &Option<Vec<Vec3>>, v: usize| a.as_ref().map_or(zero, |a| a[v]);
             let mut rows: Vec<(u32, Vec3, Vec3, Vec3)> = (0..n)
                 .filter_map(|v| {
-                    let (p, nn, tt) = (get(&t.positions, v), get(&t.normals, v), get(&t.tangents, v));
+                    let (p, nn, tt) = (
+                        get(&t.positions, v),
+                        get(&t.normals, v),
+                        get(&t.tangents, v),
+                    );
                     (p != zero || nn != zero || tt != zero).then_some((inverse[v], p, nn, tt))
                 })
                 .collect();
@@ -127,10 +131,14 @@ impl SkinningMesh {
     /// The sparse offsets of target `k`: the vertices it moves (skinning order) and their
     /// position offsets (empty if it has none). For GPU uploads and tests.
     pub fn morph_target(&self, k: usize) -> Option<(&[u32], &[Vec3], &[Vec3], &[Vec3])> {
-        self.morph
-            .targets
-            .get(k)
-            .map(|t| (&t.rows[..], &t.positions[..], &t.normals[..], &t.tangents[..]))
+        self.morph.targets.get(k).map(|t| {
+            (
+                &t.rows[..],
+                &t.positions[..],
+                &t.normals[..],
+                &t.tangents[..],
+            )
+        })
     }
 }
 
@@ -171,7 +179,9 @@ impl Morphed {
     /// The morphed unit normals (skinning order), or `None` when no target is active or the
     /// mesh has no normals.
     pub fn normals(&self) -> Option<&[Vec3]> {
-        (self.active > 0).then_some(self.normals.as_deref()).flatten()
+        (self.active > 0)
+            .then_some(self.normals.as_deref())
+            .flatten()
     }
 }
 
@@ -217,7 +227,12 @@ impl Morphed {
 /// was made for a mesh with fewer vertices; nothing is written then.
 pub fn morph(mesh: &SkinningMesh, weights: &[f32], out: &mut Morphed) -> Result<(), Error> {
     let m = &mesh.morph;
-    let needed = m.channels.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
+    let needed = m
+        .channels
+        .iter()
+        .map(|&c| c as usize + 1)
+        .max()
+        .unwrap_or(0);
     check_len("weights", needed, weights.len())?;
     let n = mesh.vertex_count();
     check_len("morphed positions", n, out.positions.len())?;
@@ -304,7 +319,11 @@ pub fn skin_morphed(
     if morphed.active == 0 {
         return crate::skin::skin(mesh, palette, out);
     }
-    check_len("morphed positions", mesh.vertex_count(), morphed.positions.len())?;
+    check_len(
+        "morphed positions",
+        mesh.vertex_count(),
+        morphed.positions.len(),
+    )?;
     crate::skin::skin_from(mesh, palette, morphed, out)
 }
 
@@ -323,6 +342,10 @@ pub fn skin_morphed_par(
     if morphed.active == 0 {
         return crate::skin::skin_par(mesh, palette, out, chunk_vertices);
     }
-    check_len("morphed positions", mesh.vertex_count(), morphed.positions.len())?;
+    check_len(
+        "morphed positions",
+        mesh.vertex_count(),
+        morphed.positions.len(),
+    )?;
     crate::skin::skin_from_par(mesh, palette, morphed, out, chunk_vertices)
 }

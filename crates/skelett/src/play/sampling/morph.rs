@@ -49,7 +49,13 @@ pub(crate) fn eval(t: &MorphTrack, time: f32) -> f32 {
     let times = &t.times;
     let n = times.len();
     let cubic = t.interpolation == Interpolation::CubicSpline;
-    let value = |k: usize| if cubic { t.values[3 * k + 1] } else { t.values[k] };
+    let value = |k: usize| {
+        if cubic {
+            t.values[3 * k + 1]
+        } else {
+            t.values[k]
+        }
+    };
     if time <= times[0] {
         return value(0);
     }

@@ -76,7 +76,11 @@ pub(super) fn skin_range<const F: bool>(
     out: SkinOutput<'_>,
 ) {
     let (positions, normals, tangents) = match morphed {
-        Some(m) => (&m.positions[..], m.normals.as_deref(), m.tangents.as_deref()),
+        Some(m) => (
+            &m.positions[..],
+            m.normals.as_deref(),
+            m.tangents.as_deref(),
+        ),
         None => (
             &mesh.positions[..],
             mesh.normals.as_deref(),
