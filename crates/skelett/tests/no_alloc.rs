@@ -263,3 +263,62 @@ fn graph_updates_do_not_allocate() {
     assert!(taken > 20, "transitions taken: {taken}");
     assert_eq!(after - before, 0, "allocations in 1200 graph updates");
 }
+
+#[test]
+fn morph_weights_and_morph_skinning_do_not_allocate() {
+    use skelett::morph::{morph, skin_morphed, Morphed};
+    use skelett::skin::{SkinOutput, SkinPalette, SkinningMesh, SkinningMethod};
+    let asset = skelett_io::load(data("morph/MorphStressTest.glb")).unwrap();
+    let sk = asset.skeleton.clone();
+    let mesh = &asset.meshes[0];
+    let skin = &asset.skins[mesh.skin];
+    let prim = &mesh.primitives[1];
+    let mut cpu = SkinningMesh::new(prim, skin.len()).unwrap();
+    cpu.set_morph_channels(&mesh.morph_channels).unwrap();
+    let mut morphed = Morphed::new(&cpu);
+    let mut anim = Animator::new(sk.clone());
+    anim.play(0, asset.clips[0].clone(), PlayOptions::default())
+        .unwrap();
+    anim.crossfade(
+        0,
+        asset.clips[1].clone(),
+        1000.0,
+        Curve::Linear,
+        PlayOptions::default(),
+    )
+    .unwrap();
+    let mut model = vec![Mat4::IDENTITY; sk.len()];
+    let mut palette = SkinPalette::new(SkinningMethod::Linear);
+    let n = cpu.vertex_count();
+    let mut positions = vec![glam::Vec3::ZERO; n];
+    let mut normals = vec![glam::Vec3::ZERO; n];
+    let (mut active, mut before) = (0, 0);
+    // The first frames may size reusable buffers (the palette's).
+    for frame in 0..310 {
+        if frame == 10 {
+            COUNTED.with(|c| c.set(true));
+            before = allocations();
+            active = 0;
+        }
+        anim.update(1.0 / 60.0);
+        local_to_model(&sk, anim.pose(), 0, &mut model).unwrap();
+        palette.update(skin, &model).unwrap();
+        morph(&cpu, anim.morph_weights(), &mut morphed).unwrap();
+        active += morphed.active_targets();
+        skin_morphed(
+            &cpu,
+            &palette,
+            &morphed,
+            SkinOutput {
+                positions: &mut positions,
+                normals: Some(&mut normals),
+                tangents: None,
+            },
+        )
+        .unwrap();
+    }
+    let after = allocations();
+    COUNTED.with(|c| c.set(false));
+    assert!(active > 300, "targets were active: {active}");
+    assert_eq!(after - before, 0, "allocations in 300 frames");
+}
