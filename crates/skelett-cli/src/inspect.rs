@@ -1,4 +1,5 @@
-//! `skelett inspect`: the joint tree, clips, meshes and warnings of a file, as text or JSON.
+//! `skelett inspect`: the joint tree, morph channels, clips, meshes and warnings of a file, as
+//! text or JSON.
 
 use std::path::Path;
 
@@ -14,6 +15,8 @@ use crate::Result;
 struct Report {
     source: String,
     skeleton: SkeletonInfo,
+    /// Morph-target weight channels: name, rest weight, and the clips that animate each.
+    morph_channels: Vec<MorphChannelInfo>,
     clips: Vec<ClipInfo>,
     meshes: Vec<MeshInfo>,
     warnings: Vec<String>,
@@ -35,6 +38,15 @@ struct JointInfo {
 }
 
 #[derive(Serialize)]
+struct MorphChannelInfo {
+    index: usize,
+    name: String,
+    rest: f32,
+    /// Indices of the clips with a track for it.
+    animated_by: Vec<usize>,
+}
+
+#[derive(Serialize)]
 struct ClipInfo {
     index: usize,
     name: String,
@@ -49,6 +61,8 @@ struct ClipInfo {
     /// For a compressed clip: the frames per second of its grid.
     #[serde(skip_serializing_if = "Option::is_none")]
     compact_rate: Option<f32>,
+    /// Morph-weight tracks (channels with more than one key).
+    morph_tracks: usize,
 }
 
 #[derive(Serialize)]
@@ -70,6 +84,11 @@ struct MeshInfo {
     has_normals: bool,
     has_tangents: bool,
     has_uvs: bool,
+    /// Morph targets per primitive (each weighed by the morph channel of the same index in
+    /// `morph_channels`).
+    morph_targets: usize,
+    /// The skeleton morph channel of each target.
+    morph_channels: Vec<u32>,
 }
 
 fn clip_info(index: usize, c: &Clip) -> ClipInfo {
@@ -88,6 +107,7 @@ fn clip_info(index: usize, c: &Clip) -> ClipInfo {
         },
         bytes: c.size_bytes(),
         compact_rate: c.compact_grid().map(|g| g.0),
+        morph_tracks: c.morph_tracks().len(),
     }
 }
 
@@ -107,6 +127,23 @@ fn report(asset: &Asset, source: String) -> Report {
                 })
                 .collect(),
         },
+        morph_channels: s
+            .morph_channels()
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| MorphChannelInfo {
+                index: i,
+                name: c.name,
+                rest: c.rest,
+                animated_by: asset
+                    .clips
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, clip)| clip.morph_tracks().any(|t| t.channel == i))
+                    .map(|(k, _)| k)
+                    .collect(),
+            })
+            .collect(),
         clips: asset
             .clips
             .iter()
@@ -136,6 +173,8 @@ fn report(asset: &Asset, source: String) -> Report {
                     has_normals: m.primitives.iter().all(|p| p.normals.is_some()),
                     has_tangents: m.primitives.iter().all(|p| p.tangents.is_some()),
                     has_uvs: m.primitives.iter().all(|p| p.uvs.is_some()),
+                    morph_targets: m.morph_channels.len(),
+                    morph_channels: m.morph_channels.clone(),
                 }
             })
             .collect(),
@@ -215,6 +254,24 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool) -> Result<()> {
         }
     );
     print_tree(out, &asset.skeleton);
+    if !r.morph_channels.is_empty() {
+        outln!(out, "morph channels: {}", r.morph_channels.len());
+        for c in &r.morph_channels {
+            let by: Vec<String> = c.animated_by.iter().map(|k| format!("[{k}]")).collect();
+            outln!(
+                out,
+                "  ({}) {:<32} rest {}  {}",
+                c.index,
+                crate::term_safe(&c.name),
+                c.rest,
+                if by.is_empty() {
+                    "not animated".to_string()
+                } else {
+                    format!("animated by clip {}", by.join(" "))
+                }
+            );
+        }
+    }
     outln!(out, "clips: {}", r.clips.len());
     for c in &r.clips {
         outln!(
@@ -234,6 +291,9 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool) -> Result<()> {
         );
         if let Some(rate) = c.compact_rate {
             outln!(out, "      compressed: {rate} fps grid (skelett compress)");
+        }
+        if c.morph_tracks > 0 {
+            outln!(out, "      morph weights: {} track(s)", c.morph_tracks);
         }
     }
     outln!(out, "meshes: {}", r.meshes.len());
@@ -262,6 +322,18 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool) -> Result<()> {
             if m.has_tangents { " tangents" } else { "" },
             if m.has_uvs { " uvs" } else { "" },
         );
+        if m.morph_targets > 0 {
+            outln!(
+                out,
+                "      {} morph targets (channels {})",
+                m.morph_targets,
+                m.morph_channels
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+        }
     }
     if r.warnings.is_empty() {
         outln!(out, "warnings: none");

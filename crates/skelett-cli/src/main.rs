@@ -408,6 +408,20 @@ fn parse_cm(s: &str) -> std::result::Result<f32, String> {
     }
 }
 
+/// A name from a file made safe for a terminal: control characters (escape sequences among
+/// them) are written as Rust escapes instead of reaching the terminal.
+pub fn term_safe(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
 /// Loads FILE, or the embedded default when `None`; returns the asset and a display name.
 pub fn load(file: Option<&Path>) -> std::result::Result<(Asset, String), skelett_io::Error> {
     match file {

@@ -8,7 +8,10 @@
 //! With `--vertices N`, the first skinned mesh primitive is skinned on the CPU at each time
 //! and N of its vertices (vertex `k * (count - 1) / (N - 1)`, rounded down) are reported in
 //! the shape of `shared/data/reference/skin/*.json`: a top-level `vertices` list, and per
-//! sample `local` (skelett's model space) and `world` (scene space) positions.
+//! sample `local` (skelett's model space) and `world` (scene space) positions. Where the mesh
+//! has morph targets they are applied first, with the clip's morph weights at that time (as
+//! `shared/data/reference/morph/*.json` does), and each sample also lists the `weights` of
+//! the mesh's targets.
 
 use std::path::Path;
 
@@ -63,6 +66,9 @@ struct VertexSample {
     local: Points,
     /// The same after the skeleton's root transform: scene space, as the reference's `world`.
     world: Points,
+    /// The morph weight of each of the mesh's targets (none without targets).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    weights: Vec<f32>,
 }
 
 #[derive(Serialize)]
@@ -92,6 +98,9 @@ struct VertexProbe {
     sources: Vec<usize>,
     palette: SkinPalette,
     out: Vec<Vec3>,
+    morphed: skelett::morph::Morphed,
+    /// The skeleton's morph weights at the sampled time.
+    weights: Vec<f32>,
 }
 
 impl VertexProbe {
@@ -105,7 +114,8 @@ impl VertexProbe {
             .first()
             .ok_or("--vertices: the first mesh has no primitive")?;
         let skin = &asset.skins[m.skin];
-        let mesh = SkinningMesh::new(prim, skin.len())?;
+        let mut mesh = SkinningMesh::new(prim, skin.len())?;
+        mesh.set_morph_channels(&m.morph_channels)?;
         let count = mesh.vertex_count();
         if n == 0 || count == 0 || n > count {
             return Err(format!(
@@ -127,6 +137,8 @@ impl VertexProbe {
             skin: m.skin,
             palette: SkinPalette::new(SkinningMethod::Linear),
             out: vec![Vec3::ZERO; count],
+            morphed: skelett::morph::Morphed::new(&mesh),
+            weights: asset.skeleton.morph_rest().to_vec(),
             mesh,
         })
     }
@@ -138,9 +150,11 @@ impl VertexProbe {
         root: Mat4,
     ) -> Result<(Points, Points)> {
         self.palette.update(&asset.skins[self.skin], model)?;
-        skelett::skin(
+        skelett::morph::morph(&self.mesh, &self.weights, &mut self.morphed)?;
+        skelett::morph::skin_morphed(
             &self.mesh,
             &self.palette,
+            &self.morphed,
             SkinOutput {
                 positions: &mut self.out,
                 normals: None,
@@ -209,8 +223,24 @@ pub fn run(
         sample(clip, t, &mut cache, &mut pose)?;
         local_to_model(skeleton, &pose, 0, &mut model)?;
         if let Some(p) = probe.as_mut() {
+            skelett::sample_morph_weights(clip, t, &mut p.weights)?;
             let (local, world) = p.skin(&asset, &model, root)?;
-            vertex_samples.push(VertexSample { t, local, world });
+            let weights = asset
+                .meshes
+                .first()
+                .map(|m| {
+                    m.morph_channels
+                        .iter()
+                        .map(|&c| p.weights[c as usize])
+                        .collect()
+                })
+                .unwrap_or_default();
+            vertex_samples.push(VertexSample {
+                t,
+                local,
+                world,
+                weights,
+            });
         }
         samples.push(Sample {
             t,

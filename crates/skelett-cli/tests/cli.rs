@@ -128,6 +128,60 @@ fn sample_vertices_match_the_skin_reference() {
     assert!(!ok && err.contains("1728 vertices"), "{err}");
 }
 
+/// `skelett sample --vertices 256` on a morph asset applies the clip's morph weights first and
+/// reproduces three.js's morphed positions (`reference/morph`); `inspect` lists the channels
+/// and the clips that animate them.
+#[test]
+fn sample_vertices_and_inspect_with_morph_targets() {
+    let reference = read_json(&data("reference/morph/AnimatedMorphSphere.glb.morph.json"));
+    let times: Vec<String> = items(&reference["samples"])
+        .iter()
+        .map(|s| num(&s["t"]).to_string())
+        .collect();
+    let path = data("morph/AnimatedMorphSphere.glb");
+    let v = skelett_json(&[
+        "sample",
+        path.to_str().unwrap(),
+        "--times",
+        &times.join(","),
+        "--vertices",
+        "256",
+        "--json",
+    ]);
+    assert_eq!(
+        v["vertices"], reference["vertices"],
+        "the same vertex choice"
+    );
+    let size = 1.0; // a unit sphere, scaled in its node
+    for (got, want) in items(&v["samples"])
+        .iter()
+        .zip(items(&reference["samples"]))
+    {
+        for (g, w) in items(&got["weights"]).iter().zip(items(&want["weights"])) {
+            assert!((num(g) - num(w)).abs() < 1e-6, "weights {g} vs {w}");
+        }
+        let (got, want) = (items(&got["world"]), items(&want["world"]));
+        assert_eq!(got.len(), 256);
+        for (g, w) in got.iter().zip(want) {
+            for axis in 0..3 {
+                let (a, b) = (num(&g[axis]), num(&w[axis]));
+                assert!((a - b).abs() < 1e-5 * size, "{a} vs {b}");
+            }
+        }
+    }
+    let (ok, out, err) = skelett(&[
+        "inspect",
+        data("morph/MorphStressTest.glb").to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("morph channels: 8"), "{out}");
+    assert!(
+        out.contains("Cube/Key 8") && out.contains("animated by clip [0] [1] [2]"),
+        "{out}"
+    );
+    assert!(out.contains("8 morph targets"), "{out}");
+}
+
 #[test]
 fn sample_text_and_clip_by_name() {
     let (ok, out, err) = skelett(&["sample", "--clip", "Walk", "--times", "0,0.25"]);

@@ -318,8 +318,16 @@ impl Clip {
     /// for a compact clip, what it stores (see [`crate::compress`]).
     pub fn size_bytes(&self) -> usize {
         use std::mem::size_of;
+        // Morph-weight tracks are stored the same way in both storages.
+        let morph = self.morph.base.len() * 4
+            + self
+                .morph
+                .tracks
+                .iter()
+                .map(|t| (t.times.len() + t.values.len()) * 4 + 8)
+                .sum::<usize>();
         let k = match &self.storage {
-            Storage::Compact(c) => return c.byte_size(),
+            Storage::Compact(c) => return c.byte_size() + morph,
             Storage::Keyed(k) => k,
         };
         k.tracks.len() * size_of::<Track>()
@@ -330,6 +338,7 @@ impl Clip {
             + k.slerp.len() * size_of::<SlerpSegment>()
             + self.base.len() * size_of::<Transform>()
             + self.static_joints.len() * size_of::<JointIndex>()
+            + morph
     }
 
     /// The animated channels as (joint, target, interpolation, key count), grouped by kind
