@@ -55,7 +55,7 @@ impl Importer<'_, '_> {
                     gltf::animation::Property::Rotation => Target::Rotation,
                     gltf::animation::Property::Scale => Target::Scale,
                     gltf::animation::Property::MorphTargetWeights => {
-                        let Some(&(first, count)) = self.morph.get(&node) else {
+                        let Some(bound) = self.morph.get(&node).cloned() else {
                             self.warnings.push(format!(
                                 "{cl}: animates the morph weights of nodes[{node}] ({:?}), which \
                                  has no imported mesh with morph targets; skipped",
@@ -73,6 +73,7 @@ impl Importer<'_, '_> {
                             &[1],
                             Accept::FloatOrNormalized(NORM),
                         )?;
+                        let count = bound.len();
                         let per = if interpolation == Interpolation::CubicSpline {
                             3
                         } else {
@@ -91,9 +92,14 @@ impl Importer<'_, '_> {
                         }
                         // Key-major: key k holds (for cubic: in-tangents, values, out-tangents
                         // of) every target in turn.
-                        for t in 0..count {
+                        for (t, &c) in bound.iter().enumerate() {
+                            // A channel shared by several meshes is animated once.
+                            let channel = &skeleton.morph_channel_names()[c];
+                            if morph_tracks.iter().any(|m| &m.channel == channel) {
+                                continue;
+                            }
                             morph_tracks.push(RawMorphTrack {
-                                channel: skeleton.morph_channel_names()[first + t].clone(),
+                                channel: channel.clone(),
                                 interpolation,
                                 times: times.clone(),
                                 values: (0..times.len() * per)

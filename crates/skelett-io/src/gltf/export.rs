@@ -9,9 +9,16 @@
 //!               distinct base colour and base colour texture (what skelett keeps of a
 //!               material: metallic 0 and roughness 1 are written for the rest)
 //! images   ─▶ image (the encoded PNG/JPEG bytes as they came, in the binary chunk) + texture
+//! morph targets ─▶ each primitive's `targets` (POSITION with min/max, NORMAL, TANGENT
+//!             offsets), the mesh's rest `weights`, `extras.targetNames` and the skeleton's
+//!             channel names in `extras.skelett.morph_channels` (so that re-importing binds the
+//!             same channels, shared ones included)
 //! Clip     ─▶ animation: every channel with its keys and interpolation as built (STEP,
 //!             LINEAR, CUBICSPLINE kept), plus a one-key channel for each constant channel;
-//!             the clip's start and duration in the animation's extras
+//!             the clip's start and duration in the animation's extras; a `weights` channel
+//!             per mesh node whose morph channels the clip animates: keys and interpolation
+//!             kept where the channels share them, else LINEAR at the union of their key
+//!             times (exact for LINEAR tracks, sampled for STEP and cubic ones)
 //! ```
 //!
 //! The JSON is written with `serde_json` and the binary chunk by hand; every accessor has its
@@ -202,6 +209,7 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
     };
 
     let mut meshes = Vec::new();
+    let mut mesh_nodes = Vec::new();
     for mesh in &asset.meshes {
         let mut prims = Vec::new();
         for p in &mesh.primitives {
@@ -250,15 +258,75 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
             }
             let indices = bin.u32s(&p.indices);
             let material = material(p.base_color, p.base_color_texture);
-            prims.push(json!({
+            let mut prim = json!({
                 "attributes": attributes,
                 "indices": indices,
                 "material": material,
                 "mode": 4,
-            }));
+            });
+            if !p.morph_targets.is_empty() {
+                let flat = |v: &[Vec3]| v.iter().flat_map(|v| v.to_array()).collect::<Vec<f32>>();
+                let targets: Vec<Value> = p
+                    .morph_targets
+                    .iter()
+                    .map(|t| {
+                        let mut o = serde_json::Map::new();
+                        // A target with no attribute at all is not valid glTF: zero positions.
+                        let zeros = vec![Vec3::ZERO; p.vertex_count()];
+                        let pos = t.positions.as_deref().unwrap_or(
+                            if t.normals.is_none() && t.tangents.is_none() {
+                                &zeros
+                            } else {
+                                &[]
+                            },
+                        );
+                        if !pos.is_empty() {
+                            o.insert(
+                                "POSITION".into(),
+                                json!(bin.floats(&flat(pos), "VEC3", 3, true)),
+                            );
+                        }
+                        if let Some(v) = &t.normals {
+                            o.insert(
+                                "NORMAL".into(),
+                                json!(bin.floats(&flat(v), "VEC3", 3, false)),
+                            );
+                        }
+                        if let Some(v) = &t.tangents {
+                            o.insert(
+                                "TANGENT".into(),
+                                json!(bin.floats(&flat(v), "VEC3", 3, false)),
+                            );
+                        }
+                        Value::Object(o)
+                    })
+                    .collect();
+                prim["targets"] = json!(targets);
+            }
+            prims.push(prim);
         }
-        meshes.push(json!({ "name": mesh.name, "primitives": prims }));
+        let mut m = json!({ "name": mesh.name, "primitives": prims });
+        if !mesh.morph_channels.is_empty() {
+            let names = s.morph_channel_names();
+            let full: Vec<&str> = mesh
+                .morph_channels
+                .iter()
+                .map(|&c| names.get(c as usize).map_or("", String::as_str))
+                .collect();
+            let prefix = format!("{}/", mesh.name);
+            m["weights"] = json!(mesh
+                .morph_channels
+                .iter()
+                .map(|&c| s.morph_rest().get(c as usize).copied().unwrap_or(0.0))
+                .collect::<Vec<f32>>());
+            m["extras"] = json!({
+                "targetNames": full.iter().map(|n| n.strip_prefix(&prefix).unwrap_or(n)).collect::<Vec<_>>(),
+                "skelett": { "morph_channels": full },
+            });
+        }
+        meshes.push(m);
         nodes.push(json!({ "name": mesh.name, "mesh": meshes.len() - 1, "skin": mesh.skin }));
+        mesh_nodes.push(nodes.len() - 1);
         scene_nodes.push(nodes.len() - 1);
     }
 
@@ -382,6 +450,25 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
                 &mut bin,
             );
         }
+        for (mesh, &node) in asset.meshes.iter().zip(&mesh_nodes) {
+            if let Some((interp, times, values)) = weight_keys(clip, &mesh.morph_channels) {
+                let input = bin.floats(&times, "SCALAR", 1, true);
+                let output = bin.floats(&values, "SCALAR", 1, false);
+                samplers.push(json!({
+                    "input": input,
+                    "output": output,
+                    "interpolation": match interp {
+                        Interpolation::Step => "STEP",
+                        Interpolation::Linear => "LINEAR",
+                        Interpolation::CubicSpline => "CUBICSPLINE",
+                    },
+                }));
+                channels.push(json!({
+                    "sampler": samplers.len() - 1,
+                    "target": { "node": node, "path": "weights" },
+                }));
+            }
+        }
         let mut anim = json!({
             "name": clip.name(),
             "samplers": samplers,
@@ -433,6 +520,57 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
 }
 
 /// Wraps a JSON document and a binary chunk in the GLB container.
+/// A mesh's `weights` sampler for `clip`: its morph channels' keys, key-major (for cubic: the
+/// in-tangents, values and out-tangents of every target per key), or `None` when the clip
+/// animates none of them. Channels the clip does not animate hold its constant weight.
+fn weight_keys(
+    clip: &skelett::Clip,
+    channels: &[u32],
+) -> Option<(Interpolation, Vec<f32>, Vec<f32>)> {
+    let tracks: Vec<Option<skelett::MorphTrackView>> = channels
+        .iter()
+        .map(|&c| clip.morph_tracks().find(|t| t.channel == c as usize))
+        .collect();
+    let first = tracks.iter().flatten().next()?;
+    let shared = tracks.iter().all(|t| {
+        t.is_some_and(|t| t.times == first.times && t.interpolation == first.interpolation)
+    });
+    let base = clip.morph_base();
+    if shared {
+        let per = if first.interpolation == Interpolation::CubicSpline {
+            3
+        } else {
+            1
+        };
+        let mut values = Vec::with_capacity(first.times.len() * per * channels.len());
+        for i in 0..first.times.len() * per {
+            for t in tracks.iter().flatten() {
+                values.push(t.values[i]);
+            }
+        }
+        return Some((first.interpolation, first.times.to_vec(), values));
+    }
+    let mut times: Vec<f32> = tracks
+        .iter()
+        .flatten()
+        .flat_map(|t| t.times.iter().copied())
+        .collect();
+    times.sort_by(f32::total_cmp);
+    times.dedup();
+    let mut all = vec![0.0; base.len()];
+    let mut values = Vec::with_capacity(times.len() * channels.len());
+    for &t in &times {
+        // The clip's own weights: exact at every key, and between keys for LINEAR tracks.
+        let _ = skelett::sample_morph_weights(clip, t, &mut all);
+        values.extend(
+            channels
+                .iter()
+                .map(|&c| all.get(c as usize).copied().unwrap_or(0.0)),
+        );
+    }
+    Some((Interpolation::Linear, times, values))
+}
+
 fn glb(json: &[u8], bin: &[u8]) -> Vec<u8> {
     let mut j = json.to_vec();
     while j.len() % 4 != 0 {

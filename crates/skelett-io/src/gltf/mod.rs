@@ -112,9 +112,9 @@ struct Importer<'a, 'b> {
     doc: &'a gltf::Document,
     reader: Reader<'a, 'b>,
     warnings: Vec<String>,
-    /// Nodes whose mesh has morph targets and is imported: the skeleton's first morph channel
-    /// for the node and the target count.
-    morph: HashMap<usize, (usize, usize)>,
+    /// Nodes whose mesh has morph targets and is imported: the skeleton's morph channel of
+    /// each target.
+    morph: HashMap<usize, Vec<usize>>,
 }
 
 impl Importer<'_, '_> {
@@ -467,8 +467,9 @@ impl Importer<'_, '_> {
 
     /// The morph channels of every imported mesh with morph targets: one per target, named
     /// `mesh/target` (the mesh's name, else the node's; `extras.targetNames` or the target's
-    /// index), with `#node` appended where two nodes share a mesh. Rest weights are the node's
-    /// `weights`, else the mesh's, else 0.
+    /// index), with `#node` appended where two nodes share a mesh; skelett's own exports name
+    /// them in `extras.skelett.morph_channels`, where one name on several meshes is one
+    /// channel. Rest weights are the node's `weights`, else the mesh's, else 0.
     fn morph_channels(
         &mut self,
         nodes: &[gltf::Node],
@@ -501,18 +502,27 @@ impl Importer<'_, '_> {
                 // Skipped with the mesh (see `meshes`).
                 continue;
             }
-            let names: Vec<String> = mesh
+            let extras = mesh
                 .extras()
                 .as_ref()
-                .and_then(|raw| serde_json::from_str::<serde_json::Value>(raw.get()).ok())
-                .and_then(|v| {
-                    v["targetNames"].as_array().map(|a| {
+                .and_then(|raw| serde_json::from_str::<serde_json::Value>(raw.get()).ok());
+            let strings = |v: &serde_json::Value| -> Vec<String> {
+                v.as_array()
+                    .map(|a| {
                         a.iter()
                             .map(|n| n.as_str().unwrap_or("").to_string())
                             .collect()
                     })
-                })
+                    .unwrap_or_default()
+            };
+            let names = extras
+                .as_ref()
+                .map(|v| strings(&v["targetNames"]))
                 .unwrap_or_default();
+            let full = extras
+                .as_ref()
+                .map(|v| strings(&v["skelett"]["morph_channels"]))
+                .filter(|f| f.len() == count && f.iter().all(|n| !n.is_empty()));
             let rest: Vec<f32> = match (node.weights(), mesh.weights()) {
                 (Some(w), _) => w.to_vec(),
                 (None, Some(w)) => w.to_vec(),
@@ -537,8 +547,23 @@ impl Importer<'_, '_> {
             } else {
                 base
             };
-            self.morph.insert(node.index(), (channels.len(), count));
+            let mut bound = Vec::with_capacity(count);
             for (k, &r) in rest.iter().enumerate() {
+                if let Some(full) = &full {
+                    let name = &full[k];
+                    match channels.iter().position(|c| &c.name == name) {
+                        Some(c) => bound.push(c),
+                        None => {
+                            used.insert(name.clone());
+                            bound.push(channels.len());
+                            channels.push(MorphChannel {
+                                name: name.clone(),
+                                rest: r,
+                            });
+                        }
+                    }
+                    continue;
+                }
                 let target = names
                     .get(k)
                     .filter(|n| !n.is_empty())
@@ -549,8 +574,10 @@ impl Importer<'_, '_> {
                     name = format!("{prefix}/{target}#{k}");
                 }
                 used.insert(name.clone());
+                bound.push(channels.len());
                 channels.push(MorphChannel { name, rest: r });
             }
+            self.morph.insert(node.index(), bound);
         }
         Ok(channels)
     }
@@ -564,10 +591,10 @@ impl Importer<'_, '_> {
         let mut meshes = Vec::new();
         for node in self.doc.nodes() {
             let Some(mesh) = node.mesh() else { continue };
-            let morph = self.morph.get(&node.index()).copied();
+            let morph = self.morph.get(&node.index()).cloned();
             let skin = match node.skin() {
                 Some(skin) => skin.index(),
-                None => match (morph, joint_of_node(node.index())) {
+                None => match (&morph, joint_of_node(node.index())) {
                     // A rigid mesh with morph targets: bound to its node, as a skin of one
                     // joint with an identity inverse bind (its vertices are in the node's
                     // space, so they follow the node's model matrix).
@@ -609,7 +636,7 @@ impl Importer<'_, '_> {
                 skin,
                 primitives: Vec::new(),
                 morph_channels: morph
-                    .map(|(first, count)| (first as u32..(first + count) as u32).collect())
+                    .map(|m| m.iter().map(|&c| c as u32).collect())
                     .unwrap_or_default(),
             };
             for prim in mesh.primitives() {
