@@ -176,7 +176,8 @@ impl Morphed {
         (self.active > 0).then_some(&self.positions[..])
     }
 
-    /// The morphed unit normals (skinning order), or `None` when no target is active or the
+    /// The morphed normals (skinning order; unit only where no joint moves the vertex, as
+    /// skinning renormalises the rest), or `None` when no target is active or the
     /// mesh has no normals.
     pub fn normals(&self) -> Option<&[Vec3]> {
         (self.active > 0)
@@ -288,15 +289,20 @@ pub fn morph(mesh: &SkinningMesh, weights: &[f32], out: &mut Morphed) -> Result<
             moved_tangents = true;
         }
     }
-    // Offset directions are unit again before skinning (skinning renormalises too, but
-    // vertices no joint moves are copied as they are).
+    // Skinning renormalises directions, except for the vertices no joint moves (copied as
+    // they are): make those unit here.
+    let unmoved = mesh
+        .groups()
+        .iter()
+        .find(|g| g.influences == 0)
+        .map_or(0..0, |g| g.start..g.start + g.len);
     if let (Some(o), true) = (normals, moved_normals) {
-        for v in o.iter_mut() {
+        for v in &mut o[unmoved.clone()] {
             *v = v.normalize_or(*v);
         }
     }
     if let (Some(o), true) = (tangents, moved_tangents) {
-        for v in o.iter_mut() {
+        for v in &mut o[unmoved] {
             let d = v.truncate();
             *v = d.normalize_or(d).extend(v.w);
         }
