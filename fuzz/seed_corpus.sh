@@ -10,7 +10,7 @@ cp "$data"/fbx/*.fbx "$here/corpus/fbx_import/"
 # A stepped variant (cubic keys made constant), for the step handling.
 sed 's/a: 24840/a: 2/' "$data/fbx/maya_game_sausage_7500_ascii_wiggle.fbx" \
   > "$here/corpus/fbx_import/maya_stepped.fbx"
-cp "$data"/gltf/*.glb "$data"/gltf/*.gltf "$here/corpus/gltf_import/"
+cp "$data"/gltf/*.glb "$data"/gltf/*.gltf "$data"/morph/*.glb "$here/corpus/gltf_import/"
 # Whole captures are megabytes; seed with their hierarchies and a few frames as well.
 for f in "$data"/bvh/*.bvh; do
   cp "$f" "$here/corpus/bvh_import/"
