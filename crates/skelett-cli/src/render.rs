@@ -54,7 +54,7 @@ pub enum Drive<'a> {
 
 /// One run of a shot: the animator and how far its commands have gone.
 enum Running {
-    Clips { anim: Animator, next: usize },
+    Clips { anim: Box<Animator>, next: usize },
     Script(crate::play::ScriptState),
 }
 
@@ -70,7 +70,10 @@ impl Running {
                     min_weight: 0.5,
                     sync_leader_only: false,
                 });
-                Running::Clips { anim, next: 0 }
+                Running::Clips {
+                    anim: Box::new(anim),
+                    next: 0,
+                }
             }
             Drive::Script(player) => Running::Script(player.start()?),
         })

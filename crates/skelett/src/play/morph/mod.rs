@@ -128,18 +128,28 @@ impl SkinningMesh {
         Ok(())
     }
 
-    /// The sparse offsets of target `k`: the vertices it moves (skinning order) and their
-    /// position offsets (empty if it has none). For GPU uploads and tests.
-    pub fn morph_target(&self, k: usize) -> Option<(&[u32], &[Vec3], &[Vec3], &[Vec3])> {
-        self.morph.targets.get(k).map(|t| {
-            (
-                &t.rows[..],
-                &t.positions[..],
-                &t.normals[..],
-                &t.tangents[..],
-            )
+    /// The sparse offsets of target `k`. For GPU uploads and tests.
+    pub fn morph_target(&self, k: usize) -> Option<SparseTargetView<'_>> {
+        self.morph.targets.get(k).map(|t| SparseTargetView {
+            rows: &t.rows,
+            positions: &t.positions,
+            normals: &t.normals,
+            tangents: &t.tangents,
         })
     }
+}
+
+/// One morph target of a [`SkinningMesh`], sparse ([`SkinningMesh::morph_target`]).
+#[derive(Clone, Copy, Debug)]
+pub struct SparseTargetView<'a> {
+    /// The vertices it moves, in skinning order, ascending.
+    pub rows: &'a [u32],
+    /// Their position offsets (empty if the target has none).
+    pub positions: &'a [Vec3],
+    /// Their normal offsets (empty if none).
+    pub normals: &'a [Vec3],
+    /// Their tangent offsets (empty if none).
+    pub tangents: &'a [Vec3],
 }
 
 /// A mesh's bind pose after its morph targets, per character (what [`morph`] writes and
