@@ -155,29 +155,19 @@ fn morph_targets_and_weights_round_trip_through_glb() {
         }
         for (a, b) in asset.clips.iter().zip(&back.clips) {
             assert_eq!(a.morph_base(), b.morph_base(), "{name} {}", a.name());
-            let ta: Vec<_> = a
-                .morph_tracks()
-                .map(|t| {
-                    (
-                        t.channel,
-                        t.interpolation,
-                        t.times.to_vec(),
-                        t.values.to_vec(),
-                    )
-                })
-                .collect();
-            let tb: Vec<_> = b
-                .morph_tracks()
-                .map(|t| {
-                    (
-                        t.channel,
-                        t.interpolation,
-                        t.times.to_vec(),
-                        t.values.to_vec(),
-                    )
-                })
-                .collect();
-            assert_eq!(ta, tb, "{name} {}", a.name());
+            let tracks = |c: &skelett::Clip| -> Vec<_> {
+                c.morph_tracks()
+                    .map(|t| {
+                        (
+                            t.channel,
+                            t.interpolation,
+                            t.times.to_vec(),
+                            t.values.to_vec(),
+                        )
+                    })
+                    .collect()
+            };
+            assert_eq!(tracks(a), tracks(b), "{name} {}", a.name());
         }
     }
     skelett_testdata::assert_valid_gltf(&written);

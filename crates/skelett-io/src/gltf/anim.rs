@@ -32,6 +32,7 @@ impl Importer<'_, '_> {
             };
             let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
             let mut morph_tracks: Vec<RawMorphTrack> = Vec::new();
+            let mut animated = std::collections::HashSet::new();
             for ch in anim.channels() {
                 let cl = format!("{location}.channels[{}]", ch.index());
                 let sampler = ch.sampler();
@@ -94,10 +95,10 @@ impl Importer<'_, '_> {
                         // of) every target in turn.
                         for (t, &c) in bound.iter().enumerate() {
                             // A channel shared by several meshes is animated once.
-                            let channel = &skeleton.morph_channel_names()[c];
-                            if morph_tracks.iter().any(|m| &m.channel == channel) {
+                            if !animated.insert(c) {
                                 continue;
                             }
+                            let channel = &skeleton.morph_channel_names()[c];
                             morph_tracks.push(RawMorphTrack {
                                 channel: channel.clone(),
                                 interpolation,

@@ -351,15 +351,7 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
                 dims,
                 false,
             );
-            samplers.push(json!({
-                "input": input,
-                "output": output,
-                "interpolation": match interp {
-                    Interpolation::Step => "STEP",
-                    Interpolation::Linear => "LINEAR",
-                    Interpolation::CubicSpline => "CUBICSPLINE",
-                },
-            }));
+            samplers.push(sampler(input, output, interp));
             channels.push(json!({
                 "sampler": samplers.len() - 1,
                 "target": {
@@ -454,15 +446,7 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
             if let Some((interp, times, values)) = weight_keys(clip, &mesh.morph_channels) {
                 let input = bin.floats(&times, "SCALAR", 1, true);
                 let output = bin.floats(&values, "SCALAR", 1, false);
-                samplers.push(json!({
-                    "input": input,
-                    "output": output,
-                    "interpolation": match interp {
-                        Interpolation::Step => "STEP",
-                        Interpolation::Linear => "LINEAR",
-                        Interpolation::CubicSpline => "CUBICSPLINE",
-                    },
-                }));
+                samplers.push(sampler(input, output, interp));
                 channels.push(json!({
                     "sampler": samplers.len() - 1,
                     "target": { "node": node, "path": "weights" },
@@ -520,6 +504,19 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
 }
 
 /// Wraps a JSON document and a binary chunk in the GLB container.
+/// An animation sampler of accessors `input` (times) and `output` (values).
+fn sampler(input: usize, output: usize, interp: Interpolation) -> Value {
+    json!({
+        "input": input,
+        "output": output,
+        "interpolation": match interp {
+            Interpolation::Step => "STEP",
+            Interpolation::Linear => "LINEAR",
+            Interpolation::CubicSpline => "CUBICSPLINE",
+        },
+    })
+}
+
 /// A mesh's `weights` sampler for `clip`: its morph channels' keys, key-major (for cubic: the
 /// in-tangents, values and out-tangents of every target per key), or `None` when the clip
 /// animates none of them. Channels the clip does not animate hold its constant weight.
@@ -527,9 +524,14 @@ fn weight_keys(
     clip: &skelett::Clip,
     channels: &[u32],
 ) -> Option<(Interpolation, Vec<f32>, Vec<f32>)> {
+    // Each channel's track, found once (channels and tracks may both number in the hundreds).
+    let mut by_channel = vec![None; clip.morph_channel_count()];
+    for t in clip.morph_tracks() {
+        by_channel[t.channel] = Some(t);
+    }
     let tracks: Vec<Option<skelett::MorphTrackView>> = channels
         .iter()
-        .map(|&c| clip.morph_tracks().find(|t| t.channel == c as usize))
+        .map(|&c| by_channel.get(c as usize).copied().flatten())
         .collect();
     let first = tracks.iter().flatten().next()?;
     let shared = tracks.iter().all(|t| {

@@ -477,6 +477,8 @@ impl Importer<'_, '_> {
     ) -> Result<Vec<MorphChannel>, Error> {
         let mut channels: Vec<MorphChannel> = Vec::new();
         let mut used: HashSet<String> = HashSet::new();
+        // Mesh names already used as a prefix (a second node with the same mesh gets `#node`).
+        let mut prefixes: HashSet<String> = HashSet::new();
         for node in nodes {
             let Some(mesh) = node.mesh() else { continue };
             let location = format!("meshes[{}]", mesh.index());
@@ -542,10 +544,10 @@ impl Importer<'_, '_> {
                 .name()
                 .or(node.name())
                 .map_or_else(|| format!("mesh{}", mesh.index()), str::to_string);
-            let prefix = if used.iter().any(|n| n.starts_with(&format!("{base}/"))) {
-                format!("{base}#{}", node.index())
-            } else {
+            let prefix = if prefixes.insert(base.clone()) {
                 base
+            } else {
+                format!("{base}#{}", node.index())
             };
             let mut bound = Vec::with_capacity(count);
             for (k, &r) in rest.iter().enumerate() {
