@@ -22,6 +22,11 @@ cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
   convert "$data/gltf/Fox.glb" "$here/corpus/native_import/Fox.skl" >/dev/null
 cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
   convert "$data/gltf/CesiumMan_cubic.glb" "$here/corpus/native_import/CesiumMan_cubic.skl" >/dev/null
+# Morph targets and weight tracks (version 3).
+for f in MorphStressTest AnimatedMorphSphere; do
+  cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
+    convert "$data/morph/$f.glb" "$here/corpus/native_import/$f.skl" >/dev/null
+done
 # Compressed clips (compact data, version 2).
 for f in gltf/RiggedFigure.glb gltf/Fox.glb; do
   cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \

@@ -3,6 +3,12 @@
 //! (ns/vertex = 1000 / Melem/s). On a machine without a GPU this measures Mesa's lavapipe,
 //! which runs the shader on the CPU; it is recorded, not a target.
 //!
+//! `gpu_morph/*`: the same dispatch with morph targets applied first, on CesiumMan tiled to
+//! 524,288 vertices with 52 targets (the ARKit face set), each moving a contiguous tenth of
+//! the vertices, positions and normals; 0, 4 and 52 of them active (52 targets of a tenth
+//! are 85 MB of offsets, within WebGPU's 128 MB binding). `no_targets` is the same mesh
+//! without targets, the baseline.
+//!
 //! `cargo bench -p skelett-cli --bench gpu_skinning`.
 
 use skelett_testdata::data;
@@ -62,6 +68,73 @@ fn bench(c: &mut Criterion) {
                 })
             });
         }
+    }
+    g.finish();
+
+    let n = 1 << 19;
+    let mut morphed = big.clone();
+    morphed.positions.truncate(n);
+    if let Some(nr) = morphed.normals.as_mut() {
+        nr.truncate(n);
+    }
+    morphed.joints.truncate(n * morphed.influences);
+    morphed.weights.truncate(n * morphed.influences);
+    let mut g = c.benchmark_group("gpu_morph");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(n as u64));
+    let mut palette = SkinPalette::new(SkinningMethod::Linear);
+    palette.update(skin, &model).unwrap();
+    {
+        let mut plain =
+            GpuSkinner::new(&gpu, &SkinningMesh::new(&morphed, skin.len()).unwrap()).unwrap();
+        g.bench_function("cesium_man_512k/no_targets", |b| {
+            b.iter(|| {
+                let mut enc = gpu.device.create_command_encoder(&Default::default());
+                plain.encode(&gpu, black_box(&palette), &mut enc).unwrap();
+                gpu.queue.submit([enc.finish()]);
+                gpu.wait().unwrap();
+            })
+        });
+    }
+    morphed.morph_targets = (0..52)
+        .map(|k| {
+            let start = k * n / 52;
+            let mut p = vec![glam::Vec3::ZERO; n];
+            let mut nn = vec![glam::Vec3::ZERO; n];
+            for i in 0..n / 10 {
+                let v = (start + i) % n;
+                p[v] = glam::Vec3::new(0.001 * (k as f32 + 1.0), 0.002, -0.001);
+                nn[v] = glam::Vec3::new(0.01, 0.0, 0.0);
+            }
+            skelett::MorphTarget {
+                positions: Some(p),
+                normals: Some(nn),
+                tangents: None,
+            }
+        })
+        .collect();
+    let mesh = SkinningMesh::new(&morphed, skin.len()).unwrap();
+    let mut skinner = GpuSkinner::new(&gpu, &mesh).unwrap();
+    for active in [0usize, 4, 52] {
+        let weights: Vec<f32> = (0..52)
+            .map(|k| {
+                if k % 13 < active.div_ceil(4) {
+                    0.5
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        assert_eq!(weights.iter().filter(|&&w| w != 0.0).count(), active);
+        skinner.set_morph_weights(&gpu, &weights).unwrap();
+        g.bench_function(format!("cesium_man_512k/52_targets_{active}_active"), |b| {
+            b.iter(|| {
+                let mut enc = gpu.device.create_command_encoder(&Default::default());
+                skinner.encode(&gpu, black_box(&palette), &mut enc).unwrap();
+                gpu.queue.submit([enc.finish()]);
+                gpu.wait().unwrap();
+            })
+        });
     }
     g.finish();
 }

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use glam::{Mat4, Vec3};
 use skelett::animator::{Animator, Curve, EventPolicy, PlayOptions};
 use skelett::local_to_model;
+use skelett::morph::{morph, skin_morphed, Morphed};
 use skelett::skin::{SkinOutput, SkinPalette, SkinningMesh, SkinningMethod};
 use skelett_io::Asset;
 use skelett_render::{Bounds, Character, GifWriter, Gpu, OrbitCamera, RenderOptions, Renderer};
@@ -248,13 +249,26 @@ fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Re
 
     // CPU skinning of every primitive, timed for comparison with the GPU path, which is what
     // draws (the GPU tests check that the two agree).
-    let mut cpu: Vec<(usize, SkinningMesh, Vec<Vec3>, Vec<Vec3>)> = Vec::new();
+    // The CPU's share of a frame, timed for the summary: morph then skin every primitive.
+    // Per primitive: skin index, mesh, morphed bind pose, skinned positions and normals.
+    type CpuPrimitive = (usize, SkinningMesh, Morphed, Vec<Vec3>, Vec<Vec3>);
+    let mut cpu: Vec<CpuPrimitive> = Vec::new();
     for m in &asset.meshes {
         let skin = &asset.skins[m.skin];
         for p in &m.primitives {
-            let sm = SkinningMesh::new(p, skin.len())?;
+            let mut sm = SkinningMesh::new(p, skin.len())?;
+            if !m.morph_channels.is_empty() {
+                sm.set_morph_channels(&m.morph_channels)?;
+            }
             let n = sm.vertex_count();
-            cpu.push((m.skin, sm, vec![Vec3::ZERO; n], vec![Vec3::ZERO; n]));
+            let morphed = Morphed::new(&sm);
+            cpu.push((
+                m.skin,
+                sm,
+                morphed,
+                vec![Vec3::ZERO; n],
+                vec![Vec3::ZERO; n],
+            ));
         }
     }
     let mut palettes = vec![SkinPalette::new(SkinningMethod::Linear); asset.skins.len()];
@@ -305,11 +319,13 @@ fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Re
         timing.animation += update_time + start.elapsed();
 
         let start = Instant::now();
-        for (skin, sm, pos, nrm) in &mut cpu {
+        for (skin, sm, morphed, pos, nrm) in &mut cpu {
             palettes[*skin].update(&asset.skins[*skin], &model)?;
-            skelett::skin(
+            morph(sm, anim.morph_weights(), morphed)?;
+            skin_morphed(
                 sm,
                 &palettes[*skin],
+                morphed,
                 SkinOutput {
                     positions: pos,
                     normals: sm.normals().is_some().then_some(&mut nrm[..]),
@@ -321,6 +337,7 @@ fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Re
 
         if gif || f + 1 == frames {
             renderer.set_markers(&ik_markers(anim, root));
+            renderer.set_morph_weights(&gpu, anim.morph_weights())?;
             let start = Instant::now();
             let image = renderer.render(&gpu, &model, &camera)?;
             timing.rendering += start.elapsed();

@@ -438,3 +438,205 @@ fn retarget_renders_source_beside_target() {
         "the written robot lost its colours"
     );
 }
+
+fn json_vec3(v: &serde_json::Value) -> glam::DVec3 {
+    let a = v.as_array().unwrap();
+    glam::DVec3::new(
+        a[0].as_f64().unwrap(),
+        a[1].as_f64().unwrap(),
+        a[2].as_f64().unwrap(),
+    )
+}
+
+fn read_json(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (is ../shared beside the repository?)",
+            path.display()
+        )
+    });
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Morph then skin on the GPU against three.js r187 (`../shared/data/reference/morph`, the
+/// same references `skelett-io/tests/morph_golden.rs` checks the CPU path with) within 1e-5
+/// of the mesh size, and against the CPU path for every vertex, positions and normals.
+#[test]
+fn gpu_morph_and_skin_matches_three_and_cpu() {
+    use skelett::morph::{morph, skin_morphed, Morphed};
+    let Some(gpu) = gpu() else { return };
+    for (file, reference) in [
+        ("AnimatedMorphCube.glb", "AnimatedMorphCube.glb"),
+        ("AnimatedMorphSphere.glb", "AnimatedMorphSphere.glb"),
+        ("MorphStressTest.glb", "MorphStressTest.glb"),
+        ("MorphStressTest.glb", "MorphStressTest.glb.clip1"),
+        ("SimpleMorph.glb", "SimpleMorph.glb"),
+    ] {
+        let asset = skelett_io::load(data(&format!("morph/{file}"))).unwrap();
+        let r = read_json(
+            &skelett_testdata::data_dir().join(format!("reference/morph/{reference}.morph.json")),
+        );
+        let clip = &asset.clips[r["clip"]["index"].as_u64().unwrap() as usize];
+        let mesh = asset
+            .meshes
+            .iter()
+            .find(|m| !m.morph_channels.is_empty())
+            .unwrap();
+        let prim = &mesh.primitives[r["mesh"]["primitive"].as_u64().unwrap() as usize];
+        let skin_def = &asset.skins[mesh.skin];
+        let mut sm = SkinningMesh::new(prim, skin_def.len()).unwrap();
+        sm.set_morph_channels(&mesh.morph_channels).unwrap();
+        let mut gs = GpuSkinner::new(&gpu, &sm).unwrap();
+        assert_eq!(gs.morph_target_count(), prim.morph_targets.len());
+        let mut slot = vec![0usize; sm.vertex_count()];
+        for (i, &v) in sm.source_vertices().iter().enumerate() {
+            slot[v as usize] = i;
+        }
+        let mut morphed = Morphed::new(&sm);
+        let mut weights = vec![0.0; asset.skeleton.morph_channel_count()];
+        let mut pose = Pose::rest(&asset.skeleton);
+        let mut model = vec![Mat4::IDENTITY; asset.skeleton.len()];
+        let mut palette = SkinPalette::new(SkinningMethod::Linear);
+        let mut pos = vec![Vec3::ZERO; sm.vertex_count()];
+        let mut nrm = pos.clone();
+        let root = asset.skeleton.root_transform().as_dmat4();
+        let vertices: Vec<usize> = r["vertices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as usize)
+            .collect();
+        let (mut worst_three, mut worst_cpu, mut worst_normal) = (0.0f64, 0.0f32, 0.0f32);
+        for s in r["samples"].as_array().unwrap() {
+            let t = s["t"].as_f64().unwrap() as f32;
+            skelett::sample_morph_weights(clip, t, &mut weights).unwrap();
+            sample_uncached(clip, t, &mut pose).unwrap();
+            local_to_model(&asset.skeleton, &pose, 0, &mut model).unwrap();
+            palette.update(skin_def, &model).unwrap();
+            gs.set_morph_weights(&gpu, &weights).unwrap();
+            let (gp, gn) = gs.skin_and_read(&gpu, &palette).unwrap();
+            morph(&sm, &weights, &mut morphed).unwrap();
+            skin_morphed(
+                &sm,
+                &palette,
+                &morphed,
+                SkinOutput {
+                    positions: &mut pos,
+                    normals: Some(&mut nrm),
+                    tangents: None,
+                },
+            )
+            .unwrap();
+            let world = s["world"].as_array().unwrap();
+            let size = world
+                .iter()
+                .map(|p| json_vec3(p).length())
+                .fold(1e-9, f64::max);
+            for (k, &v) in vertices.iter().enumerate() {
+                let got = root.transform_point3(gp[slot[v]].as_dvec3());
+                let err = (got - json_vec3(&world[k])).length() / size;
+                worst_three = worst_three.max(err);
+                assert!(
+                    err < 1e-5,
+                    "{reference} t={t} vertex {v}: GPU {got}, three.js {} (relative {err:e})",
+                    json_vec3(&world[k])
+                );
+            }
+            for v in 0..pos.len() {
+                let e = (gp[v] - pos[v]).length() / size as f32;
+                worst_cpu = worst_cpu.max(e);
+                assert!(
+                    e < 1e-5,
+                    "{reference} t={t} vertex {v}: GPU {} CPU {}",
+                    gp[v],
+                    pos[v]
+                );
+                if sm.normals().is_some() {
+                    let e = (gn[v] - nrm[v]).length();
+                    worst_normal = worst_normal.max(e);
+                    assert!(
+                        e < 1e-4,
+                        "{reference} t={t} normal {v}: GPU {} CPU {}",
+                        gn[v],
+                        nrm[v]
+                    );
+                }
+            }
+        }
+        eprintln!(
+            "{reference}: GPU worst {worst_three:e} of size against three.js, {worst_cpu:e} \
+             against the CPU, normals {worst_normal:e}"
+        );
+    }
+}
+
+/// Skinned and morphed: CesiumMan with the synthetic target of
+/// `skelett-io/tests/morph_golden.rs`, on the GPU, against three.js r187
+/// (`skelett-io/tests/reference/morph_skin`, made by `scripts/reference/three_morph_skin.mjs`).
+#[test]
+fn gpu_skinned_and_morphed_cesium_man_matches_three() {
+    let Some(gpu) = gpu() else { return };
+    let asset = skelett_io::load(data("gltf/CesiumMan.glb")).unwrap();
+    let r = read_json(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../skelett-io/tests/reference/morph_skin/CesiumMan.morph_skin.json"),
+    );
+    let mesh = &asset.meshes[0];
+    let mut prim = mesh.primitives[0].clone();
+    let n = prim.vertex_count();
+    let offset = |i: usize| {
+        let f = |a: usize, m: usize| ((((i * a) % m) as f64 / m as f64 - 0.5) * 0.1) as f32;
+        Vec3::new(f(7, 11), f(13, 17), f(5, 7))
+    };
+    prim.morph_targets = vec![skelett::MorphTarget {
+        positions: Some((0..n).map(offset).collect()),
+        normals: None,
+        tangents: None,
+    }];
+    let skin_def = &asset.skins[mesh.skin];
+    let sm = SkinningMesh::new(&prim, skin_def.len()).unwrap();
+    let mut gs = GpuSkinner::new(&gpu, &sm).unwrap();
+    let mut slot = vec![0usize; n];
+    for (i, &v) in sm.source_vertices().iter().enumerate() {
+        slot[v as usize] = i;
+    }
+    let clip = &asset.clips[r["clip"]["index"].as_u64().unwrap() as usize];
+    let mut pose = Pose::rest(&asset.skeleton);
+    let mut model = vec![Mat4::IDENTITY; asset.skeleton.len()];
+    let mut palette = SkinPalette::new(SkinningMethod::Linear);
+    let root = asset.skeleton.root_transform().as_dmat4();
+    let vertices: Vec<usize> = r["vertices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap() as usize)
+        .collect();
+    let mut worst = 0.0f64;
+    for s in r["samples"].as_array().unwrap() {
+        let t = s["t"].as_f64().unwrap() as f32;
+        let w = s["w"].as_f64().unwrap() as f32;
+        sample_uncached(clip, t, &mut pose).unwrap();
+        local_to_model(&asset.skeleton, &pose, 0, &mut model).unwrap();
+        palette.update(skin_def, &model).unwrap();
+        gs.set_morph_weights(&gpu, &[w]).unwrap();
+        let (gp, _) = gs.skin_and_read(&gpu, &palette).unwrap();
+        let world = s["world"].as_array().unwrap();
+        let size = world
+            .iter()
+            .map(|p| json_vec3(p).length())
+            .fold(1e-9, f64::max);
+        for (k, &v) in vertices.iter().enumerate() {
+            let got = root.transform_point3(gp[slot[v]].as_dvec3());
+            let err = (got - json_vec3(&world[k])).length() / size;
+            worst = worst.max(err);
+            assert!(
+                err < 1e-5,
+                "t={t} w={w} vertex {v}: GPU {got}, three.js {} (relative {err:e})",
+                json_vec3(&world[k])
+            );
+        }
+    }
+    eprintln!("CesiumMan with a target on the GPU: worst {worst:e} of size against three.js");
+    // Weights too short for the mesh's channels are refused.
+    assert!(gs.set_morph_weights(&gpu, &[]).is_err());
+}

@@ -3,15 +3,21 @@
 //! ```text
 //! "SKLT" | version u32 | payload length u64 | CRC-32 of the payload u32 | payload
 //! payload (little-endian): skeleton, skins, meshes, clips, warnings, metres per unit
+//!   skeleton: joints, root transform, morph channels (name, rest weight)
+//!   mesh primitive: attributes, influences, indices, material, morph targets (per target:
+//!         which of positions/normals/tangents it offsets, then one offset per vertex each)
+//!   mesh: primitives, then the morph channel each target reads
 //!   clip: kind u8 (0: keys as built, via skelett::ClipParts; 1: compact, via
 //!         skelett::CompactParts: the bytes Clip::size_bytes counts, plus the clip's name,
-//!         start, duration and events), then its data
+//!         start, duration and events), then its data, then its morph weights (the weight of
+//!         each channel no track moves; tracks: channel, interpolation, times, values)
 //! ```
 //!
 //! Clips are stored as built (reduced keys, timelines, slerp angles) or as compressed, so
 //! loading checks their invariants in one pass ([`skelett::Clip::from_parts`],
-//! [`skelett::Clip::from_compact_parts`]) instead of rebuilding them. Version 1 files (before
-//! compact clips: no kind byte, no unit) are still read. Every
+//! [`skelett::Clip::from_compact_parts`]) instead of rebuilding them. Morph targets and weight
+//! tracks are stored exactly (every bit). Version 1 files (before compact clips: no kind
+//! byte, no unit) and version 2 files (before morph targets) are still read. Every
 //! count is checked against the bytes left before anything is allocated; a truncated,
 //! corrupted (checksum) or newer-version file is refused with the byte offset and what was
 //! expected. The format is versioned: readers refuse versions newer than theirs.
@@ -22,16 +28,17 @@ use std::sync::Arc;
 use glam::{Mat4, Quat, Vec2, Vec3, Vec3A, Vec4};
 use skelett::compress::CompactTrack;
 use skelett::{
-    Clip, ClipEvent, ClipParts, CompactParts, Interpolation, MeshPrimitive, RawJoint, RawSkeleton,
-    Skin, SkinnedMesh, Target, TrackPart, Transform,
+    Clip, ClipEvent, ClipParts, CompactParts, Interpolation, MeshPrimitive, MorphChannel,
+    MorphTarget, RawJoint, RawMorphTrack, RawSkeleton, Skin, SkinnedMesh, Target, TrackPart,
+    Transform,
 };
 
 use crate::{Asset, Error};
 
 /// The file's magic bytes.
 pub const MAGIC: &[u8; 4] = b"SKLT";
-/// The format version this crate writes and the newest it reads (1 is read too).
-pub const VERSION: u32 = 2;
+/// The format version this crate writes and the newest it reads (1 and 2 are read too).
+pub const VERSION: u32 = 3;
 const HEADER: usize = 4 + 4 + 8 + 4;
 
 /// Writes `asset` as `.skl` bytes.
@@ -55,6 +62,11 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
         w.transform(&s.rest_pose()[j as usize]);
     }
     w.f32s(&s.root_transform().to_cols_array());
+    w.u32(s.morph_channel_count() as u32);
+    for (name, &rest) in s.morph_channel_names().iter().zip(s.morph_rest()) {
+        w.str(name);
+        w.f32(rest);
+    }
     w.u32(asset.skins.len() as u32);
     for skin in &asset.skins {
         w.str(skin.name());
@@ -97,13 +109,30 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
             if let Some(t) = p.base_color_texture {
                 w.u32(t as u32);
             }
+            w.u32(p.morph_targets.len() as u32);
+            for t in &p.morph_targets {
+                let attrs = [&t.positions, &t.normals, &t.tangents];
+                w.0.push(
+                    attrs
+                        .iter()
+                        .enumerate()
+                        .map(|(i, a)| u8::from(a.is_some()) << i)
+                        .sum(),
+                );
+                for v in attrs.into_iter().flatten() {
+                    v.iter().for_each(|v| w.f32s(&v.to_array()));
+                }
+            }
         }
+        w.u32(m.morph_channels.len() as u32);
+        m.morph_channels.iter().for_each(|&c| w.u32(c));
     }
     w.u32(asset.clips.len() as u32);
     for c in &asset.clips {
         if let Some(p) = c.compact_parts() {
             w.0.push(1);
             write_compact(&mut w, &p);
+            write_morph(&mut w, c);
             continue;
         }
         w.0.push(0);
@@ -121,11 +150,7 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
                 Target::Rotation => 1,
                 Target::Scale => 2,
             });
-            w.0.push(match t.interpolation {
-                Interpolation::Step => 0,
-                Interpolation::Linear => 1,
-                Interpolation::CubicSpline => 2,
-            });
+            w.0.push(interpolation_code(t.interpolation));
             w.u32(t.timeline);
             w.u32(t.value_start);
         }
@@ -142,6 +167,7 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
         p.quats.iter().for_each(|q| w.f32s(&q.to_array()));
         p.slerp.iter().for_each(|s| w.f32s(&[s.angle, s.inv_sin]));
         w.events(&p.events);
+        write_morph(&mut w, c);
     }
     w.u32(asset.warnings.len() as u32);
     asset.warnings.iter().for_each(|s| w.str(s));
@@ -155,6 +181,28 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
     out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     out.extend_from_slice(&payload);
     out
+}
+
+/// A clip's morph weights: the weight of every channel no track moves, then the tracks
+/// (channel, interpolation, key count, times, values).
+fn write_morph(w: &mut Writer, c: &Clip) {
+    w.f32s(c.morph_base());
+    w.u32(c.morph_tracks().len() as u32);
+    for t in c.morph_tracks() {
+        w.u32(t.channel as u32);
+        w.0.push(interpolation_code(t.interpolation));
+        w.u32(t.times.len() as u32);
+        w.f32s(t.times);
+        w.f32s(t.values);
+    }
+}
+
+fn interpolation_code(i: Interpolation) -> u8 {
+    match i {
+        Interpolation::Step => 0,
+        Interpolation::Linear => 1,
+        Interpolation::CubicSpline => 2,
+    }
 }
 
 /// Components stored per compact track or constant: 4 for rotations, 3 otherwise.
@@ -457,11 +505,27 @@ fn read_asset(r: &mut Reader, version: u32) -> Result<Asset, Error> {
         });
     }
     let root = r.f32s(16, "the root transform")?;
+    let mut channels = Vec::new();
+    if version >= 3 {
+        for _ in 0..r.count(8, "morph channels")? {
+            channels.push(MorphChannel {
+                name: r.str("a morph channel name")?,
+                rest: r.f32("a rest weight")?,
+            });
+        }
+    }
     let skeleton = RawSkeleton {
         joints,
         root_transform: Mat4::from_cols_slice(&root),
     }
     .build()
+    .and_then(|s| {
+        if channels.is_empty() {
+            Ok(s)
+        } else {
+            s.with_morph_channels(channels)
+        }
+    })
     .map_err(|e| build(r, "skeleton", e))?;
     let mut skins = Vec::new();
     for _ in 0..r.count(8, "skins")? {
@@ -510,20 +574,32 @@ fn read_asset(r: &mut Reader, version: u32) -> Result<Asset, Error> {
                 base_color_texture: (flags & 8 != 0)
                     .then(|| r.u32("a texture index").map(|t| t as usize))
                     .transpose()?,
-                morph_targets: Vec::new(),
+                morph_targets: if version >= 3 {
+                    r.morph_targets(v)?
+                } else {
+                    Vec::new()
+                },
                 influences,
             });
         }
+        let morph_channels = if version >= 3 {
+            let n = r.count(4, "morph channel indices")?;
+            r.pod(n, "morph channel indices")?
+        } else {
+            Vec::new()
+        };
         let mesh = SkinnedMesh {
             name,
             skin,
             primitives,
-            morph_channels: Vec::new(),
+            morph_channels,
         };
         let s = skins
             .get(skin)
             .ok_or_else(|| r.bad(format!("a skin index below {}", skins.len())))?;
-        mesh.validate(s).map_err(|e| build(r, "mesh", e))?;
+        mesh.validate(s)
+            .and_then(|()| mesh.validate_morph_channels(skeleton.morph_channel_count()))
+            .map_err(|e| build(r, "mesh", e))?;
         meshes.push(mesh);
     }
     let mut clips = Vec::new();
@@ -533,6 +609,7 @@ fn read_asset(r: &mut Reader, version: u32) -> Result<Asset, Error> {
                 0 => {}
                 1 => {
                     let clip = read_compact(r, &skeleton)?;
+                    let clip = r.morph_tracks(clip, &skeleton, version)?;
                     clips.push(Arc::new(clip));
                     continue;
                 }
@@ -612,6 +689,7 @@ fn read_asset(r: &mut Reader, version: u32) -> Result<Asset, Error> {
             constant_channels,
         })
         .map_err(|e| build(r, "clip", e))?;
+        let clip = r.morph_tracks(clip, &skeleton, version)?;
         clips.push(Arc::new(clip));
     }
     let mut warnings = Vec::new();
@@ -632,6 +710,94 @@ fn read_asset(r: &mut Reader, version: u32) -> Result<Asset, Error> {
 }
 
 impl Reader<'_> {
+    /// A primitive's morph targets (version 3): count, then per target the attributes it
+    /// has (bit 0 positions, 1 normals, 2 tangents) and `v` offsets for each.
+    fn morph_targets(&mut self, v: usize) -> Result<Vec<MorphTarget>, Error> {
+        let n = self.count(1, "morph targets")?;
+        let mut targets = Vec::with_capacity(n);
+        for _ in 0..n {
+            let flags = self.u8("morph target attribute flags")?;
+            if flags > 7 {
+                return Err(self.bad("morph target attribute flags 0 to 7".into()));
+            }
+            let mut attr = |bit: u8, what: &str| {
+                (flags & bit != 0)
+                    .then(|| self.pod::<Vec3>(v, what))
+                    .transpose()
+            };
+            targets.push(MorphTarget {
+                positions: attr(1, "morph position offsets")?,
+                normals: attr(2, "morph normal offsets")?,
+                tangents: attr(4, "morph tangent offsets")?,
+            });
+        }
+        Ok(targets)
+    }
+
+    /// A clip's morph weights (version 3, after the clip), attached by channel name: channels
+    /// whose weight differs from the rest weight as one-key tracks, then the animated ones.
+    fn morph_tracks(
+        &mut self,
+        clip: Clip,
+        skeleton: &skelett::Skeleton,
+        version: u32,
+    ) -> Result<Clip, Error> {
+        if version < 3 {
+            return Ok(clip);
+        }
+        let names = skeleton.morph_channel_names();
+        let base = self.f32s(names.len(), "morph base weights")?;
+        let mut tracks = Vec::new();
+        let mut animated = vec![false; names.len()];
+        for _ in 0..self.count(9, "morph weight tracks")? {
+            let channel = self.u32("a morph channel index")? as usize;
+            let name = names
+                .get(channel)
+                .ok_or_else(|| self.bad(format!("a morph channel below {}", names.len())))?;
+            animated[channel] = true;
+            let interpolation = match self.u8("an interpolation")? {
+                0 => Interpolation::Step,
+                1 => Interpolation::Linear,
+                2 => Interpolation::CubicSpline,
+                _ => return Err(self.bad("an interpolation 0, 1 or 2".into())),
+            };
+            let n = self.count(4, "weight keys")?;
+            let per = if interpolation == Interpolation::CubicSpline {
+                3
+            } else {
+                1
+            };
+            let times = self.f32s(n, "weight key times")?;
+            let values = self.f32s(n.saturating_mul(per), "weight values")?;
+            tracks.push(RawMorphTrack {
+                channel: name.clone(),
+                interpolation,
+                times,
+                values,
+            });
+        }
+        // Channels no track animates keep a weight of their own where it is not the rest
+        // weight: one-key tracks, which with_morph_tracks folds into the clip's base.
+        for (c, name) in names.iter().enumerate() {
+            let (b, rest) = (base[c], skeleton.morph_rest()[c]);
+            if !animated[c] && b.to_bits() != rest.to_bits() {
+                tracks.push(RawMorphTrack {
+                    channel: name.clone(),
+                    interpolation: Interpolation::Linear,
+                    times: vec![0.0],
+                    values: vec![b],
+                });
+            }
+        }
+        let at = format!(
+            "clip {:?} morph weights (byte {})",
+            clip.name(),
+            self.base + self.pos
+        );
+        clip.with_morph_tracks(skeleton, tracks)
+            .map_err(|e| Error::build(self.name.to_path_buf(), at, e))
+    }
+
     fn events(&mut self) -> Result<Vec<ClipEvent>, Error> {
         let ne = self.count(9, "events")?;
         let mut events = Vec::with_capacity(ne);

@@ -115,3 +115,114 @@ fn crc32fast_hash(b: &[u8]) -> u32 {
     }
     !crc
 }
+
+/// Morph targets, channels and weight tracks survive `.skl` exactly: the Khronos morph
+/// assets, each clip also compressed and made additive (whose base weights differ from the
+/// rest weights), written and read back: meshes and skeleton channels equal, every clip's
+/// weight tracks bit for bit, and sampled weights equal at 20 times.
+#[test]
+fn morph_targets_and_weight_tracks_round_trip() {
+    use skelett::compress::{compress, CompressOptions};
+    for name in [
+        "AnimatedMorphCube.glb",
+        "AnimatedMorphSphere.glb",
+        "MorphStressTest.glb",
+        "SimpleMorph.glb",
+    ] {
+        let mut a = skelett_io::load(common::data(&format!("morph/{name}"))).unwrap();
+        assert!(a.skeleton.morph_channel_count() > 0, "{name}");
+        let mut extra = Vec::new();
+        for c in &a.clips {
+            let (compact, _) = compress(&a.skeleton, c, &CompressOptions::default()).unwrap();
+            assert!(compact.is_compact());
+            extra.push(std::sync::Arc::new(compact));
+            extra.push(std::sync::Arc::new(c.to_additive_from_first_frame()));
+        }
+        a.clips.extend(extra);
+        let bytes = native::to_bytes(&a);
+        let b = native::from_bytes(&bytes, Path::new("m.skl"))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(
+            a.skeleton.morph_channels(),
+            b.skeleton.morph_channels(),
+            "{name}"
+        );
+        assert_eq!(a.skeleton.id(), b.skeleton.id(), "{name}");
+        assert_eq!(a.meshes, b.meshes, "{name}");
+        assert!(a
+            .meshes
+            .iter()
+            .any(|m| m.primitives.iter().any(|p| !p.morph_targets.is_empty())));
+        assert_eq!(a.clips.len(), b.clips.len());
+        let n = a.skeleton.morph_channel_count();
+        for (x, y) in a.clips.iter().zip(&b.clips) {
+            assert!(x.animates_morph_weights(), "{name} {}", x.name());
+            let tracks =
+                |c: &skelett::Clip| -> Vec<(usize, skelett::Interpolation, Vec<u32>, Vec<u32>)> {
+                    c.morph_tracks()
+                        .map(|t| {
+                            (
+                                t.channel,
+                                t.interpolation,
+                                t.times.iter().map(|v| v.to_bits()).collect(),
+                                t.values.iter().map(|v| v.to_bits()).collect(),
+                            )
+                        })
+                        .collect()
+                };
+            assert_eq!(tracks(x), tracks(y), "{name} {}", x.name());
+            let (mut wx, mut wy) = (vec![0.0; n], vec![0.0; n]);
+            for i in 0..20 {
+                let t = x.start() + x.duration() * i as f32 / 19.0;
+                skelett::sample_morph_weights(x, t, &mut wx).unwrap();
+                skelett::sample_morph_weights(y, t, &mut wy).unwrap();
+                let bits = |w: &[f32]| w.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&wx), bits(&wy), "{name} {} t={t}", x.name());
+            }
+        }
+        assert_eq!(
+            native::to_bytes(&b),
+            bytes,
+            "{name}: written twice, the same bytes"
+        );
+    }
+}
+
+/// A version 2 file (before morph targets) still loads. A BVH asset has no meshes, so its
+/// version 3 bytes are version 2's with two empty morph counts added: the skeleton's channel
+/// count after the root transform and each clip's track count (with no base weights) after
+/// its events. Removing them and sealing the payload as version 2 gives what a version 2
+/// writer wrote.
+#[test]
+fn version_2_files_still_load() {
+    let a = skelett_io::load(common::data("bvh/01_01.bvh")).unwrap();
+    assert!(a.meshes.is_empty() && a.clips.len() == 1 && a.warnings.is_empty());
+    let v3 = native::to_bytes(&a);
+    let mut payload = v3[20..].to_vec();
+    // The last clip ends 8 bytes before the end (warning count 0, metres per unit).
+    let end = payload.len() - 8;
+    assert_eq!(&payload[end - 4..end], &[0; 4]);
+    payload.drain(end - 4..end);
+    let root_end = 4
+        + a.skeleton
+            .names()
+            .iter()
+            .map(|n| 4 + n.len() + 2 + 40)
+            .sum::<usize>()
+        + 64;
+    assert_eq!(&payload[root_end..root_end + 4], &[0; 4]);
+    payload.drain(root_end..root_end + 4);
+    let mut v2 = Vec::new();
+    v2.extend_from_slice(native::MAGIC);
+    v2.extend_from_slice(&2u32.to_le_bytes());
+    v2.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    v2.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    v2.extend_from_slice(&payload);
+    let b = native::from_bytes(&v2, Path::new("v2.skl")).unwrap();
+    assert_eq!(a.clips, b.clips);
+    assert_eq!(a.skeleton.names(), b.skeleton.names());
+    // The same bytes read as version 3 are refused, not misread.
+    let mut as_v3 = v2.clone();
+    as_v3[4..8].copy_from_slice(&3u32.to_le_bytes());
+    assert!(native::from_bytes(&as_v3, Path::new("v2.skl")).is_err());
+}

@@ -309,6 +309,13 @@ impl Renderer {
 
         let mut primitives = Vec::new();
         let mut mesh_bounds: Option<Bounds> = None;
+        let mut rest_model = vec![Mat4::IDENTITY; character.skeleton.len()];
+        skelett::local_to_model(
+            character.skeleton,
+            character.skeleton.rest_pose(),
+            0,
+            &mut rest_model,
+        )?;
         for mesh in character.meshes {
             let skin = character.skins.get(mesh.skin).ok_or_else(|| {
                 RenderError::Invalid(format!("mesh {:?} names a missing skin", mesh.name))
@@ -324,11 +331,28 @@ impl Renderer {
                 } else {
                     p
                 };
+                let mut sm = SkinningMesh::new(p, skin.len())?;
+                if !mesh.morph_channels.is_empty() {
+                    sm.set_morph_channels(&mesh.morph_channels)?;
+                }
+                // Bounds of the mesh as the rest pose skins it: a rigid mesh bound to its
+                // node (positions in the node's space) lands where it is drawn.
+                let mut rest_palette = SkinPalette::new(SkinningMethod::Linear);
+                rest_palette.update(skin, &rest_model)?;
+                let mut rest = vec![Vec3::ZERO; sm.vertex_count()];
+                skelett::skin::skin(
+                    &sm,
+                    &rest_palette,
+                    skelett::skin::SkinOutput {
+                        positions: &mut rest,
+                        normals: None,
+                        tangents: None,
+                    },
+                )?;
                 let root = character.skeleton.root_transform();
-                if let Some(b) = Bounds::of(p.positions.iter().map(|&x| root.transform_point3(x))) {
+                if let Some(b) = Bounds::of(rest.iter().map(|&x| root.transform_point3(x))) {
                     mesh_bounds = Some(mesh_bounds.map_or(b, |m| m.union(b)));
                 }
-                let sm = SkinningMesh::new(p, skin.len())?;
                 let skinner = GpuSkinner::new(gpu, &sm)?;
                 let tri = sm.indices();
                 let mut edges = Vec::with_capacity(tri.len() * 2);
@@ -412,6 +436,13 @@ impl Renderer {
             usage: wgpu::BufferUsages::VERTEX | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
+        let rest = character.skeleton.morph_rest();
+        if rest.len() >= character.skeleton.morph_channel_count() {
+            for p in &mut primitives {
+                // A mesh whose channels the skeleton lacks shows unmorphed.
+                let _ = p.skinner.set_morph_weights(gpu, rest);
+            }
+        }
         Ok(Renderer {
             options,
             skeleton: character.skeleton.clone(),
@@ -618,6 +649,20 @@ impl Renderer {
     /// drawn into. It is replaced by [`Renderer::resize`].
     pub fn target(&self) -> &wgpu::TextureView {
         &self.targets.resolve_view
+    }
+
+    /// Sets the morph weights every primitive applies from the next frame on: one per
+    /// skeleton morph channel ([`skelett::animator::Animator::morph_weights`],
+    /// [`skelett::sample_morph_weights`]). Until the first call, meshes show with the
+    /// skeleton's rest weights ([`skelett::Skeleton::morph_rest`], the file's defaults).
+    ///
+    /// # Errors
+    /// [`RenderError::Skelett`] if `weights` is shorter than a mesh's channels need.
+    pub fn set_morph_weights(&mut self, gpu: &Gpu, weights: &[f32]) -> Result<(), RenderError> {
+        for p in &mut self.primitives {
+            p.skinner.set_morph_weights(gpu, weights)?;
+        }
+        Ok(())
     }
 
     /// Changes the image size (new targets; meshes and pipelines stay).

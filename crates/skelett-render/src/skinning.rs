@@ -9,6 +9,15 @@
 //! [`skelett::skin::SkinningMethod`], with the CPU's per-vertex fallback. Tangents are
 //! skinned on the CPU only.
 //!
+//! **Morph targets** are applied in the same dispatch, before skinning, as
+//! [`skelett::morph::morph`] does on the CPU. `new` uploads the mesh's sparse targets once,
+//! regrouped per vertex (for each vertex, the targets that move it: target index, position
+//! and normal offset), so an invocation reads only the offsets of its own vertex and a target
+//! never costs anything at vertices it does not move. [`GpuSkinner::set_morph_weights`]
+//! uploads one weight per target; with every weight zero the morph loop is skipped. There is
+//! no cap on the number of targets, active or not: the only bound is the device's storage
+//! buffer size (32 bytes per vertex a target moves).
+//!
 //! A skinner holds one palette: to draw one mesh for several characters in one submission,
 //! make a skinner per character (the bind-pose buffers are small next to the outputs).
 
@@ -24,7 +33,11 @@ struct Params {
     count: u32,
     use_normal: u32,
     method: u32,
-    _pad: u32,
+    /// 1 when some morph target has a non-zero weight.
+    morph: u32,
+    /// Where the morph entries start (vec4s), after the weights.
+    morph_base: u32,
+    _pad: [u32; 3],
 }
 
 /// One mesh primitive skinned on the GPU.
@@ -40,15 +53,26 @@ pub struct GpuSkinner {
     pipeline: wgpu::ComputePipeline,
     normals: Vec<Mat4>,
     duals: Vec<Vec4>,
+    /// Per target, the skeleton morph channel it reads.
+    morph_channels: Vec<u32>,
+    /// The target weights, then the per-vertex offsets.
+    morph: wgpu::Buffer,
+    /// Where the offsets start in `morph`, in vec4s.
+    morph_base: u32,
+    /// Per target weight, the upload scratch.
+    target_weights: Vec<f32>,
+    morph_active: bool,
 }
 
 impl GpuSkinner {
-    /// Uploads `mesh` (in its skinning order).
+    /// Uploads `mesh` (in its skinning order), with its morph targets and their channels
+    /// ([`SkinningMesh::set_morph_channels`]).
     ///
     /// # Errors
-    /// [`RenderError::Invalid`] if the mesh or its palette is larger than the device's
-    /// storage buffers or dispatch size allow (on WebGPU's default limits, about 4 million
-    /// vertices per primitive and 2 million palette entries).
+    /// [`RenderError::Invalid`] if the mesh, its morph offsets or its palette are larger than
+    /// the device's storage buffers or dispatch size allow (on WebGPU's default limits, about
+    /// 4 million vertices per primitive, 4 million morphed vertex offsets and 2 million
+    /// palette entries).
     pub fn new(gpu: &Gpu, mesh: &SkinningMesh) -> Result<GpuSkinner, RenderError> {
         let n = mesh.vertex_count();
         let limits = gpu.device.limits();
@@ -65,14 +89,27 @@ impl GpuSkinner {
                 mesh.palette_len()
             )));
         }
-        let mut bind = Vec::with_capacity(2 * n);
+        let (offsets, entries) = morph_rows(mesh);
+        if (entries.len() as u64 + mesh.morph_target_count() as u64) * 16 > binding
+            || (n as u64 + 1) * 32 > binding
+        {
+            return Err(RenderError::Invalid(format!(
+                "{} morph target offsets do not fit this GPU's storage buffers ({binding} \
+                 bytes); split the mesh",
+                entries.len() / 2
+            )));
+        }
+        // Per vertex, as 32-bit words: position and influence count, normal and the start of
+        // its morph entries, then one sentinel vertex whose last word ends the last one's.
+        let mut bind: Vec<[u32; 4]> = Vec::with_capacity(2 * n + 2);
         let mut joints = Vec::with_capacity(2 * n);
         let mut weights = Vec::with_capacity(2 * n);
+        let bits = |v: glam::Vec3, w: u32| [v.x.to_bits(), v.y.to_bits(), v.z.to_bits(), w];
         for v in 0..n {
             let infl: Vec<(u16, f32)> = mesh.influences(v).collect();
             let normal = mesh.normals().map(|nr| nr[v]).unwrap_or(glam::Vec3::Y);
-            bind.push(mesh.positions()[v].extend(infl.len() as f32));
-            bind.push(normal.extend(0.0));
+            bind.push(bits(mesh.positions()[v], infl.len() as u32));
+            bind.push(bits(normal, offsets[v]));
             let mut j = [0u32; 8];
             let mut w = [0f32; 8];
             for (i, &(ji, wi)) in infl.iter().enumerate() {
@@ -84,18 +121,40 @@ impl GpuSkinner {
             weights.push(Vec4::from_slice(&w[..4]));
             weights.push(Vec4::from_slice(&w[4..]));
         }
+        bind.push([0; 4]);
+        bind.push([0, 0, 0, offsets[n]]);
         let d = &gpu.device;
-        let storage = |label: &str, contents: &[u8]| {
+        let storage = |label: &str, contents: &[u8], usage: wgpu::BufferUsages| {
             d.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some(label),
                 contents,
-                usage: wgpu::BufferUsages::STORAGE,
+                usage: wgpu::BufferUsages::STORAGE | usage,
             })
         };
+        let none = wgpu::BufferUsages::empty();
         // Never-empty buffers: wgpu rejects zero-sized bindings.
-        let bind_buf = storage("bind pose", bytemuck::cast_slice(&pad(bind, Vec4::ZERO)));
-        let joint_buf = storage("joints", bytemuck::cast_slice(&pad(joints, [0u32; 4])));
-        let weight_buf = storage("weights", bytemuck::cast_slice(&pad(weights, Vec4::ZERO)));
+        let bind_buf = storage("bind pose", bytemuck::cast_slice(&bind), none);
+        let joint_buf = storage(
+            "joints",
+            bytemuck::cast_slice(&pad(joints, [0u32; 4])),
+            none,
+        );
+        let weight_buf = storage(
+            "weights",
+            bytemuck::cast_slice(&pad(weights, Vec4::ZERO)),
+            none,
+        );
+        // The morph buffer: the target weights (4 per vec4, rewritten by set_morph_weights),
+        // then the entries. One buffer, as WebGPU allows 8 storage buffers per stage.
+        let targets = mesh.morph_target_count();
+        let morph_base = targets.div_ceil(4);
+        let mut morph = vec![[0u32; 4]; morph_base];
+        morph.extend_from_slice(&entries);
+        let morph_buf = storage(
+            "morph targets",
+            bytemuck::cast_slice(&pad(morph, [0u32; 4])),
+            wgpu::BufferUsages::COPY_DST,
+        );
         let palette_len = mesh.palette_len().max(1);
         let mat_buf = |label: &str| {
             d.create_buffer(&wgpu::BufferDescriptor {
@@ -149,6 +208,7 @@ impl GpuSkinner {
             &output,
             &params,
             &dual,
+            &morph_buf,
         ]
         .iter()
         .enumerate()
@@ -174,7 +234,70 @@ impl GpuSkinner {
             pipeline,
             normals: Vec::new(),
             duals: Vec::new(),
+            morph_channels: mesh.morph_channels().to_vec(),
+            morph: morph_buf,
+            morph_base: morph_base as u32,
+            target_weights: Vec::with_capacity(targets),
+            morph_active: false,
         })
+    }
+
+    /// Number of morph targets.
+    pub fn morph_target_count(&self) -> usize {
+        self.morph_channels.len()
+    }
+
+    /// Sets the morph weights the next [`GpuSkinner::encode`] applies: one per skeleton morph
+    /// channel, as [`skelett::morph::morph`] takes them (from
+    /// [`skelett::animator::Animator::morph_weights`] or [`skelett::sample_morph_weights`]).
+    /// NaN counts as 0, weights outside 0..=1 extrapolate. Weights stay set until the next
+    /// call; a mesh without targets ignores them.
+    ///
+    /// ```no_run
+    /// # fn f(gpu: &skelett_render::Gpu, mesh: &skelett::skin::SkinningMesh,
+    /// #      palette: &skelett::skin::SkinPalette) -> Result<(), skelett_render::RenderError> {
+    /// let mut skinner = skelett_render::GpuSkinner::new(gpu, mesh)?;
+    /// skinner.set_morph_weights(gpu, &[0.5, 1.0])?; // one weight per morph channel
+    /// let (positions, normals) = skinner.skin_and_read(gpu, palette)?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`RenderError::Skelett`] if `weights` does not reach the highest channel a target
+    /// reads; the previous weights stay then.
+    pub fn set_morph_weights(&mut self, gpu: &Gpu, weights: &[f32]) -> Result<(), RenderError> {
+        if self.morph_channels.is_empty() {
+            return Ok(());
+        }
+        let needed = self
+            .morph_channels
+            .iter()
+            .max()
+            .map_or(0, |&c| c as usize + 1);
+        if weights.len() < needed {
+            return Err(skelett::Error::Length {
+                what: "weights",
+                expected: needed,
+                got: weights.len(),
+            }
+            .into());
+        }
+        self.target_weights.clear();
+        self.target_weights
+            .extend(self.morph_channels.iter().map(|&c| {
+                let w = weights[c as usize];
+                if w.is_nan() {
+                    0.0
+                } else {
+                    w
+                }
+            }));
+        self.morph_active = self.target_weights.iter().any(|&w| w != 0.0);
+        if self.morph_active {
+            gpu.queue
+                .write_buffer(&self.morph, 0, bytemuck::cast_slice(&self.target_weights));
+        }
+        Ok(())
     }
 
     /// Number of vertices.
@@ -246,7 +369,9 @@ impl GpuSkinner {
                 count: self.count,
                 use_normal: use_normal as u32,
                 method: dq.is_some() as u32,
-                _pad: 0,
+                morph: self.morph_active as u32,
+                morph_base: self.morph_base,
+                _pad: [0; 3],
             }),
         );
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -291,4 +416,38 @@ fn pad<T: Copy>(mut v: Vec<T>, zero: T) -> Vec<T> {
         v.push(zero);
     }
     v
+}
+
+/// The mesh's sparse targets regrouped per vertex: `offsets[v]..offsets[v + 1]` index the
+/// vertex's entries, two `vec4`s of 32-bit words each: (position offset, target index) and
+/// (normal offset, 0). Targets appear in ascending order within a vertex, as the CPU adds
+/// them.
+fn morph_rows(mesh: &SkinningMesh) -> (Vec<u32>, Vec<[u32; 4]>) {
+    let n = mesh.vertex_count();
+    let mut counts = vec![0u32; n + 1];
+    let targets: Vec<_> = (0..mesh.morph_target_count())
+        .filter_map(|k| mesh.morph_target(k))
+        .collect();
+    for t in &targets {
+        for &r in t.rows {
+            counts[r as usize + 1] += 1;
+        }
+    }
+    for v in 0..n {
+        counts[v + 1] += counts[v];
+    }
+    let mut fill = counts.clone();
+    let mut entries = vec![[0u32; 4]; 2 * counts[n] as usize];
+    let bits = |v: glam::Vec3, w: u32| [v.x.to_bits(), v.y.to_bits(), v.z.to_bits(), w];
+    for (k, t) in targets.iter().enumerate() {
+        for (i, &r) in t.rows.iter().enumerate() {
+            let at = fill[r as usize] as usize;
+            fill[r as usize] += 1;
+            let p = t.positions.get(i).copied().unwrap_or_default();
+            let nn = t.normals.get(i).copied().unwrap_or_default();
+            entries[2 * at] = bits(p, k as u32);
+            entries[2 * at + 1] = bits(nn, 0);
+        }
+    }
+    (counts, entries)
 }

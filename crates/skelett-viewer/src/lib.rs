@@ -174,6 +174,11 @@ struct Viewer {
     feet_on: bool,
     /// Ground slope in degrees (rising along +Z).
     slope: f32,
+    // Morph targets.
+    /// Per skeleton morph channel, the weight a slider holds it at (`None`: as animated).
+    morph_hold: Vec<Option<f32>>,
+    /// The weights drawn: the animated ones with the held ones put in.
+    morph_weights: Vec<f32>,
     /// Where the ground grid is drawn: centre and half extent.
     ground_area: (Vec3, f32),
     /// With a graph: the character playing it (then the clip controls are hidden).
@@ -198,6 +203,7 @@ impl Viewer {
         failure: Arc<std::sync::Mutex<Option<ViewerError>>>,
     ) -> Result<Viewer, ViewerError> {
         let rs = cc.wgpu_render_state.as_ref().ok_or(ViewerError::NoWgpu)?;
+        let channels = asset.skeleton.morph_channel_count();
         let gpu = Gpu::from_device(rs.device.clone(), rs.queue.clone(), rs.adapter.get_info());
         let mut renderer = Renderer::new(
             &gpu,
@@ -306,6 +312,8 @@ impl Viewer {
             feet_on,
             slope: f32::NAN, // set below, with the ground
             ground_area,
+            morph_hold: vec![None; channels],
+            morph_weights: vec![0.0; channels],
             events: VecDeque::new(),
             time: 0.0,
             frame_ms: 0.0,
@@ -503,9 +511,61 @@ impl Viewer {
         }
     }
 
+    /// A slider per morph channel: it shows the animated weight, and dragging it holds the
+    /// channel at the slider's value until released.
+    fn morph_panel(&mut self, ui: &mut egui::Ui) {
+        if self.morph_hold.is_empty() {
+            return;
+        }
+        ui.separator();
+        ui.horizontal(|ui| {
+            ui.heading(format!("Morph targets ({})", self.morph_hold.len()));
+            if ui
+                .button("release all")
+                .on_hover_text("every channel back to its animation")
+                .clicked()
+            {
+                self.morph_hold.iter_mut().for_each(|h| *h = None);
+            }
+        });
+        ui.label("drag: hold at a weight; click the dot: back to the animation");
+        let names = self.asset.skeleton.morph_channel_names().to_vec();
+        egui::ScrollArea::vertical()
+            .id_salt("morph")
+            .max_height(220.0)
+            .show(ui, |ui| {
+                for (c, name) in names.iter().enumerate() {
+                    ui.horizontal(|ui| {
+                        let held = self.morph_hold[c].is_some();
+                        if ui
+                            .selectable_label(held, if held { "●" } else { "○" })
+                            .on_hover_text(if held {
+                                "held: click to release"
+                            } else {
+                                "animated"
+                            })
+                            .clicked()
+                        {
+                            self.morph_hold[c] = None;
+                        }
+                        let mut w = self.morph_hold[c].unwrap_or(self.morph_weights[c]);
+                        let r = ui.add(
+                            egui::Slider::new(&mut w, 0.0..=1.0)
+                                .clamping(egui::SliderClamping::Never)
+                                .text(name.as_str()),
+                        );
+                        if r.changed() {
+                            self.morph_hold[c] = Some(w);
+                        }
+                    });
+                }
+            });
+    }
+
     fn side_panel(&mut self, ui: &mut egui::Ui) {
         if self.graph.is_some() {
             self.graph_panel(ui);
+            self.morph_panel(ui);
             ui.separator();
             self.display_panel(ui);
             return;
@@ -624,6 +684,7 @@ impl Viewer {
         if changed {
             self.apply_layer();
         }
+        self.morph_panel(ui);
         ui.separator();
         self.ik_panel(ui);
         ui.separator();
@@ -949,6 +1010,24 @@ impl eframe::App for Viewer {
         };
         if let Err(e) = local_to_model(&sk, pose, 0, &mut self.model) {
             self.fail(e);
+        }
+        if !self.morph_hold.is_empty() {
+            let animated = if let Some(g) = &self.graph {
+                g.animator().morph_weights()
+            } else if self.stopped {
+                sk.morph_rest()
+            } else {
+                self.animator.morph_weights()
+            };
+            for (c, w) in self.morph_weights.iter_mut().enumerate() {
+                *w = self.morph_hold[c].unwrap_or(animated.get(c).copied().unwrap_or(0.0));
+            }
+            if let Err(e) = self
+                .renderer
+                .set_morph_weights(&self.gpu, &self.morph_weights)
+            {
+                self.fail(e);
+            }
         }
         self.anim_ms = start.elapsed().as_secs_f32() * 1e3;
 

@@ -6,18 +6,26 @@
 // matrix; renormalised, falling back to the bind normal where the length is not a normal
 // float. Dual quaternions (`method` 1): as the CPU's dual_vertex, for vertices whose joints
 // are all rigid; the others blend linearly.
+//
+// Morph targets (`morph` 1): before skinning, the vertex's own target offsets weighted by
+// their target's weight are added to its bind position and normal, as skelett::morph::morph.
 
 struct Params {
     count: u32,
     use_normal: u32,
     method: u32,
-    _pad: u32,
+    morph: u32,
+    morph_base: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 };
 
 @group(0) @binding(0) var<storage, read> palette: array<mat4x4<f32>>;
 @group(0) @binding(1) var<storage, read> normal_palette: array<mat4x4<f32>>;
-// Per vertex: position (w = influence count), normal.
-@group(0) @binding(2) var<storage, read> bind: array<vec4<f32>>;
+// Per vertex, as 32-bit words: position (w = influence count), normal (w = first morph
+// entry); one more vertex at the end whose normal's w ends the last vertex's entries.
+@group(0) @binding(2) var<storage, read> bind: array<vec4<u32>>;
 // Per vertex: 8 palette indices as two vec4<u32>, 8 weights as two vec4<f32>.
 @group(0) @binding(3) var<storage, read> joints: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read> weights: array<vec4<f32>>;
@@ -26,6 +34,10 @@ struct Params {
 @group(0) @binding(6) var<uniform> params: Params;
 // Per joint: rotation quaternion, dual part, (rigid, 0, 0, 0).
 @group(0) @binding(7) var<storage, read> dual: array<vec4<f32>>;
+// As 32-bit words: first the target weights, 4 per vec4 (0 skips a target); from
+// params.morph_base on, two vec4s per entry: (position offset, target index), (normal
+// offset, 0).
+@group(0) @binding(8) var<storage, read> morph: array<vec4<u32>>;
 
 fn unit_or(v: vec3<f32>, fallback: vec3<f32>) -> vec3<f32> {
     let l = dot(v, v);
@@ -50,9 +62,28 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     if (v >= params.count) {
         return;
     }
-    let p = bind[2u * v];
-    let n = bind[2u * v + 1u].xyz;
-    let k = u32(p.w);
+    let pw = bind[2u * v];
+    let nw = bind[2u * v + 1u];
+    var p = bitcast<vec4<f32>>(vec4<u32>(pw.xyz, 0u));
+    var n = bitcast<vec3<f32>>(nw.xyz);
+    let k = pw.w;
+    if (params.morph != 0u) {
+        var dp = vec3<f32>(0.0);
+        var dn = vec3<f32>(0.0);
+        for (var e = nw.w; e < bind[2u * v + 3u].w; e = e + 1u) {
+            let a = morph[params.morph_base + 2u * e];
+            let wt = bitcast<f32>(morph[a.w / 4u][a.w % 4u]);
+            if (wt != 0.0) {
+                dp = dp + wt * bitcast<vec3<f32>>(a.xyz);
+                dn = dn + wt * bitcast<vec3<f32>>(morph[params.morph_base + 2u * e + 1u].xyz);
+            }
+        }
+        p = vec4<f32>(p.xyz + dp, 0.0);
+        n = n + dn;
+        if (k == 0u) {
+            n = unit_or(n, n);
+        }
+    }
     if (k == 0u) {
         skinned[2u * v] = vec4<f32>(p.xyz, 1.0);
         skinned[2u * v + 1u] = vec4<f32>(n, 0.0);
