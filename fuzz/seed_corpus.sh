@@ -6,7 +6,7 @@ data="$here/../../shared/data"
 mkdir -p "$here/corpus/gltf_import" "$here/corpus/bvh_import" "$here/corpus/native_import" "$here/corpus/x_import"
 cp "$data"/x/*.x "$data"/x/*.X "$here/corpus/x_import/" 2>/dev/null || true
 mkdir -p "$here/corpus/fbx_import"
-cp "$data"/fbx/*.fbx "$here/corpus/fbx_import/"
+cp "$data"/fbx/*.fbx "$data"/morph/*.fbx "$here/corpus/fbx_import/"
 # A stepped variant (cubic keys made constant), for the step handling.
 sed 's/a: 24840/a: 2/' "$data/fbx/maya_game_sausage_7500_ascii_wiggle.fbx" \
   > "$here/corpus/fbx_import/maya_stepped.fbx"

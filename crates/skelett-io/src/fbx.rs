@@ -9,11 +9,16 @@
 //!   skin deformers ──▶ Skin (cluster bones, geometry-to-bone as inverse bind) + MeshPrimitive
 //!          named after its node (one vertex per triangulated face corner: positions, normals,
 //!          tangents with handedness, UVs; at most 8 heaviest weights, normalised; vertices
-//!          without weights bound to the mesh's own node, where FBX leaves them; blend shapes
-//!          reported, not applied)
+//!          without weights bound to the mesh's own node, where FBX leaves them)
+//!   blend deformers ──▶ a skeleton morph channel per blend channel (`mesh/channel`, rest
+//!          weight DeformPercent / 100) and a MorphTarget per mesh (the full-weight shape's
+//!          position and normal offsets times their per-offset weights (Blender's shape-key
+//!          vertex groups), per control point spread to its face corners); a
+//!          mesh with blend shapes and no skin is bound to its node as a skin of one joint
 //!   animation stacks ──ufbx::bake_anim──▶ RawClip per stack (TRS keys at the file's key
 //!          times; steps exact; curves that keys cannot represent resampled at the file's
-//!          frame rate, with a warning saying how many keys that made)
+//!          frame rate, with a warning saying how many keys that made); animated
+//!          DeformPercent ──▶ morph weight tracks, keyed the same way
 //! ```
 //!
 //! How curves become keys:
@@ -275,9 +280,10 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
             mark(b, &mut is_joint);
         }
     }
-    // A skinned mesh's own node: vertices no bone weights follow it, as in FBX.
+    // A skinned mesh's own node: vertices no bone weights follow it, as in FBX. A mesh with
+    // blend shapes and no skin is bound to its node the same way.
     for mesh in scene.meshes.iter() {
-        if !mesh.skin_deformers.is_empty() {
+        if !mesh.skin_deformers.is_empty() || has_blend_shapes(mesh) {
             if let Some(node) = mesh.element.instances.iter().next() {
                 mark(node, &mut is_joint);
             }
@@ -286,7 +292,8 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
     if !is_joint.iter().any(|&j| j) {
         return Err(invalid(
             "nodes",
-            "no skeleton: the file has no bones (LimbNode) and no skin clusters".into(),
+            "no skeleton: the file has no bones (LimbNode), no skin clusters and no blend shapes"
+                .into(),
         ));
     }
     let ids: Vec<usize> = (0..n).filter(|&i| is_joint[i]).collect();
@@ -327,10 +334,13 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
     // Skins and meshes: one skin per skin deformer, one mesh per mesh using it.
     let mut skins = Vec::new();
     let mut meshes = Vec::new();
+    let mut morph_channels: Vec<skelett::MorphChannel> = Vec::new();
+    let mut channel_of_element: Vec<(u32, u32)> = Vec::new();
     for mesh in scene.meshes.iter() {
-        let Some(deformer) = mesh.skin_deformers.iter().next() else {
+        let deformer = mesh.skin_deformers.iter().next().map(|d| &**d);
+        if deformer.is_none() && !has_blend_shapes(mesh) {
             continue;
-        };
+        }
         // The node's name is what artists see and pick (the geometry is often unnamed, or
         // called after the primitive it started from); the geometry's when it has no node.
         let mesh_name = mesh
@@ -341,32 +351,44 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
             .map(|n| n.element.name.to_string())
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| mesh.element.name.to_string());
-        let shapes: Vec<String> = mesh
-            .blend_deformers
-            .iter()
-            .flat_map(|d| d.channels.iter().map(|c| c.element.name.to_string()))
-            .collect();
-        if !shapes.is_empty() {
-            warnings.push(format!(
-                "mesh {mesh_name:?}: {} blend shape channels ({}) are not applied: skelett has \
-                 no morph targets",
-                shapes.len(),
-                shapes.join(", ")
-            ));
+        // Blend shapes: one morph channel per blend channel, `mesh/channel`; its target is
+        // the channel's full-weight shape.
+        let mut shapes: Vec<(&ufbx::BlendShape, f32)> = Vec::new();
+        let mut mesh_channels: Vec<u32> = Vec::new();
+        for channel in mesh.blend_deformers.iter().flat_map(|d| d.channels.iter()) {
+            let Some((shape, full)) = full_shape(channel, &mesh_name, &mut warnings) else {
+                continue;
+            };
+            let id = channel.element.element_id;
+            let c = match channel_of_element.iter().find(|(e, _)| *e == id) {
+                Some(&(_, c)) => c,
+                None => {
+                    let c = morph_channels.len() as u32;
+                    morph_channels.push(skelett::MorphChannel {
+                        name: format!("{mesh_name}/{}", channel.element.name),
+                        rest: channel.weight as f32,
+                    });
+                    channel_of_element.push((id, c));
+                    c
+                }
+            };
+            shapes.push((shape, full));
+            mesh_channels.push(c);
         }
         let mut palette = Vec::new();
         let mut ibm = Vec::new();
-        if deformer.clusters.len() >= usize::from(u16::MAX) {
+        let cluster_count = deformer.map_or(0, |d| d.clusters.len());
+        if cluster_count >= usize::from(u16::MAX) {
             return Err(invalid(
                 &format!("mesh {mesh_name:?}"),
-                format!(
-                    "{} skin clusters; at most 65534 are supported",
-                    deformer.clusters.len()
-                ),
+                format!("{cluster_count} skin clusters; at most 65534 are supported"),
             ));
         }
-        let mut cluster_slot = Vec::with_capacity(deformer.clusters.len());
-        for cluster in deformer.clusters.iter() {
+        let clusters: Vec<&ufbx::SkinCluster> = deformer
+            .map(|d| d.clusters.iter().map(|c| &**c).collect())
+            .unwrap_or_default();
+        let mut cluster_slot = Vec::with_capacity(clusters.len());
+        for cluster in clusters {
             let slot = cluster
                 .bone_node
                 .as_deref()
@@ -377,7 +399,7 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
                 (palette.len() - 1) as u16
             }));
         }
-        if palette.is_empty() {
+        if palette.is_empty() && deformer.is_some() {
             warnings.push(format!(
                 "mesh {mesh_name:?}: its skin has no bones; skipped"
             ));
@@ -392,6 +414,13 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
             ibm.push(mat(&node.geometry_to_node));
             Some((palette.len() - 1) as u16)
         });
+        if palette.is_empty() {
+            // Blend shapes without a skin, and no node to follow: nothing to bind them to.
+            warnings.push(format!(
+                "mesh {mesh_name:?}: blend shapes on a mesh without a node; skipped"
+            ));
+            continue;
+        }
         let skin = Skin::new(format!("{mesh_name} skin"), palette, ibm)
             .and_then(|s| s.validate(&skeleton).map(|()| s))
             .map_err(|e| Error::build(name.to_path_buf(), format!("mesh {mesh_name:?} skin"), e))?;
@@ -400,6 +429,7 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
             deformer,
             &cluster_slot,
             rigid,
+            &shapes,
             bytes.len(),
             &mut warnings,
             &mesh_name,
@@ -409,13 +439,31 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
             name: mesh_name.clone(),
             skin: skins.len(),
             primitives: vec![prim],
-            morph_channels: Vec::new(),
+            morph_channels: mesh_channels,
         };
         m.validate(&skin)
             .map_err(|e| Error::build(name.to_path_buf(), format!("mesh {mesh_name:?}"), e))?;
         skins.push(skin);
         meshes.push(m);
     }
+
+    // Morph channels: names made unique (two channels of one mesh may share a name).
+    let skeleton = if morph_channels.is_empty() {
+        skeleton
+    } else {
+        let mut seen = std::collections::HashSet::new();
+        for c in &mut morph_channels {
+            let base = c.name.clone();
+            let mut k = 1;
+            while !seen.insert(c.name.clone()) {
+                k += 1;
+                c.name = format!("{base}#{k}");
+            }
+        }
+        skeleton
+            .with_morph_channels(morph_channels)
+            .map_err(|e| Error::build(name.to_path_buf(), "blend channels", e))?
+    };
 
     // Clips: every animation stack, baked by ufbx into linear TRS keys.
     let fps = scene.settings.frames_per_second;
@@ -471,16 +519,9 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
                 .map(|k| k.flags)
                 .chain(node.rotation_keys.iter().map(|k| k.flags))
                 .chain(node.scale_keys.iter().map(|k| k.flags));
-            // The file's own keys, and the two halves of its steps, are not resampled.
-            let own = [
-                ufbx::BakedKeyFlags::KEYFRAME,
-                ufbx::BakedKeyFlags::STEP_LEFT,
-                ufbx::BakedKeyFlags::STEP_RIGHT,
-                ufbx::BakedKeyFlags::STEP_KEY,
-            ];
             for f in flags {
                 total += 1;
-                resampled += !own.iter().any(|&o| f.has_any(o)) as usize;
+                resampled += !own_key(f) as usize;
             }
             let t_keys = node.translation_keys.iter().map(|k| (k.time, v3(k.value)));
             let r_keys = node.rotation_keys.iter().map(|k| (k.time, quat(k.value)));
@@ -511,6 +552,35 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
             });
         }
         channels.retain(|c| !c.times.is_empty());
+        // Blend channel weights: DeformPercent curves, in percent.
+        let mut morph_tracks = Vec::new();
+        for element in baked.elements.iter() {
+            let Some(&(_, c)) = channel_of_element
+                .iter()
+                .find(|(e, _)| *e == element.element_id)
+            else {
+                continue;
+            };
+            for prop in element.props.iter() {
+                if prop.name.to_string() != "DeformPercent" || prop.keys.is_empty() {
+                    continue;
+                }
+                for k in prop.keys.iter() {
+                    lo = lo.min(k.time);
+                    hi = hi.max(k.time);
+                    total += 1;
+                    resampled += !own_key(k.flags) as usize;
+                }
+                let keys = prop.keys.iter().map(|k| (k.time, k.value.x as f32 * 0.01));
+                let (interpolation, times, values) = channel_keys(keys);
+                morph_tracks.push(skelett::RawMorphTrack {
+                    channel: skeleton.morph_channel_names()[c as usize].clone(),
+                    interpolation,
+                    times,
+                    values,
+                });
+            }
+        }
         if resampled > 0 {
             warnings.push(format!(
                 "animation stack {stack_name:?}: {resampled} of {total} keys were resampled at \
@@ -524,6 +594,13 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
             channels,
         }
         .build(&skeleton);
+        let built = built.and_then(|c| {
+            if morph_tracks.is_empty() {
+                Ok(c)
+            } else {
+                c.with_morph_tracks(&skeleton, morph_tracks)
+            }
+        });
         // One unusable stack (times f32 cannot tell apart, say) does not cost the others.
         let clip = match built {
             Ok(c) => c,
@@ -543,6 +620,19 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
     })
     .filter(|u| u.is_finite() && *u > 0.0);
     Ok(asset)
+}
+
+/// Whether a baked key is one of the file's own keys or a half of one of its steps (not
+/// resampled).
+fn own_key(f: ufbx::BakedKeyFlags) -> bool {
+    [
+        ufbx::BakedKeyFlags::KEYFRAME,
+        ufbx::BakedKeyFlags::STEP_LEFT,
+        ufbx::BakedKeyFlags::STEP_RIGHT,
+        ufbx::BakedKeyFlags::STEP_KEY,
+    ]
+    .iter()
+    .any(|&o| f.has_any(o))
 }
 
 /// The f32 just below `x` (for finite `x`).
@@ -616,11 +706,13 @@ fn next_up(x: f32) -> f32 {
 }
 
 /// One vertex per triangulated face corner, with the skin weights of its control point.
+#[allow(clippy::too_many_arguments)]
 fn mesh_primitive(
     mesh: &ufbx::Mesh,
-    deformer: &ufbx::SkinDeformer,
+    deformer: Option<&ufbx::SkinDeformer>,
     cluster_slot: &[Option<u16>],
     rigid: Option<u16>,
+    shapes: &[(&ufbx::BlendShape, f32)],
     file_len: usize,
     warnings: &mut Vec<String>,
     mesh_name: &str,
@@ -657,6 +749,7 @@ fn mesh_primitive(
     let mut dropped = 0usize;
     let mut unweighted = 0usize;
     let mut per_vertex: Vec<Vec<(u16, f32)>> = Vec::with_capacity(corners.len());
+    let mut control_points: Vec<u32> = Vec::with_capacity(corners.len());
     for &c in &corners {
         positions.push(get3(pos, c).ok_or("a face corner without a position")?);
         let normal = if nrm.exists {
@@ -688,8 +781,10 @@ fn mesh_primitive(
             .vertex_indices
             .get(c as usize)
             .ok_or("a face corner without a vertex")?;
+        control_points.push(cp);
         let mut inf: Vec<(u16, f32)> = Vec::new();
-        if let Some(sv) = deformer.vertices.get(cp as usize) {
+        if let Some((deformer, sv)) = deformer.and_then(|d| Some((d, d.vertices.get(cp as usize)?)))
+        {
             let begin = sv.weight_begin as usize;
             for w in deformer
                 .weights
@@ -715,7 +810,7 @@ fn mesh_primitive(
         per_vertex.push(inf);
     }
     let (influences, joints, weights) = crate::pack_influences(&mut per_vertex);
-    if unweighted > 0 {
+    if unweighted > 0 && deformer.is_some() {
         warnings.push(format!(
             "mesh {mesh_name:?}: {unweighted} face corners have no bone weights; they follow \
              the mesh's node"
@@ -727,6 +822,51 @@ fn mesh_primitive(
         ));
     }
     let n = positions.len() as u32;
+    // Blend shapes: offsets per control point, spread to its face corners.
+    if (corners.len() as u64).saturating_mul(shapes.len() as u64) > cap as u64 * 4 {
+        return Err(format!(
+            "{} blend shapes over {} face corners is more than skelett loads from a \
+             {file_len}-byte file",
+            shapes.len(),
+            corners.len()
+        ));
+    }
+    let mut morph_targets = Vec::with_capacity(shapes.len());
+    let points = mesh.num_vertices;
+    for &(shape, full) in shapes {
+        let mut dp = vec![Vec3::ZERO; points];
+        let mut dn = vec![Vec3::ZERO; points];
+        let has_normals = !shape.normal_offsets.is_empty();
+        for (i, &v) in shape.offset_vertices.iter().enumerate() {
+            let v = v as usize;
+            let slot = dp.get_mut(v).ok_or_else(|| {
+                format!(
+                    "blend shape {:?}: offset {i} moves control point {v}, the mesh has {points}",
+                    shape.element.name
+                )
+            })?;
+            // Blender writes a shape key's vertex group as per-offset weights.
+            let scale = shape.offset_weights.get(i).map_or(1.0, |&w| w as f32) / full;
+            let d = shape.position_offsets.get(i).map_or(Vec3::ZERO, |&d| v3(d)) * scale;
+            if !d.is_finite() {
+                return Err(format!(
+                    "blend shape {:?}: offset {i} is not finite ({d})",
+                    shape.element.name
+                ));
+            }
+            *slot = d;
+            if has_normals {
+                let d = shape.normal_offsets.get(i).map_or(Vec3::ZERO, |&d| v3(d)) * scale;
+                dn[v] = if d.is_finite() { d } else { Vec3::ZERO };
+            }
+        }
+        let corner = |a: &[Vec3]| control_points.iter().map(|&c| a[c as usize]).collect();
+        morph_targets.push(skelett::MorphTarget {
+            positions: Some(corner(&dp)),
+            normals: (has_normals && nrm.exists).then(|| corner(&dn)),
+            tangents: None,
+        });
+    }
     Ok(MeshPrimitive {
         positions,
         normals: nrm.exists.then_some(normals),
@@ -738,6 +878,40 @@ fn mesh_primitive(
         indices: (0..n).collect(),
         base_color_texture: None,
         base_color: Vec4::ONE,
-        morph_targets: Vec::new(),
+        morph_targets,
     })
+}
+
+/// Whether `mesh` has a blend channel with a shape.
+fn has_blend_shapes(mesh: &ufbx::Mesh) -> bool {
+    mesh.blend_deformers
+        .iter()
+        .flat_map(|d| d.channels.iter())
+        .any(|c| !c.keyframes.is_empty())
+}
+
+/// A blend channel's shape at full weight and the channel weight it is reached at (FBX's
+/// `FullWeights` / 100, normally 1). A channel with in-between shapes keeps only its last
+/// shape, with a warning: skelett's targets are linear in their weight, and in-betweens are
+/// piecewise linear (exact at weight 0 and at the kept shape's weight).
+fn full_shape<'a>(
+    channel: &'a ufbx::BlendChannel,
+    mesh_name: &str,
+    warnings: &mut Vec<String>,
+) -> Option<(&'a ufbx::BlendShape, f32)> {
+    let key = channel
+        .keyframes
+        .iter()
+        .filter(|k| k.target_weight.is_finite() && k.target_weight != 0.0)
+        .max_by(|a, b| a.target_weight.total_cmp(&b.target_weight))?;
+    if channel.keyframes.len() > 1 {
+        warnings.push(format!(
+            "mesh {mesh_name:?}: blend channel {:?} has {} in-between shapes; only the one at \
+             weight {} is kept (exact at 0 and {0}, linear between)",
+            channel.element.name,
+            channel.keyframes.len() - 1,
+            key.target_weight
+        ));
+    }
+    Some((&key.shape, key.target_weight as f32))
 }
