@@ -562,7 +562,7 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
                 continue;
             };
             for prop in element.props.iter() {
-                if prop.name.to_string() != "DeformPercent" || prop.keys.is_empty() {
+                if prop.name != "DeformPercent" || prop.keys.is_empty() {
                     continue;
                 }
                 for k in prop.keys.iter() {
