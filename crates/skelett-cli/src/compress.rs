@@ -11,7 +11,10 @@ use std::path::Path;
 
 use rayon::prelude::*;
 use serde_json::{json, Value};
-use skelett::compress::{compress, CompressOptions, CompressReport, ErrorHistogram, UnitSource};
+use skelett::compress::{
+    compress, compress_morph_weights, morph_reach, CompressOptions, CompressReport, ErrorHistogram,
+    UnitSource,
+};
 
 use crate::batch::Result;
 use crate::outln;
@@ -36,6 +39,9 @@ pub struct FileReport {
     written: String,
     units: String,
     clips: Vec<(String, CompressReport)>,
+    /// Morph weight keys before and after, and the largest vertex displacement (cm) the
+    /// dropped keys cause; `None` without morph channels.
+    morph: Option<(usize, usize, f32)>,
 }
 
 impl FileReport {
@@ -127,7 +133,23 @@ fn compress_file(input: &Path, output: &Path, opts: &Options) -> Result<FileRepo
         .map_err(|e| format!("{}: {e}", input.display()))?;
     let mut clips = Vec::with_capacity(results.len());
     let mut compact = Vec::with_capacity(results.len());
+    // Weight tracks: within the same budget, measured as vertex displacement.
+    let channels = asset.skeleton.morph_channel_count();
+    let reach = morph_reach(&asset.meshes, channels);
+    let mut morph = (channels > 0).then_some((0, 0, 0.0f32));
     for (clip, report) in results {
+        let clip = match morph.as_mut() {
+            Some((before, after, worst)) => {
+                let budget = opts.error_cm / report.cm_per_unit;
+                let (clip, m) = compress_morph_weights(&clip, &reach, budget)
+                    .map_err(|e| format!("{}: {e}", input.display()))?;
+                *before += m.keys_before;
+                *after += m.keys_after;
+                *worst = worst.max(m.max_displacement * report.cm_per_unit);
+                clip
+            }
+            None => clip,
+        };
         clips.push((clip.name().to_string(), report));
         compact.push(std::sync::Arc::new(clip));
     }
@@ -138,6 +160,7 @@ fn compress_file(input: &Path, output: &Path, opts: &Options) -> Result<FileRepo
         written: output.display().to_string(),
         units: units(clips.first().map(|c| &c.1)),
         clips,
+        morph,
     })
 }
 
@@ -199,6 +222,12 @@ fn text(out: &mut String, f: &FileReport) {
             f.seconds()
         );
     }
+    if let Some((before, after, worst)) = f.morph {
+        outln!(
+            out,
+            "  morph weights: {after} of {before} keys kept, largest vertex displacement {worst:.5} cm"
+        );
+    }
     for (name, r) in &f.clips {
         if r.max_error_cm > r.error_cm {
             outln!(
@@ -243,6 +272,11 @@ fn file_json(f: &FileReport) -> Value {
         "cm_per_unit": first.map(|r| r.cm_per_unit),
         "units": f.units,
         "clips": f.clips.iter().map(|(n, r)| clip_json(n, r)).collect::<Vec<_>>(),
+        "morph_weights": f.morph.map(|(before, after, worst)| json!({
+            "keys_before": before,
+            "keys_after": after,
+            "max_displacement_cm": worst,
+        })),
         "raw_bytes": f.raw(),
         "compressed_bytes": f.compressed(),
         "ratio": ratio(f.raw(), f.compressed()),

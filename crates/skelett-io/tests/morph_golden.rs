@@ -492,3 +492,80 @@ fn fbx_maya_cubic_weights_between_keys() {
         );
     }
 }
+
+/// Weight-track compression holds its budget on the vertices themselves: every morph asset
+/// (glTF and FBX), weight keys dropped with a budget of 1e-4 of the mesh size
+/// (`skelett::compress::compress_morph_weights`, reach from `morph_reach`), then every
+/// vertex of every primitive morphed with the original and the compressed weights at 300
+/// times: no vertex moves more than the budget, and the tracks lose keys.
+#[test]
+fn compressed_weight_tracks_move_no_vertex_beyond_the_budget() {
+    use skelett::compress::{compress_morph_weights, morph_reach};
+    let (mut before, mut after) = (0, 0);
+    for file in [
+        "AnimatedMorphCube.glb",
+        "AnimatedMorphSphere.glb",
+        "MorphStressTest.glb",
+        "SimpleMorph.glb",
+        "blender440_shape_weight_anim_7400_binary.fbx",
+        "maya_blend_shape_cube_7700_binary.fbx",
+    ] {
+        let asset = skelett_io::load(common::data(&format!("morph/{file}"))).unwrap();
+        let n = asset.skeleton.morph_channel_count();
+        let reach = morph_reach(&asset.meshes, n);
+        let size = asset
+            .meshes
+            .iter()
+            .flat_map(|m| m.primitives.iter().flat_map(|p| p.positions.iter()))
+            .map(|p| p.length())
+            .fold(0.0, f32::max);
+        let budget = 1e-4 * size;
+        let prims: Vec<(SkinningMesh, Morphed, Morphed)> = asset
+            .meshes
+            .iter()
+            .flat_map(|m| {
+                let skin = asset.skins[m.skin].len();
+                m.primitives.iter().map(move |p| {
+                    let mut s = SkinningMesh::new(p, skin).unwrap();
+                    if !m.morph_channels.is_empty() {
+                        s.set_morph_channels(&m.morph_channels).unwrap();
+                    }
+                    let (a, b) = (Morphed::new(&s), Morphed::new(&s));
+                    (s, a, b)
+                })
+            })
+            .collect();
+        let mut prims = prims;
+        for clip in &asset.clips {
+            let (small, report) = compress_morph_weights(clip, &reach, budget).unwrap();
+            assert!(
+                report.max_displacement <= budget * 1.0001,
+                "{file}: {report:?}"
+            );
+            before += report.keys_before;
+            after += report.keys_after;
+            let (mut wa, mut wb) = (vec![0.0; n], vec![0.0; n]);
+            for i in 0..=300 {
+                let t = clip.start() + clip.duration() * i as f32 / 300.0;
+                sample_morph_weights(clip, t, &mut wa).unwrap();
+                sample_morph_weights(&small, t, &mut wb).unwrap();
+                for (sm, ma, mb) in &mut prims {
+                    morph(sm, &wa, ma).unwrap();
+                    morph(sm, &wb, mb).unwrap();
+                    let pa = ma.positions().unwrap_or(sm.positions());
+                    let pb = mb.positions().unwrap_or(sm.positions());
+                    for (v, (x, y)) in pa.iter().zip(pb).enumerate() {
+                        let d = (*x - *y).length();
+                        assert!(
+                            d <= budget * 1.001 + 1e-6 * size,
+                            "{file} {} t={t}: vertex {v} moved {d} (budget {budget})",
+                            clip.name()
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert!(after < before, "{after} of {before} keys");
+    eprintln!("weight compression at 1e-4 of the mesh size: {after} of {before} keys kept");
+}

@@ -409,3 +409,100 @@ fn sparse_targets_keep_only_the_vertices_they_move() {
         .to_string()
         .contains("morph target 0 positions offset 3 is not finite"));
 }
+
+fn one_channel_skeleton() -> Arc<Skeleton> {
+    Arc::new(
+        RawSkeleton {
+            joints: vec![RawJoint {
+                name: "head".into(),
+                parent: None,
+                rest: Transform::IDENTITY,
+            }],
+            ..Default::default()
+        }
+        .build()
+        .unwrap()
+        .with_morph_channels(vec![MorphChannel {
+            name: "smile".into(),
+            rest: 0.0,
+        }])
+        .unwrap(),
+    )
+}
+
+proptest! {
+    /// Weight compression keeps every sampled weight within the budget divided by the reach
+    /// (checked at 200 times, not only at keys), keeps the first and last keys, never adds
+    /// keys, and reports a displacement within the budget.
+    #[test]
+    fn compressed_weights_stay_within_the_budget(
+        values in proptest::collection::vec(-1.5f32..1.5, 2..60),
+        step in any::<bool>(),
+        reach in 0.001f32..0.5,
+        budget in 0.0f32..0.01,
+    ) {
+        let sk = one_channel_skeleton();
+        let n = values.len();
+        let times: Vec<f32> = (0..n).map(|i| i as f32 / 30.0).collect();
+        let clip = RawClip { name: "c".into(), duration: times[n - 1], ..Default::default() }
+            .build(&sk)
+            .unwrap()
+            .with_morph_tracks(&sk, vec![RawMorphTrack {
+                channel: "smile".into(),
+                interpolation: if step { Interpolation::Step } else { Interpolation::Linear },
+                times: times.clone(),
+                values,
+            }])
+            .unwrap();
+        let (small, report) = compress::compress_morph_weights(&clip, &[reach], budget).unwrap();
+        prop_assert!(report.keys_after <= report.keys_before);
+        prop_assert!(report.max_displacement <= budget * 1.0001 + 1e-7);
+        let t = small.morph_tracks().next().unwrap();
+        prop_assert_eq!(t.times[0], times[0]);
+        prop_assert_eq!(*t.times.last().unwrap(), times[n - 1]);
+        let (mut a, mut b) = ([0.0f32], [0.0f32]);
+        for i in 0..=200 {
+            let at = times[n - 1] * i as f32 / 200.0;
+            sample_morph_weights(&clip, at, &mut a).unwrap();
+            sample_morph_weights(&small, at, &mut b).unwrap();
+            prop_assert!(
+                (a[0] - b[0]).abs() * reach <= budget * 1.001 + 1e-6,
+                "t={}: {} became {} (budget {} / reach {})", at, a[0], b[0], budget, reach
+            );
+        }
+    }
+}
+
+#[test]
+fn weight_compression_refuses_bad_budgets_and_reach() {
+    let sk = one_channel_skeleton();
+    let clip = RawClip {
+        name: "c".into(),
+        duration: 1.0,
+        ..Default::default()
+    }
+    .build(&sk)
+    .unwrap();
+    assert!(compress::compress_morph_weights(&clip, &[1.0], -1.0).is_err());
+    assert!(compress::compress_morph_weights(&clip, &[1.0], f32::NAN).is_err());
+    assert!(compress::compress_morph_weights(&clip, &[], 0.1).is_err());
+    // A channel that moves nothing loses every inner key.
+    let times: Vec<f32> = (0..10).map(|i| i as f32 / 9.0).collect();
+    let wavy: Vec<f32> = (0..10).map(|i| (i % 2) as f32).collect();
+    let clip = clip
+        .with_morph_tracks(
+            &sk,
+            vec![RawMorphTrack {
+                channel: "smile".into(),
+                interpolation: Interpolation::Linear,
+                times,
+                values: wavy,
+            }],
+        )
+        .unwrap();
+    let (_, r) = compress::compress_morph_weights(&clip, &[0.0], 0.0).unwrap();
+    assert_eq!((r.keys_before, r.keys_after), (10, 2));
+    // With a real reach and no budget, nothing changes.
+    let (_, r) = compress::compress_morph_weights(&clip, &[1.0], 0.0).unwrap();
+    assert_eq!(r.keys_after, 10);
+}

@@ -33,6 +33,7 @@ mod budget;
 pub(crate) mod encode;
 mod grid;
 mod metric;
+mod morph;
 mod units;
 
 use std::borrow::Cow;
@@ -42,6 +43,7 @@ pub use crate::clip::compact::{CompactTrack, MAX_BITS, SEG_LEN};
 /// The bit-stream layer, for the parts validation.
 pub use grid::MAX_FRAMES;
 pub use metric::{measure_error, ErrorHistogram, ErrorStats};
+pub use morph::{compress_morph_weights, morph_reach, MorphReport};
 pub use units::{choose_cm_per_unit, detect_cm_per_unit, detect_rate, UnitSource};
 
 use budget::*;
