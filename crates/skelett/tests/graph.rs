@@ -1037,3 +1037,81 @@ proptest! {
         prop_assert!(w.iter().filter(|&&x| x > 0.0).count() <= 2);
     }
 }
+
+/// A graph file's mask can name morph channels: the upper layer's mask takes `smile` and
+/// leaves `blink` to the base layer; a name the skeleton lacks is refused at its path.
+#[test]
+fn masks_name_morph_channels() {
+    let sk = Arc::new(
+        RawSkeleton {
+            joints: vec![RawJoint {
+                name: "root".into(),
+                parent: None,
+                rest: Transform::IDENTITY,
+            }],
+            ..Default::default()
+        }
+        .build()
+        .unwrap()
+        .with_morph_channels(vec![
+            MorphChannel {
+                name: "smile".into(),
+                rest: 0.0,
+            },
+            MorphChannel {
+                name: "blink".into(),
+                rest: 0.0,
+            },
+        ])
+        .unwrap(),
+    );
+    let weights = |name: &str, w: f32| {
+        let c = RawClip {
+            name: name.into(),
+            duration: 1.0,
+            ..Default::default()
+        }
+        .build(&sk)
+        .unwrap()
+        .with_morph_tracks(
+            &sk,
+            ["smile", "blink"]
+                .iter()
+                .map(|ch| RawMorphTrack {
+                    channel: (*ch).into(),
+                    interpolation: Interpolation::Linear,
+                    times: vec![0.0, 1.0],
+                    values: vec![w, w],
+                })
+                .collect(),
+        )
+        .unwrap();
+        Arc::new(c)
+    };
+    let clips = vec![weights("low", 0.2), weights("high", 0.9)];
+    let mut def = graph_def(
+        vec![],
+        vec![
+            machine("A", vec![state("A", "low", vec![])]),
+            machine("B", vec![state("B", "high", vec![])]),
+        ],
+    );
+    def.layers[1].mask = Some(MaskDef {
+        morph: vec!["smile".into()],
+        ..Default::default()
+    });
+    let g = Arc::new(Graph::build(&def, sk.clone(), &clips).unwrap_or_else(|e| panic!("{e}")));
+    let mut ch = GraphInstance::new(g);
+    ch.update(0.1);
+    let w = ch.animator().morph_weights();
+    assert!((w[0] - 0.9).abs() < 1e-6, "smile {w:?}");
+    assert!((w[1] - 0.2).abs() < 1e-6, "blink {w:?}");
+
+    def.layers[1].mask.as_mut().unwrap().morph = vec!["smile".into(), "frown".into()];
+    let e = Graph::build(&def, sk, &clips).expect_err("an unknown channel");
+    let text = e.to_string();
+    assert!(
+        text.contains("layers[1].mask.morph[1]") && text.contains("no morph channel \"frown\""),
+        "{text}"
+    );
+}

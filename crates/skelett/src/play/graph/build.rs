@@ -68,6 +68,9 @@ pub enum GraphProblem {
     /// No joint of that name.
     #[error("no joint {0:?} in the skeleton")]
     UnknownJoint(String),
+    /// No morph channel of that name.
+    #[error("no morph channel {0:?} in the skeleton")]
+    UnknownMorphChannel(String),
     /// A parameter used where another type is needed.
     #[error("parameter {name:?} is a {found}, but {expected} is needed here")]
     Type {
@@ -627,8 +630,8 @@ impl Builder<'_> {
     }
 
     fn mask(&self, path: &str, m: &MaskDef) -> Result<JointMask, GraphError> {
-        JointMask::from_names(self.skeleton, &m.subtree, &m.joints, &m.exclude).map_err(
-            |(list, i)| {
+        let mut mask = JointMask::from_names(self.skeleton, &m.subtree, &m.joints, &m.exclude)
+            .map_err(|(list, i)| {
                 let names = match list {
                     "subtree" => &m.subtree,
                     "joints" => &m.joints,
@@ -638,8 +641,21 @@ impl Builder<'_> {
                     &format!("{path}.{list}[{i}]"),
                     GraphProblem::UnknownJoint(names[i].clone()),
                 )
-            },
-        )
+            })?;
+        if let Some(i) = m
+            .morph
+            .iter()
+            .position(|n| self.skeleton.find_morph_channel(n).is_none())
+        {
+            return Err(err(
+                &format!("{path}.morph[{i}]"),
+                GraphProblem::UnknownMorphChannel(m.morph[i].clone()),
+            ));
+        }
+        if !m.morph.is_empty() {
+            mask.set_morph_channels(self.skeleton, &m.morph, 1.0);
+        }
+        Ok(mask)
     }
 
     fn clip(&self, path: &str, name: &str) -> Result<Arc<Clip>, GraphError> {

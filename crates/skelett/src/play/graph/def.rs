@@ -170,6 +170,10 @@ pub struct MaskDef {
     /// Sub-trees taken out again.
     #[cfg_attr(feature = "serde", serde(default))]
     pub exclude: Vec<String>,
+    /// Morph channels in the mask ([`crate::Skeleton::morph_channel_names`]); a mask covers
+    /// no morph channel it does not name, so a body layer leaves the face to the layers below.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub morph: Vec<String>,
 }
 
 /// A state machine: states, where it starts, and transitions from any state.
