@@ -60,12 +60,7 @@ fn bench(c: &mut Criterion) {
             palette.update(skin, &model).unwrap();
             g.throughput(Throughput::Elements(mesh.vertex_count() as u64));
             g.bench_function(format!("{label}/{method:?}"), |b| {
-                b.iter(|| {
-                    let mut enc = gpu.device.create_command_encoder(&Default::default());
-                    skinner.encode(&gpu, black_box(&palette), &mut enc).unwrap();
-                    gpu.queue.submit([enc.finish()]);
-                    gpu.wait().unwrap();
-                })
+                b.iter(|| dispatch(&gpu, &mut skinner, black_box(&palette)))
             });
         }
     }
@@ -88,12 +83,7 @@ fn bench(c: &mut Criterion) {
         let mut plain =
             GpuSkinner::new(&gpu, &SkinningMesh::new(&morphed, skin.len()).unwrap()).unwrap();
         g.bench_function("cesium_man_512k/no_targets", |b| {
-            b.iter(|| {
-                let mut enc = gpu.device.create_command_encoder(&Default::default());
-                plain.encode(&gpu, black_box(&palette), &mut enc).unwrap();
-                gpu.queue.submit([enc.finish()]);
-                gpu.wait().unwrap();
-            })
+            b.iter(|| dispatch(&gpu, &mut plain, black_box(&palette)))
         });
     }
     morphed.morph_targets = (0..52)
@@ -128,15 +118,18 @@ fn bench(c: &mut Criterion) {
         assert_eq!(weights.iter().filter(|&&w| w != 0.0).count(), active);
         skinner.set_morph_weights(&gpu, &weights).unwrap();
         g.bench_function(format!("cesium_man_512k/52_targets_{active}_active"), |b| {
-            b.iter(|| {
-                let mut enc = gpu.device.create_command_encoder(&Default::default());
-                skinner.encode(&gpu, black_box(&palette), &mut enc).unwrap();
-                gpu.queue.submit([enc.finish()]);
-                gpu.wait().unwrap();
-            })
+            b.iter(|| dispatch(&gpu, &mut skinner, black_box(&palette)))
         });
     }
     g.finish();
+}
+
+/// One skinning dispatch, submitted and waited for.
+fn dispatch(gpu: &Gpu, skinner: &mut GpuSkinner, palette: &SkinPalette) {
+    let mut enc = gpu.device.create_command_encoder(&Default::default());
+    skinner.encode(gpu, palette, &mut enc).unwrap();
+    gpu.queue.submit([enc.finish()]);
+    gpu.wait().unwrap();
 }
 
 criterion_group!(benches, bench);

@@ -584,10 +584,7 @@ fn gpu_skinned_and_morphed_cesium_man_matches_three() {
     let mesh = &asset.meshes[0];
     let mut prim = mesh.primitives[0].clone();
     let n = prim.vertex_count();
-    let offset = |i: usize| {
-        let f = |a: usize, m: usize| ((((i * a) % m) as f64 / m as f64 - 0.5) * 0.1) as f32;
-        Vec3::new(f(7, 11), f(13, 17), f(5, 7))
-    };
+    let offset = |i: usize| Vec3::from(skelett_testdata::cesium_man_test_offset(i));
     prim.morph_targets = vec![skelett::MorphTarget {
         positions: Some((0..n).map(offset).collect()),
         normals: None,

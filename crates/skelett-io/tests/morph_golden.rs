@@ -181,10 +181,7 @@ fn cesium_man_with_a_target_against_three() {
     let mut prim = mesh.primitives[0].clone();
     let n = prim.vertex_count();
     assert_eq!(n as u64, r["vertexCount"].as_u64().unwrap());
-    let offset = |i: usize| {
-        let f = |a: usize, m: usize| ((((i * a) % m) as f64 / m as f64 - 0.5) * 0.1) as f32;
-        Vec3::new(f(7, 11), f(13, 17), f(5, 7))
-    };
+    let offset = |i: usize| Vec3::from(skelett_testdata::cesium_man_test_offset(i));
     prim.morph_targets = vec![skelett::MorphTarget {
         positions: Some((0..n).map(offset).collect()),
         normals: None,

@@ -99,3 +99,12 @@ pub mod bench {
             .collect()
     }
 }
+
+/// The synthetic morph target the skinned-and-morphed tests give CesiumMan's first
+/// primitive (which has none): vertex `i` offset by
+/// `((i·7 mod 11)/11 − ½, (i·13 mod 17)/17 − ½, (i·5 mod 7)/7 − ½) · 0.1`, as
+/// `scripts/reference/three_morph_skin.mjs` builds it for three.js.
+pub fn cesium_man_test_offset(i: usize) -> [f32; 3] {
+    let f = |a: usize, m: usize| ((((i * a) % m) as f64 / m as f64 - 0.5) * 0.1) as f32;
+    [f(7, 11), f(13, 17), f(5, 7)]
+}

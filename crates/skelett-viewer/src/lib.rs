@@ -529,7 +529,9 @@ impl Viewer {
             }
         });
         ui.label("drag: hold at a weight; click the dot: back to the animation");
-        let names = self.asset.skeleton.morph_channel_names().to_vec();
+        // The skeleton shared, not its names copied, every frame.
+        let sk = self.asset.skeleton.clone();
+        let names = sk.morph_channel_names();
         egui::ScrollArea::vertical()
             .id_salt("morph")
             .max_height(220.0)
