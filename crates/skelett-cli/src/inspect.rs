@@ -89,6 +89,10 @@ struct MeshInfo {
     morph_targets: usize,
     /// The skeleton morph channel of each target.
     morph_channels: Vec<u32>,
+    /// The channel weight each target is full at (FBX in-between shapes); empty when all
+    /// are 1.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    morph_full_weights: Vec<f32>,
 }
 
 fn clip_info(index: usize, c: &Clip) -> ClipInfo {
@@ -175,6 +179,7 @@ fn report(asset: &Asset, source: String) -> Report {
                     has_uvs: m.primitives.iter().all(|p| p.uvs.is_some()),
                     morph_targets: m.morph_channels.len(),
                     morph_channels: m.morph_channels.clone(),
+                    morph_full_weights: m.morph_full_weights.clone(),
                 }
             })
             .collect(),
@@ -329,7 +334,12 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool) -> Result<()> {
                 m.morph_targets,
                 m.morph_channels
                     .iter()
-                    .map(u32::to_string)
+                    .enumerate()
+                    .map(|(k, c)| match m.morph_full_weights.get(k) {
+                        // An in-between shape: its channel, '@' the weight it is full at.
+                        Some(&f) if f != 1.0 => format!("{c}@{f}"),
+                        _ => c.to_string(),
+                    })
                     .collect::<Vec<_>>()
                     .join(" ")
             );

@@ -258,7 +258,7 @@ fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Re
         for p in &m.primitives {
             let mut sm = SkinningMesh::new(p, skin.len())?;
             if !m.morph_channels.is_empty() {
-                sm.set_morph_channels(&m.morph_channels)?;
+                sm.bind_morph(&m.morph_channels, &m.morph_full_weights)?;
             }
             let n = sm.vertex_count();
             let morphed = Morphed::new(&sm);

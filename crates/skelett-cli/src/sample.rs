@@ -115,7 +115,7 @@ impl VertexProbe {
             .ok_or("--vertices: the first mesh has no primitive")?;
         let skin = &asset.skins[m.skin];
         let mut mesh = SkinningMesh::new(prim, skin.len())?;
-        mesh.set_morph_channels(&m.morph_channels)?;
+        mesh.bind_morph(&m.morph_channels, &m.morph_full_weights)?;
         let count = mesh.vertex_count();
         if n == 0 || count == 0 || n > count {
             return Err(format!(

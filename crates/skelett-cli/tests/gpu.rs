@@ -485,7 +485,8 @@ fn gpu_morph_and_skin_matches_three_and_cpu() {
         let prim = &mesh.primitives[r["mesh"]["primitive"].as_u64().unwrap() as usize];
         let skin_def = &asset.skins[mesh.skin];
         let mut sm = SkinningMesh::new(prim, skin_def.len()).unwrap();
-        sm.set_morph_channels(&mesh.morph_channels).unwrap();
+        sm.bind_morph(&mesh.morph_channels, &mesh.morph_full_weights)
+            .unwrap();
         let mut gs = GpuSkinner::new(&gpu, &sm).unwrap();
         assert_eq!(gs.morph_target_count(), prim.morph_targets.len());
         let mut slot = vec![0usize; sm.vertex_count()];
@@ -636,4 +637,64 @@ fn gpu_skinned_and_morphed_cesium_man_matches_three() {
     eprintln!("CesiumMan with a target on the GPU: worst {worst:e} of size against three.js");
     // Weights too short for the mesh's channels are refused.
     assert!(gs.set_morph_weights(&gpu, &[]).is_err());
+}
+
+/// Maya in-between shapes on the GPU (`skelett-io/tests/reference/maya_blend_inbetween`, its
+/// README says where the files come from): the cube morphed and skinned by `GpuSkinner` at
+/// the eight frames Maya exported, every vertex matching one of Maya's OBJ vertices within
+/// 1e-5 of the mesh size, as the CPU does in `morph_golden.rs`.
+#[test]
+fn gpu_in_between_shapes_match_mayas_obj_export() {
+    let Some(gpu) = gpu() else { return };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../skelett-io/tests/reference/maya_blend_inbetween");
+    let asset = skelett_io::load(dir.join("maya_blend_inbetween_7500_binary.fbx")).unwrap();
+    let mesh = &asset.meshes[0];
+    assert!(!mesh.morph_full_weights.is_empty());
+    let prim = &mesh.primitives[0];
+    let skin_def = &asset.skins[mesh.skin];
+    let mut sm = SkinningMesh::new(prim, skin_def.len()).unwrap();
+    sm.bind_morph(&mesh.morph_channels, &mesh.morph_full_weights)
+        .unwrap();
+    let mut gs = GpuSkinner::new(&gpu, &sm).unwrap();
+    let clip = &asset.clips[0];
+    let mut weights = vec![0.0; asset.skeleton.morph_channel_count()];
+    let mut pose = Pose::rest(&asset.skeleton);
+    let mut model = vec![Mat4::IDENTITY; asset.skeleton.len()];
+    let mut palette = SkinPalette::new(SkinningMethod::Linear);
+    let root = asset.skeleton.root_transform().as_dmat4();
+    let mut worst = 0.0f64;
+    for frame in [1, 30, 60, 65, 71, 80, 89, 120] {
+        let text =
+            std::fs::read_to_string(dir.join(format!("maya_blend_inbetween_{frame}.obj"))).unwrap();
+        let obj: Vec<glam::DVec3> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("v "))
+            .map(|l| {
+                let v: Vec<f64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();
+                glam::DVec3::new(v[0], v[1], v[2])
+            })
+            .collect();
+        let size = obj.iter().map(|p| p.length()).fold(1e-9, f64::max);
+        let t = frame as f32 / 24.0;
+        skelett::sample_morph_weights(clip, t, &mut weights).unwrap();
+        sample_uncached(clip, t, &mut pose).unwrap();
+        local_to_model(&asset.skeleton, &pose, 0, &mut model).unwrap();
+        palette.update(skin_def, &model).unwrap();
+        gs.set_morph_weights(&gpu, &weights).unwrap();
+        let (gp, _) = gs.skin_and_read(&gpu, &palette).unwrap();
+        for (v, p) in gp.iter().enumerate() {
+            let p = root.transform_point3(p.as_dvec3());
+            let d = obj
+                .iter()
+                .map(|q| (p - *q).length())
+                .fold(f64::INFINITY, f64::min);
+            worst = worst.max(d / size);
+            assert!(
+                d < 1e-5 * size,
+                "frame {frame}: GPU vertex {v} at {p} is {d} from Maya's"
+            );
+        }
+    }
+    eprintln!("Maya in-betweens on the GPU: worst {worst:e} of the mesh size");
 }

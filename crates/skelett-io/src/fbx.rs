@@ -11,10 +11,12 @@
 //!          tangents with handedness, UVs; at most 8 heaviest weights, normalised; vertices
 //!          without weights bound to the mesh's own node, where FBX leaves them)
 //!   blend deformers ──▶ a skeleton morph channel per blend channel (`mesh/channel`, rest
-//!          weight DeformPercent / 100) and a MorphTarget per mesh (the full-weight shape's
-//!          position and normal offsets times their per-offset weights (Blender's shape-key
-//!          vertex groups), per control point spread to its face corners); a
-//!          mesh with blend shapes and no skin is bound to its node as a skin of one joint
+//!          weight DeformPercent / 100) and a MorphTarget per shape (position and normal
+//!          offsets times their per-offset weights (Blender's shape-key vertex groups), per
+//!          control point spread to its face corners; a channel's single shape is scaled to
+//!          be full at weight 1, Maya's in-between shapes each keep their FullWeights / 100
+//!          in SkinnedMesh::morph_full_weights); a mesh with blend shapes and no skin is
+//!          bound to its node as a skin of one joint
 //!   animation stacks ──ufbx::bake_anim──▶ RawClip per stack (TRS keys at the file's key
 //!          times; steps exact; curves that keys cannot represent resampled at the file's
 //!          frame rate, with a warning saying how many keys that made); animated
@@ -351,14 +353,17 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
             .map(|n| n.element.name.to_string())
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| mesh.element.name.to_string());
-        // Blend shapes: one morph channel per blend channel, `mesh/channel`; its target is
-        // the channel's full-weight shape.
+        // Blend shapes: one morph channel per blend channel, `mesh/channel`. A channel with
+        // one shape gets one target, scaled to be full at weight 1; a channel with
+        // in-between shapes gets a target per shape, full at its own weight.
         let mut shapes: Vec<(&ufbx::BlendShape, f32)> = Vec::new();
         let mut mesh_channels: Vec<u32> = Vec::new();
+        let mut mesh_full: Vec<f32> = Vec::new();
         for channel in mesh.blend_deformers.iter().flat_map(|d| d.channels.iter()) {
-            let Some((shape, full)) = full_shape(channel, &mesh_name, &mut warnings) else {
+            let channel_shapes = channel_shapes(channel, &mesh_name, &mut warnings);
+            if channel_shapes.is_empty() {
                 continue;
-            };
+            }
             let id = channel.element.element_id;
             let c = match channel_of_element.iter().find(|(e, _)| *e == id) {
                 Some(&(_, c)) => c,
@@ -372,8 +377,20 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
                     c
                 }
             };
-            shapes.push((shape, full));
-            mesh_channels.push(c);
+            if let [(shape, full)] = channel_shapes[..] {
+                shapes.push((shape, full));
+                mesh_channels.push(c);
+                mesh_full.push(1.0);
+            } else {
+                for (shape, full) in channel_shapes {
+                    shapes.push((shape, 1.0));
+                    mesh_channels.push(c);
+                    mesh_full.push(full);
+                }
+            }
+        }
+        if mesh_full.iter().all(|&f| f == 1.0) {
+            mesh_full.clear();
         }
         let mut palette = Vec::new();
         let mut ibm = Vec::new();
@@ -440,6 +457,7 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
             skin: skins.len(),
             primitives: vec![prim],
             morph_channels: mesh_channels,
+            morph_full_weights: mesh_full,
         };
         m.validate(&skin)
             .map_err(|e| Error::build(name.to_path_buf(), format!("mesh {mesh_name:?}"), e))?;
@@ -475,6 +493,28 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
         ));
         30.0
     };
+    // ufbx samples a curved segment at the frame rate, but at most `max_keyframe_segments`
+    // times (every 2nd, 4th… frame beyond that; its default 32 makes a cubic segment longer
+    // than 32 frames miss the curve between samples). Allow every frame of segments up to
+    // 4096 frames, unless the file holds so many keys that the baked keys could exceed a
+    // budget proportional to it (a hostile file with huge gaps between many keys).
+    let (mut file_keys, mut longest) = (0usize, 0.0f64);
+    for curve in scene.anim_curves.iter() {
+        file_keys += curve.keyframes.len();
+        for w in curve.keyframes.windows(2) {
+            if w[0].interpolation == ufbx::Interpolation::Cubic {
+                longest = longest.max((w[1].time - w[0].time) * fps);
+            }
+        }
+    }
+    let segments = (BAKED_KEY_BUDGET / file_keys.max(1)).clamp(32, 4096);
+    if longest.is_finite() && longest > segments as f64 {
+        warnings.push(format!(
+            "a curve segment spans {} frames; it is sampled every {} frames",
+            longest.round(),
+            (longest / segments as f64).log2().ceil().exp2()
+        ));
+    }
     let mut clips = Vec::new();
     for stack in scene.anim_stacks.iter() {
         let stack_name = stack.element.name.to_string();
@@ -486,6 +526,7 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
                 result_allocator: alloc(),
                 resample_rate: fps,
                 minimum_sample_rate: fps,
+                max_keyframe_segments: segments,
                 // A step as two keys at one time; `channel_keys` makes it exact in f32.
                 step_handling: ufbx::BakeStepHandling::IdenticalTime,
                 ..Default::default()
@@ -712,6 +753,7 @@ fn mesh_primitive(
     deformer: Option<&ufbx::SkinDeformer>,
     cluster_slot: &[Option<u16>],
     rigid: Option<u16>,
+    // Each target's shape and the weight its offsets are divided by.
     shapes: &[(&ufbx::BlendShape, f32)],
     file_len: usize,
     warnings: &mut Vec<String>,
@@ -882,6 +924,10 @@ fn mesh_primitive(
     })
 }
 
+/// How many baked keys curve sampling may add over the file's own, all curves together:
+/// with 16 bytes per baked key, 256 MiB at most.
+const BAKED_KEY_BUDGET: usize = 1 << 24;
+
 /// Whether `mesh` has a blend channel with a shape.
 fn has_blend_shapes(mesh: &ufbx::Mesh) -> bool {
     mesh.blend_deformers
@@ -890,28 +936,28 @@ fn has_blend_shapes(mesh: &ufbx::Mesh) -> bool {
         .any(|c| !c.keyframes.is_empty())
 }
 
-/// A blend channel's shape at full weight and the channel weight it is reached at (FBX's
-/// `FullWeights` / 100, normally 1). A channel with in-between shapes keeps only its last
-/// shape, with a warning: skelett's targets are linear in their weight, and in-betweens are
-/// piecewise linear (exact at weight 0 and at the kept shape's weight).
-fn full_shape<'a>(
+/// A blend channel's shapes and the channel weight each is fully applied at (FBX's
+/// `FullWeights` / 100: 1 for the usual single shape; several for Maya's in-between shapes),
+/// sorted by that weight. Shapes at weight 0, at a non-finite weight or at a weight another
+/// shape of the channel already has are dropped with a warning (no evaluation can use them).
+fn channel_shapes<'a>(
     channel: &'a ufbx::BlendChannel,
     mesh_name: &str,
     warnings: &mut Vec<String>,
-) -> Option<(&'a ufbx::BlendShape, f32)> {
-    let key = channel
-        .keyframes
-        .iter()
-        .filter(|k| k.target_weight.is_finite() && k.target_weight != 0.0)
-        .max_by(|a, b| a.target_weight.total_cmp(&b.target_weight))?;
-    if channel.keyframes.len() > 1 {
-        warnings.push(format!(
-            "mesh {mesh_name:?}: blend channel {:?} has {} in-between shapes; only the one at \
-             weight {} is kept (exact at 0 and {0}, linear between)",
-            channel.element.name,
-            channel.keyframes.len() - 1,
-            key.target_weight
-        ));
+) -> Vec<(&'a ufbx::BlendShape, f32)> {
+    let mut out: Vec<(&ufbx::BlendShape, f32)> = Vec::new();
+    for k in channel.keyframes.iter() {
+        let w = k.target_weight as f32;
+        if !w.is_finite() || w == 0.0 || out.iter().any(|&(_, o)| o == w) {
+            warnings.push(format!(
+                "mesh {mesh_name:?}: blend channel {:?}: shape {:?} at weight {w} skipped \
+                 (zero, not finite, or a second shape at that weight)",
+                channel.element.name, k.shape.element.name
+            ));
+            continue;
+        }
+        out.push((&k.shape, w));
     }
-    Some((&key.shape, key.target_weight as f32))
+    out.sort_by(|a, b| a.1.total_cmp(&b.1));
+    out
 }

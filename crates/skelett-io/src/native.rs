@@ -6,7 +6,8 @@
 //!   skeleton: joints, root transform, morph channels (name, rest weight)
 //!   mesh primitive: attributes, influences, indices, material, morph targets (per target:
 //!         which of positions/normals/tangents it offsets, then one offset per vertex each)
-//!   mesh: primitives, then the morph channel each target reads
+//!   mesh: primitives, then the morph channel each target reads, then (version 4) the
+//!         channel weight each target is full at (none when all are 1: no in-betweens)
 //!   clip: kind u8 (0: keys as built, via skelett::ClipParts; 1: compact, via
 //!         skelett::CompactParts: the bytes Clip::size_bytes counts, plus the clip's name,
 //!         start, duration and events), then its data, then its morph weights (the weight of
@@ -17,7 +18,8 @@
 //! loading checks their invariants in one pass ([`skelett::Clip::from_parts`],
 //! [`skelett::Clip::from_compact_parts`]) instead of rebuilding them. Morph targets and weight
 //! tracks are stored exactly (every bit). Version 1 files (before compact clips: no kind
-//! byte, no unit) and version 2 files (before morph targets) are still read. Every
+//! byte, no unit), version 2 files (before morph targets) and version 3 files (before
+//! in-between shapes) are still read. Every
 //! count is checked against the bytes left before anything is allocated; a truncated,
 //! corrupted (checksum) or newer-version file is refused with the byte offset and what was
 //! expected. The format is versioned: readers refuse versions newer than theirs.
@@ -37,8 +39,8 @@ use crate::{Asset, Error};
 
 /// The file's magic bytes.
 pub const MAGIC: &[u8; 4] = b"SKLT";
-/// The format version this crate writes and the newest it reads (1 and 2 are read too).
-pub const VERSION: u32 = 3;
+/// The format version this crate writes and the newest it reads (1 to 3 are read too).
+pub const VERSION: u32 = 4;
 const HEADER: usize = 4 + 4 + 8 + 4;
 
 /// Writes `asset` as `.skl` bytes.
@@ -126,6 +128,8 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
         }
         w.u32(m.morph_channels.len() as u32);
         m.morph_channels.iter().for_each(|&c| w.u32(c));
+        w.u32(m.morph_full_weights.len() as u32);
+        w.f32s(&m.morph_full_weights);
     }
     w.u32(asset.clips.len() as u32);
     for c in &asset.clips {
@@ -588,11 +592,18 @@ fn read_asset(r: &mut Reader, version: u32) -> Result<Asset, Error> {
         } else {
             Vec::new()
         };
+        let morph_full_weights = if version >= 4 {
+            let n = r.count(4, "morph full weights")?;
+            r.f32s(n, "morph full weights")?
+        } else {
+            Vec::new()
+        };
         let mesh = SkinnedMesh {
             name,
             skin,
             primitives,
             morph_channels,
+            morph_full_weights,
         };
         let s = skins
             .get(skin)

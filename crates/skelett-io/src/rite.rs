@@ -377,6 +377,7 @@ pub fn from_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
             skin: 0,
             primitives: vec![prim],
             morph_channels: Vec::new(),
+            morph_full_weights: Vec::new(),
         };
         mesh.validate(&skin)
             .map_err(|e| Error::build(ram_name.to_path_buf(), "mesh", e))?;

@@ -600,6 +600,7 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
                 indices,
             )],
             morph_channels: Vec::new(),
+            morph_full_weights: Vec::new(),
         };
         mesh.validate(&skin)
             .map_err(|e| Error::build(name.to_path_buf(), format!("Mesh {mname}"), e))?;

@@ -63,7 +63,8 @@ fn check(file: &str, reference: &str) -> (f64, f64) {
     }
     let skin = &asset.skins[mesh.skin];
     let mut cpu = SkinningMesh::new(prim, skin.len()).unwrap();
-    cpu.set_morph_channels(&mesh.morph_channels).unwrap();
+    cpu.bind_morph(&mesh.morph_channels, &mesh.morph_full_weights)
+        .unwrap();
     let mut slot = vec![0usize; prim.vertex_count()];
     for (i, &v) in cpu.source_vertices().iter().enumerate() {
         slot[v as usize] = i;
@@ -284,7 +285,8 @@ fn fbx_check(file: &str, only_exact: bool) -> Vec<(f32, Vec<DVec3>)> {
     let clip = &asset.clips[0];
     let skin = &asset.skins[mesh.skin];
     let mut cpu = SkinningMesh::new(prim, skin.len()).unwrap();
-    cpu.set_morph_channels(&mesh.morph_channels).unwrap();
+    cpu.bind_morph(&mesh.morph_channels, &mesh.morph_full_weights)
+        .unwrap();
     let mut slot = vec![0usize; prim.vertex_count()];
     for (i, &v) in cpu.source_vertices().iter().enumerate() {
         slot[v as usize] = i;
@@ -370,6 +372,127 @@ fn fbx_blend_shapes_from_maya_against_blender_where_exact() {
     fbx_check("maya_blend_shape_cube_7700_binary.fbx", true);
 }
 
+/// Reads the `v` lines of an OBJ file.
+fn obj_vertices(path: &std::path::Path) -> Vec<DVec3> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .filter_map(|l| l.strip_prefix("v "))
+        .map(|l| {
+            let v: Vec<f64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();
+            DVec3::new(v[0], v[1], v[2])
+        })
+        .collect()
+}
+
+/// Morphs and skins the first mesh of `asset` with clip 0 at each frame's time and matches
+/// every face corner, in scene space, to the nearest vertex of that frame's OBJ: within 1e-5
+/// of the mesh size, the same OBJ vertex at every frame, every OBJ vertex matched. Returns
+/// the worst distance relative to the size. `only_full` keeps only the targets fully applied
+/// at weight 1 (what a reader without in-between shapes applies), for the negative check.
+fn against_obj(
+    asset: &skelett_io::Asset,
+    frames: &[(f32, Vec<DVec3>)],
+    only_full: bool,
+) -> Result<f64, String> {
+    let mesh = &asset.meshes[0];
+    let prim = &mesh.primitives[0];
+    let skin = &asset.skins[mesh.skin];
+    let mut cpu = SkinningMesh::new(prim, skin.len()).unwrap();
+    cpu.bind_morph(&mesh.morph_channels, &mesh.morph_full_weights)
+        .unwrap();
+    let mut morphed = Morphed::new(&cpu);
+    let mut weights = vec![0.0; asset.skeleton.morph_channel_count()];
+    let mut pose = Pose::rest(&asset.skeleton);
+    let mut model = vec![Mat4::IDENTITY; asset.skeleton.len()];
+    let mut palette = SkinPalette::new(SkinningMethod::Linear);
+    let mut skinned = vec![Vec3::ZERO; prim.vertex_count()];
+    let root = asset.skeleton.root_transform().as_dmat4();
+    let clip = &asset.clips[0];
+    let mut matched: Vec<Option<usize>> = vec![None; prim.vertex_count()];
+    let mut worst = 0.0f64;
+    let full = |k: usize| mesh.morph_full_weights.get(k).copied().unwrap_or(1.0);
+    for (t, obj) in frames {
+        let size = obj.iter().map(|p| p.length()).fold(1e-9, f64::max);
+        sample_morph_weights(clip, *t, &mut weights).unwrap();
+        sample_uncached(clip, *t, &mut pose).unwrap();
+        local_to_model(&asset.skeleton, &pose, 0, &mut model).unwrap();
+        palette.update(skin, &model).unwrap();
+        if only_full {
+            // Each channel's shape at weight 1 alone, linear in the channel's weight.
+            let mut linear = SkinningMesh::new(
+                &skelett::MeshPrimitive {
+                    morph_targets: (0..prim.morph_targets.len())
+                        .filter(|&k| full(k) == 1.0)
+                        .map(|k| prim.morph_targets[k].clone())
+                        .collect(),
+                    ..prim.clone()
+                },
+                skin.len(),
+            )
+            .unwrap();
+            let channels: Vec<u32> = (0..prim.morph_targets.len())
+                .filter(|&k| full(k) == 1.0)
+                .map(|k| mesh.morph_channels[k])
+                .collect();
+            linear.set_morph_channels(&channels).unwrap();
+            let mut m = Morphed::new(&linear);
+            morph(&linear, &weights, &mut m).unwrap();
+            let mut positions = vec![Vec3::ZERO; prim.vertex_count()];
+            skin_morphed(
+                &linear,
+                &palette,
+                &m,
+                SkinOutput {
+                    positions: &mut positions,
+                    normals: None,
+                    tangents: None,
+                },
+            )
+            .unwrap();
+            // `linear` has the same skinning order as `cpu` (same vertices and weights).
+            skinned = positions;
+        } else {
+            morph(&cpu, &weights, &mut morphed).unwrap();
+            skin_morphed(
+                &cpu,
+                &palette,
+                &morphed,
+                SkinOutput {
+                    positions: &mut skinned,
+                    normals: None,
+                    tangents: None,
+                },
+            )
+            .unwrap();
+        }
+        for (v, p) in skinned.iter().enumerate() {
+            let p = root.transform_point3(p.as_dvec3());
+            let (k, d) = obj
+                .iter()
+                .enumerate()
+                .map(|(k, q)| (k, (p - *q).length()))
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .unwrap();
+            worst = worst.max(d / size);
+            if d >= 1e-5 * size {
+                return Err(format!(
+                    "t={t}: vertex {v} at {p} is {d} from every OBJ vertex"
+                ));
+            }
+            if *matched[v].get_or_insert(k) != k {
+                return Err(format!(
+                    "t={t}: vertex {v} matches OBJ vertex {k}, before {:?}",
+                    matched[v]
+                ));
+            }
+        }
+    }
+    if let Some(k) = (0..frames[0].1.len()).find(|k| !matched.contains(&Some(*k))) {
+        return Err(format!("OBJ vertex {k} has no skelett vertex"));
+    }
+    Ok(worst)
+}
+
 /// The Blender cube against the OBJ files Blender 4.4.1 itself exported at frames 5, 15 and
 /// 25 (`../shared/data/morph/blender440_shape_weight_anim_{5,15,25}.obj`, times N/24 s as the
 /// reference README maps them): skelett's morphed and skinned vertices in scene space, read
@@ -386,76 +509,55 @@ fn fbx_blend_shapes_against_blenders_own_obj_export() {
         &options,
     )
     .unwrap();
-    let mesh = &asset.meshes[0];
-    let prim = &mesh.primitives[0];
-    let skin = &asset.skins[mesh.skin];
-    let mut cpu = SkinningMesh::new(prim, skin.len()).unwrap();
-    cpu.set_morph_channels(&mesh.morph_channels).unwrap();
-    let mut morphed = Morphed::new(&cpu);
-    let mut weights = vec![0.0; asset.skeleton.morph_channel_count()];
-    let mut pose = Pose::rest(&asset.skeleton);
-    let mut model = vec![Mat4::IDENTITY; asset.skeleton.len()];
-    let mut palette = SkinPalette::new(SkinningMethod::Linear);
-    let mut skinned = vec![Vec3::ZERO; prim.vertex_count()];
-    let root = asset.skeleton.root_transform().as_dmat4();
-    let clip = &asset.clips[0];
-    let mut matched: Vec<Option<usize>> = vec![None; prim.vertex_count()];
-    let mut worst = 0.0f64;
-    for frame in [5, 15, 25] {
-        let text = std::fs::read_to_string(common::data(&format!(
-            "morph/blender440_shape_weight_anim_{frame}.obj"
-        )))
-        .unwrap();
-        let obj: Vec<DVec3> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("v "))
-            .map(|l| {
-                let v: Vec<f64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();
-                DVec3::new(v[0], v[1], v[2])
-            })
-            .collect();
-        assert_eq!(obj.len(), 8);
-        let size = obj.iter().map(|p| p.length()).fold(1e-9, f64::max);
-        let t = frame as f32 / 24.0;
-        sample_morph_weights(clip, t, &mut weights).unwrap();
-        sample_uncached(clip, t, &mut pose).unwrap();
-        local_to_model(&asset.skeleton, &pose, 0, &mut model).unwrap();
-        palette.update(skin, &model).unwrap();
-        morph(&cpu, &weights, &mut morphed).unwrap();
-        skin_morphed(
-            &cpu,
-            &palette,
-            &morphed,
-            SkinOutput {
-                positions: &mut skinned,
-                normals: None,
-                tangents: None,
-            },
-        )
-        .unwrap();
-        for (v, p) in skinned.iter().enumerate() {
-            let p = root.transform_point3(p.as_dvec3());
-            let (k, d) = obj
-                .iter()
-                .enumerate()
-                .map(|(k, q)| (k, (p - *q).length()))
-                .min_by(|a, b| a.1.total_cmp(&b.1))
-                .unwrap();
-            worst = worst.max(d / size);
-            assert!(
-                d < 1e-5 * size,
-                "frame {frame}: vertex {v} at {p} is {d} from every OBJ vertex"
-            );
-            assert_eq!(*matched[v].get_or_insert(k), k, "frame {frame}: vertex {v}");
-        }
-    }
-    for k in 0..8 {
-        assert!(
-            matched.contains(&Some(k)),
-            "OBJ vertex {k} has no skelett vertex"
-        );
-    }
+    let frames: Vec<(f32, Vec<DVec3>)> = [5, 15, 25]
+        .iter()
+        .map(|&f| {
+            let obj = obj_vertices(&common::data(&format!(
+                "morph/blender440_shape_weight_anim_{f}.obj"
+            )));
+            assert_eq!(obj.len(), 8);
+            (f as f32 / 24.0, obj)
+        })
+        .collect();
+    let worst = against_obj(&asset, &frames, false).unwrap();
     eprintln!("Blender cube against Blender's OBJ: worst {worst:e} of the mesh size");
+}
+
+/// Maya in-between shapes against Maya itself: ufbx's test file `maya_blend_inbetween`
+/// (`tests/reference/maya_blend_inbetween/`, its README says where it comes from), a cube
+/// whose channel LiftTop has shapes at weights 0.5 and 1 and MoveToSide at -0.499, -0.249
+/// and 1, keyed from -1 to 2 and from 2 to -1 (so every segment and the extrapolation past
+/// both ends are crossed), against the OBJ files Maya exported at frames 1, 30, 60, 65, 71,
+/// 80, 89 and 120 (times N/24 s): every face corner within 1e-5 of the mesh size. The same
+/// file with only each channel's shape at weight 1 (no in-betweens) misses by far more.
+#[test]
+fn fbx_in_between_shapes_against_mayas_obj_export() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/reference/maya_blend_inbetween");
+    let asset = skelett_io::load(dir.join("maya_blend_inbetween_7500_binary.fbx")).unwrap();
+    let mesh = &asset.meshes[0];
+    assert_eq!(mesh.morph_channels, [0, 0, 1, 1, 1]);
+    assert_eq!(mesh.morph_full_weights, [0.5, 1.0, -0.499, -0.249, 1.0]);
+    assert!(
+        asset.warnings.iter().all(|w| !w.contains("in-between")),
+        "{:?}",
+        asset.warnings
+    );
+    let frames: Vec<(f32, Vec<DVec3>)> = [1, 30, 60, 65, 71, 80, 89, 120]
+        .iter()
+        .map(|&f| {
+            let obj = obj_vertices(&dir.join(format!("maya_blend_inbetween_{f}.obj")));
+            (f as f32 / 24.0, obj)
+        })
+        .collect();
+    let worst = against_obj(&asset, &frames, false).unwrap();
+    eprintln!("Maya in-betweens against Maya's OBJ: worst {worst:e} of the mesh size");
+    let without = against_obj(&asset, &frames, true);
+    assert!(
+        without.is_err(),
+        "the check cannot tell in-betweens apart: {without:?}"
+    );
+    eprintln!("without in-betweens: {}", without.unwrap_err());
 }
 
 /// Maya's cubic weight curves between their keys, as Maya evaluates them (ufbx's test of
@@ -491,7 +593,7 @@ fn fbx_maya_cubic_weights_between_keys() {
 }
 
 /// Weight-track compression holds its budget on the vertices themselves: every morph asset
-/// (glTF and FBX), weight keys dropped with a budget of 1e-4 of the mesh size
+/// (glTF and FBX, Maya in-between shapes included), weight keys dropped with a budget of 1e-4 of the mesh size
 /// (`skelett::compress::compress_morph_weights`, reach from `morph_reach`), then every
 /// vertex of every primitive morphed with the original and the compressed weights at 300
 /// times: no vertex moves more than the budget, and the tracks lose keys.
@@ -506,8 +608,16 @@ fn compressed_weight_tracks_move_no_vertex_beyond_the_budget() {
         "SimpleMorph.glb",
         "blender440_shape_weight_anim_7400_binary.fbx",
         "maya_blend_shape_cube_7700_binary.fbx",
+        "maya_blend_inbetween_7500_binary.fbx",
     ] {
-        let asset = skelett_io::load(common::data(&format!("morph/{file}"))).unwrap();
+        let path = if file.starts_with("maya_blend_inbetween") {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/reference/maya_blend_inbetween")
+                .join(file)
+        } else {
+            common::data(&format!("morph/{file}"))
+        };
+        let asset = skelett_io::load(path).unwrap();
         let n = asset.skeleton.morph_channel_count();
         let reach = morph_reach(&asset.meshes, n);
         let size = asset
@@ -525,7 +635,8 @@ fn compressed_weight_tracks_move_no_vertex_beyond_the_budget() {
                 m.primitives.iter().map(move |p| {
                     let mut s = SkinningMesh::new(p, skin).unwrap();
                     if !m.morph_channels.is_empty() {
-                        s.set_morph_channels(&m.morph_channels).unwrap();
+                        s.bind_morph(&m.morph_channels, &m.morph_full_weights)
+                            .unwrap();
                     }
                     let (a, b) = (Morphed::new(&s), Morphed::new(&s));
                     (s, a, b)

@@ -117,7 +117,7 @@ fn crc32fast_hash(b: &[u8]) -> u32 {
 }
 
 /// Morph targets, channels and weight tracks survive `.skl` exactly: the Khronos morph
-/// assets, each clip also compressed and made additive (whose base weights differ from the
+/// assets and Maya's in-between shapes, each clip also compressed and made additive (whose base weights differ from the
 /// rest weights), written and read back: meshes and skeleton channels equal, every clip's
 /// weight tracks bit for bit, and sampled weights equal at 20 times.
 #[test]
@@ -128,9 +128,21 @@ fn morph_targets_and_weight_tracks_round_trip() {
         "AnimatedMorphSphere.glb",
         "MorphStressTest.glb",
         "SimpleMorph.glb",
+        // Maya in-between shapes (their full weights kept).
+        "maya_blend_inbetween_7500_binary.fbx",
     ] {
-        let mut a = skelett_io::load(common::data(&format!("morph/{name}"))).unwrap();
+        let path = if name.starts_with("maya_blend_inbetween") {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/reference/maya_blend_inbetween")
+                .join(name)
+        } else {
+            common::data(&format!("morph/{name}"))
+        };
+        let mut a = skelett_io::load(path).unwrap();
         assert!(a.skeleton.morph_channel_count() > 0, "{name}");
+        if name.starts_with("maya") {
+            assert!(!a.meshes[0].morph_full_weights.is_empty());
+        }
         let mut extra = Vec::new();
         for c in &a.clips {
             let (compact, _) = compress(&a.skeleton, c, &CompressOptions::default()).unwrap();
@@ -225,4 +237,46 @@ fn version_2_files_still_load() {
     let mut as_v3 = v2.clone();
     as_v3[4..8].copy_from_slice(&3u32.to_le_bytes());
     assert!(native::from_bytes(&as_v3, Path::new("v2.skl")).is_err());
+}
+
+/// A version 3 file (before in-between shapes) still loads: a morph asset's version 4 bytes
+/// are version 3's with one empty full-weight count after each mesh's morph channel list.
+/// AnimatedMorphCube has one mesh with channels [0, 1]: removing the count after them and
+/// sealing the payload as version 3 gives what a version 3 writer wrote.
+#[test]
+fn version_3_files_still_load() {
+    let a = skelett_io::load(common::data("morph/AnimatedMorphCube.glb")).unwrap();
+    assert_eq!(a.meshes.len(), 1);
+    assert_eq!(a.meshes[0].morph_channels, [0, 1]);
+    let v4 = native::to_bytes(&a);
+    let mut payload = v4[20..].to_vec();
+    let pattern: Vec<u8> = [2u32, 0, 1, 0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let at: Vec<usize> = payload
+        .windows(pattern.len())
+        .enumerate()
+        .filter(|(_, w)| *w == &pattern[..])
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(
+        at.len(),
+        1,
+        "the channel list and the empty count are not unique"
+    );
+    payload.drain(at[0] + 12..at[0] + 16);
+    let mut v3 = Vec::new();
+    v3.extend_from_slice(native::MAGIC);
+    v3.extend_from_slice(&3u32.to_le_bytes());
+    v3.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    v3.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    v3.extend_from_slice(&payload);
+    let b = native::from_bytes(&v3, Path::new("v3.skl")).unwrap();
+    assert_eq!(a.meshes, b.meshes);
+    assert_eq!(a.clips, b.clips);
+    // The same bytes read as version 4 are refused, not misread.
+    let mut as_v4 = v3.clone();
+    as_v4[4..8].copy_from_slice(&4u32.to_le_bytes());
+    assert!(native::from_bytes(&as_v4, Path::new("v3.skl")).is_err());
 }

@@ -333,7 +333,7 @@ impl Renderer {
                 };
                 let mut sm = SkinningMesh::new(p, skin.len())?;
                 if !mesh.morph_channels.is_empty() {
-                    sm.set_morph_channels(&mesh.morph_channels)?;
+                    sm.bind_morph(&mesh.morph_channels, &mesh.morph_full_weights)?;
                 }
                 // Bounds of the mesh as the rest pose skins it: a rigid mesh bound to its
                 // node (positions in the node's space) lands where it is drawn.

@@ -53,8 +53,8 @@ pub struct GpuSkinner {
     pipeline: wgpu::ComputePipeline,
     normals: Vec<Mat4>,
     duals: Vec<Vec4>,
-    /// Per target, the skeleton morph channel it reads.
-    morph_channels: Vec<u32>,
+    /// How the targets read the skeleton's morph channels (in-betweens included).
+    morph_binding: skelett::morph::MorphBinding,
     /// The target weights, then the per-vertex offsets.
     morph: wgpu::Buffer,
     /// Where the offsets start in `morph`, in vec4s.
@@ -66,7 +66,8 @@ pub struct GpuSkinner {
 
 impl GpuSkinner {
     /// Uploads `mesh` (in its skinning order), with its morph targets and their channels
-    /// ([`SkinningMesh::set_morph_channels`]).
+    /// ([`SkinningMesh::bind_morph`]; in-between shapes are blended on the CPU, one weight
+    /// per target, before the upload).
     ///
     /// # Errors
     /// [`RenderError::Invalid`] if the mesh, its morph offsets or its palette are larger than
@@ -234,17 +235,17 @@ impl GpuSkinner {
             pipeline,
             normals: Vec::new(),
             duals: Vec::new(),
-            morph_channels: mesh.morph_channels().to_vec(),
+            morph_binding: mesh.morph_binding().clone(),
             morph: morph_buf,
             morph_base: morph_base as u32,
-            target_weights: Vec::with_capacity(targets),
+            target_weights: vec![0.0; targets],
             morph_active: false,
         })
     }
 
     /// Number of morph targets.
     pub fn morph_target_count(&self) -> usize {
-        self.morph_channels.len()
+        self.morph_binding.target_count()
     }
 
     /// Sets the morph weights the next [`GpuSkinner::encode`] applies: one per skeleton morph
@@ -266,33 +267,14 @@ impl GpuSkinner {
     /// [`RenderError::Skelett`] if `weights` does not reach the highest channel a target
     /// reads; the previous weights stay then.
     pub fn set_morph_weights(&mut self, gpu: &Gpu, weights: &[f32]) -> Result<(), RenderError> {
-        if self.morph_channels.is_empty() {
+        if self.morph_binding.target_count() == 0 {
             return Ok(());
         }
-        let needed = self
-            .morph_channels
-            .iter()
-            .max()
-            .map_or(0, |&c| c as usize + 1);
-        if weights.len() < needed {
-            return Err(skelett::Error::Length {
-                what: "weights",
-                expected: needed,
-                got: weights.len(),
-            }
-            .into());
-        }
-        self.target_weights.clear();
-        self.target_weights
-            .extend(self.morph_channels.iter().map(|&c| {
-                let w = weights[c as usize];
-                if w.is_nan() {
-                    0.0
-                } else {
-                    w
-                }
-            }));
-        self.morph_active = self.target_weights.iter().any(|&w| w != 0.0);
+        let active = self
+            .morph_binding
+            .target_weights(weights, &mut self.target_weights)
+            .map_err(RenderError::from)?;
+        self.morph_active = active > 0;
         if self.morph_active {
             gpu.queue
                 .write_buffer(&self.morph, 0, bytemuck::cast_slice(&self.target_weights));

@@ -92,6 +92,12 @@ pub struct SkinnedMesh {
     /// that weighs it ([`crate::Skeleton::morph_channel_names`]). Empty for a mesh without
     /// targets.
     pub morph_channels: Vec<u32>,
+    /// For each morph target, the weight of its channel at which the target is fully applied
+    /// (FBX's `FullWeights` / 100). Empty: every target at 1, as in glTF. Several targets of
+    /// one channel at different full weights are FBX/Maya *in-between* shapes: the channel's
+    /// weight moves piecewise-linearly from the base (weight 0) through each shape in turn,
+    /// extrapolating past the first and last ([`crate::morph::MorphBinding`]).
+    pub morph_full_weights: Vec<f32>,
 }
 
 impl SkinnedMesh {
@@ -116,6 +122,42 @@ impl SkinnedMesh {
                         self.morph_channels.len()
                     ),
                 });
+            }
+        }
+        self.check_full_weights()
+    }
+
+    /// The full weights, if any, are one per target, finite, non-zero, and distinct within
+    /// a channel.
+    fn check_full_weights(&self) -> Result<(), Error> {
+        let f = &self.morph_full_weights;
+        if f.is_empty() {
+            return Ok(());
+        }
+        let bad = |problem: String| {
+            Err(Error::Mesh {
+                mesh: self.name.clone(),
+                problem,
+            })
+        };
+        if f.len() != self.morph_channels.len() {
+            return bad(format!(
+                "{} morph full weights for {} morph targets",
+                f.len(),
+                self.morph_channels.len()
+            ));
+        }
+        for (k, &w) in f.iter().enumerate() {
+            if !w.is_finite() || w == 0.0 {
+                return bad(format!(
+                    "morph target {k}'s full weight is {w}; it must be finite and non-zero"
+                ));
+            }
+            let c = self.morph_channels[k];
+            if let Some(j) = (0..k).find(|&j| self.morph_channels[j] == c && f[j] == w) {
+                return bad(format!(
+                    "morph targets {j} and {k} of channel {c} share the full weight {w}"
+                ));
             }
         }
         Ok(())

@@ -395,6 +395,7 @@ fn sparse_targets_keep_only_the_vertices_they_move() {
         skin: 0,
         primitives: vec![p.clone()],
         morph_channels: vec![0, 1],
+        morph_full_weights: Vec::new(),
     };
     let skin = Skin::new("s", vec![0, 1], vec![Mat4::IDENTITY; 2]).unwrap();
     assert!(mesh
@@ -505,4 +506,47 @@ fn weight_compression_refuses_bad_budgets_and_reach() {
     // With a real reach and no budget, nothing changes.
     let (_, r) = compress::compress_morph_weights(&clip, &[1.0], 0.0).unwrap();
     assert_eq!(r.keys_after, 10);
+}
+
+proptest! {
+    /// In-between shapes (`MorphBinding`): for any distinct non-zero full weights on one
+    /// channel and any channel weight, the target weights reproduce a linear ramp exactly
+    /// (shapes that lie on a line, `shape_k = full_k · d`, give `w · d`: Σ weight_k · full_k
+    /// = w, extrapolation included), at most two targets are active, each target is fully
+    /// applied alone at its own full weight, and the blend is continuous in the weight.
+    #[test]
+    fn in_between_weights_interpolate_linearly_between_shapes(
+        fulls in proptest::collection::btree_set(-40i32..40, 1..6),
+        w in -3.0f32..3.0,
+    ) {
+        let fulls: Vec<f32> = fulls.into_iter().filter(|&f| f != 0).map(|f| f as f32 / 10.0).collect();
+        prop_assume!(!fulls.is_empty());
+        let channels = vec![0u32; fulls.len()];
+        let b = skelett::morph::MorphBinding::new(&channels, &fulls).unwrap();
+        let mut t = vec![0.0; fulls.len()];
+        let active = b.target_weights(&[w], &mut t).unwrap();
+        prop_assert!(active <= 2);
+        let ramp: f32 = t.iter().zip(&fulls).map(|(a, f)| a * f).sum();
+        prop_assert!((ramp - w).abs() < 1e-4 * (1.0 + w.abs()), "{ramp} for {w} ({t:?} at {fulls:?})");
+        for (k, &f) in fulls.iter().enumerate() {
+            b.target_weights(&[f], &mut t).unwrap();
+            for (j, &x) in t.iter().enumerate() {
+                let want = if j == k { 1.0 } else { 0.0 };
+                prop_assert!((x - want).abs() < 1e-5, "at {f}: target {j} {x} ({fulls:?})");
+            }
+        }
+        // Continuity: a small step in the weight moves each target's weight by at most the
+        // step over the shortest gap between neighbouring full weights (0 included).
+        let mut knots = fulls.clone();
+        knots.push(0.0);
+        knots.sort_by(f32::total_cmp);
+        let gap = knots.windows(2).map(|p| p[1] - p[0]).fold(f32::INFINITY, f32::min);
+        let (mut a, mut c) = (vec![0.0; fulls.len()], vec![0.0; fulls.len()]);
+        let eps = 1e-3;
+        b.target_weights(&[w], &mut a).unwrap();
+        b.target_weights(&[w + eps], &mut c).unwrap();
+        for (x, y) in a.iter().zip(&c) {
+            prop_assert!((x - y).abs() <= eps / gap * 1.01 + 1e-5, "{x} -> {y} over {eps} ({fulls:?} at {w})");
+        }
+    }
 }

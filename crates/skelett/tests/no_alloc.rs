@@ -274,7 +274,8 @@ fn morph_weights_and_morph_skinning_do_not_allocate() {
     let skin = &asset.skins[mesh.skin];
     let prim = &mesh.primitives[1];
     let mut cpu = SkinningMesh::new(prim, skin.len()).unwrap();
-    cpu.set_morph_channels(&mesh.morph_channels).unwrap();
+    cpu.bind_morph(&mesh.morph_channels, &mesh.morph_full_weights)
+        .unwrap();
     let mut morphed = Morphed::new(&cpu);
     let mut anim = Animator::new(sk.clone());
     anim.play(0, asset.clips[0].clone(), PlayOptions::default())

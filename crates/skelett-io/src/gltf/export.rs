@@ -19,6 +19,13 @@
 //!             per mesh node whose morph channels the clip animates: keys and interpolation
 //!             kept where the channels share them, else LINEAR at the union of their key
 //!             times (exact for LINEAR tracks, sampled for STEP and cubic ones)
+//! in-between shapes (FBX/Maya, SkinnedMesh::morph_full_weights) ─▶ glTF's targets are
+//!             linear in their own weight, so such a mesh is baked: each target gets its own
+//!             weight (its channel's in-between blend, MorphBinding::target_weights) in the
+//!             rest `weights` and the `weights` channel, keyed at the tracks' times plus every
+//!             time a LINEAR track crosses a full weight (so LINEAR tracks stay exact), and
+//!             its channel name in `extras.skelett.morph_channels` becomes `channel@full`
+//!             (re-importing gives one channel per target: what glTF can say)
 //! ```
 //!
 //! The JSON is written with `serde_json` and the binary chunk by hand; every accessor has its
@@ -308,17 +315,35 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
         let mut m = json!({ "name": mesh.name, "primitives": prims });
         if !mesh.morph_channels.is_empty() {
             let names = s.morph_channel_names();
-            let full: Vec<&str> = mesh
+            let baked = baked_in_betweens(mesh);
+            let full: Vec<String> = mesh
                 .morph_channels
                 .iter()
-                .map(|&c| names.get(c as usize).map_or("", String::as_str))
+                .enumerate()
+                .map(|(k, &c)| {
+                    let name = names.get(c as usize).map_or("", String::as_str);
+                    match &baked {
+                        Some((b, grouped)) if grouped[k] => {
+                            format!("{name}@{}", b.full_weights()[k])
+                        }
+                        _ => name.to_string(),
+                    }
+                })
                 .collect();
             let prefix = format!("{}/", mesh.name);
-            m["weights"] = json!(mesh
+            let rest: Vec<f32> = mesh
                 .morph_channels
                 .iter()
                 .map(|&c| s.morph_rest().get(c as usize).copied().unwrap_or(0.0))
-                .collect::<Vec<f32>>());
+                .collect();
+            m["weights"] = json!(match &baked {
+                Some((b, _)) => {
+                    let mut t = vec![0.0; b.target_count()];
+                    let _ = b.target_weights(s.morph_rest(), &mut t);
+                    t
+                }
+                None => rest,
+            });
             m["extras"] = json!({
                 "targetNames": full.iter().map(|n| n.strip_prefix(&prefix).unwrap_or(n)).collect::<Vec<_>>(),
                 "skelett": { "morph_channels": full },
@@ -443,7 +468,11 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
             );
         }
         for (mesh, &node) in asset.meshes.iter().zip(&mesh_nodes) {
-            if let Some((interp, times, values)) = weight_keys(clip, &mesh.morph_channels) {
+            let keys = match baked_in_betweens(mesh) {
+                Some((b, _)) => baked_weight_keys(clip, &b),
+                None => weight_keys(clip, &mesh.morph_channels),
+            };
+            if let Some((interp, times, values)) = keys {
                 let input = bin.floats(&times, "SCALAR", 1, true);
                 let output = bin.floats(&values, "SCALAR", 1, false);
                 samplers.push(sampler(input, output, interp));
@@ -569,6 +598,77 @@ fn weight_keys(
                 .iter()
                 .map(|&c| all.get(c as usize).copied().unwrap_or(0.0)),
         );
+    }
+    Some((Interpolation::Linear, times, values))
+}
+
+/// For a mesh with in-between shapes, its binding and which targets are among a channel's
+/// in-betweens (`None` for a mesh glTF can hold as it is).
+fn baked_in_betweens(
+    mesh: &skelett::SkinnedMesh,
+) -> Option<(skelett::morph::MorphBinding, Vec<bool>)> {
+    let b = skelett::morph::MorphBinding::new(&mesh.morph_channels, &mesh.morph_full_weights)
+        .ok()
+        .filter(skelett::morph::MorphBinding::has_in_betweens)?;
+    let c = b.channels();
+    let grouped = (0..c.len())
+        .map(|k| b.full_weights()[k] != 1.0 || c.iter().filter(|&&o| o == c[k]).count() > 1)
+        .collect();
+    Some((b, grouped))
+}
+
+/// A baked in-between mesh's `weights` sampler for `clip`: every target's own weight,
+/// LINEAR, at the key times of the channels it reads plus each time a LINEAR track crosses
+/// one of its channel's full weights or 0 (where the blend bends), so LINEAR tracks come out
+/// exact; `None` when the clip animates none of the mesh's channels.
+fn baked_weight_keys(
+    clip: &skelett::Clip,
+    binding: &skelett::morph::MorphBinding,
+) -> Option<(Interpolation, Vec<f32>, Vec<f32>)> {
+    let channels = binding.channels();
+    let mut times = Vec::new();
+    let mut any = false;
+    for t in clip.morph_tracks() {
+        let c = t.channel as u32;
+        if !channels.contains(&c) {
+            continue;
+        }
+        any = true;
+        times.extend_from_slice(t.times);
+        if t.interpolation != Interpolation::Linear {
+            continue;
+        }
+        let knots: Vec<f32> = std::iter::once(0.0)
+            .chain(
+                channels
+                    .iter()
+                    .zip(binding.full_weights())
+                    .filter(|(&o, _)| o == c)
+                    .map(|(_, &f)| f),
+            )
+            .collect();
+        for (ts, vs) in t.times.windows(2).zip(t.values.windows(2)) {
+            for &x in &knots {
+                let (lo, hi) = (vs[0].min(vs[1]), vs[0].max(vs[1]));
+                if lo < x && x < hi {
+                    times.push(ts[0] + (x - vs[0]) / (vs[1] - vs[0]) * (ts[1] - ts[0]));
+                }
+            }
+        }
+    }
+    if !any {
+        return None;
+    }
+    times.retain(|t| t.is_finite());
+    times.sort_by(f32::total_cmp);
+    times.dedup();
+    let mut all = vec![0.0; clip.morph_channel_count()];
+    let mut per_target = vec![0.0; binding.target_count()];
+    let mut values = Vec::with_capacity(times.len() * per_target.len());
+    for &t in &times {
+        let _ = skelett::sample_morph_weights(clip, t, &mut all);
+        let _ = binding.target_weights(&all, &mut per_target);
+        values.extend_from_slice(&per_target);
     }
     Some((Interpolation::Linear, times, values))
 }

@@ -640,6 +640,7 @@ impl Importer<'_, '_> {
                 morph_channels: morph
                     .map(|m| m.iter().map(|&c| c as u32).collect())
                     .unwrap_or_default(),
+                morph_full_weights: Vec::new(),
             };
             for prim in mesh.primitives() {
                 let location = format!("meshes[{}].primitives[{}]", mesh.index(), prim.index());

@@ -177,7 +177,21 @@ impl Clip {
         };
         let mut weights = vec![0.0; self.morph_channel_count()];
         let _ = crate::sample_morph_weights(self, self.start, &mut weights);
-        for (b, w) in out.morph.base.iter_mut().zip(&weights) {
+        // Channels without a track hold their base: relative to the first frame, 0. An
+        // animated channel's base is never sampled; it stays what `with_morph_tracks` gives
+        // it (the rest weight), so that the clip reads back from a file equal to itself.
+        let mut animated = vec![false; weights.len()];
+        for t in out.morph.tracks.iter() {
+            animated[t.channel as usize] = true;
+        }
+        for ((b, w), _) in out
+            .morph
+            .base
+            .iter_mut()
+            .zip(&weights)
+            .zip(&animated)
+            .filter(|(_, &a)| !a)
+        {
             *b -= w;
         }
         for t in out.morph.tracks.iter_mut() {

@@ -26,14 +26,17 @@ use crate::{Clip, Error, Interpolation, SkinnedMesh};
 /// distance a weight error of 1 on it may move any vertex of `meshes`, in the meshes' units.
 /// That is the longest position offset of the targets it weighs, times the most targets that
 /// move any one vertex it moves (errors on several channels add up at a vertex they share;
-/// splitting the budget between them keeps the sum within it). Channels no target reads get 0.
+/// splitting the budget between them keeps the sum within it). A target among in-between
+/// shapes ([`crate::SkinnedMesh::morph_full_weights`]) counts with the steepest slope of its
+/// weight on the channel's: 1 over the shortest gap to a neighbouring full weight (or to 0).
+/// Channels no target reads get 0.
 ///
 /// ```
 /// use glam::Vec3;
 /// use skelett::{MeshPrimitive, MorphTarget, SkinnedMesh};
 /// let target = |d: Vec3| MorphTarget { positions: Some(vec![Vec3::ZERO, d]), ..Default::default() };
 /// let mesh = SkinnedMesh {
-///     name: "face".into(), skin: 0, morph_channels: vec![1, 2],
+///     name: "face".into(), skin: 0, morph_channels: vec![1, 2], morph_full_weights: vec![],
 ///     primitives: vec![MeshPrimitive {
 ///         positions: vec![Vec3::ZERO; 2],
 ///         // Two targets move vertex 1: each channel gets half the budget.
@@ -46,6 +49,27 @@ use crate::{Clip, Error, Interpolation, SkinnedMesh};
 pub fn morph_reach(meshes: &[SkinnedMesh], channel_count: usize) -> Vec<f32> {
     let mut reach = vec![0.0f32; channel_count];
     for m in meshes {
+        let full = |k: usize| m.morph_full_weights.get(k).copied().unwrap_or(1.0);
+        // Each target's steepest weight per unit of channel weight.
+        let slope: Vec<f32> = (0..m.morph_channels.len())
+            .map(|k| {
+                let (c, f) = (m.morph_channels[k], full(k));
+                let gap = std::iter::once(0.0)
+                    .chain(
+                        (0..m.morph_channels.len())
+                            .filter(|&j| j != k && m.morph_channels[j] == c)
+                            .map(full),
+                    )
+                    .map(|o| (f - o).abs())
+                    .filter(|g| *g > 0.0)
+                    .fold(f32::INFINITY, f32::min);
+                if gap.is_finite() {
+                    1.0 / gap
+                } else {
+                    1.0
+                }
+            })
+            .collect();
         for p in &m.primitives {
             let moved = |t: &crate::MorphTarget, v: usize| {
                 t.positions
@@ -60,7 +84,7 @@ pub fn morph_reach(meshes: &[SkinnedMesh], channel_count: usize) -> Vec<f32> {
                     *c += u32::from(moved(t, v));
                 }
             }
-            for (t, &c) in p.morph_targets.iter().zip(&m.morph_channels) {
+            for (k, (t, &c)) in p.morph_targets.iter().zip(&m.morph_channels).enumerate() {
                 let Some(r) = reach.get_mut(c as usize) else {
                     continue;
                 };
@@ -76,7 +100,7 @@ pub fn morph_reach(meshes: &[SkinnedMesh], channel_count: usize) -> Vec<f32> {
                     .map(|v| count[v])
                     .max()
                     .unwrap_or(1);
-                *r = r.max(longest * shared as f32);
+                *r = r.max(longest * shared as f32 * slope[k]);
             }
         }
     }

@@ -5,6 +5,7 @@
 //! MeshPrimitive::morph_targets ──SkinningMesh::new──▶ sparse targets, skinning order
 //!                                                      (only the vertices each one moves)
 //! Animator::morph_weights / sample_morph_weights ──▶ one weight per skeleton morph channel
+//!                  ──MorphBinding (binding.rs)──▶ one weight per target (in-betweens blended)
 //! morph(&mesh, weights, &mut Morphed)      base + Σ weight · offset, active targets only
 //! skin_morphed(&mesh, &palette, &Morphed, SkinOutput)   morph first, skin second (as glTF)
 //! ```
@@ -14,8 +15,10 @@
 //! clips ([`crate::Clip::with_morph_tracks`]). [`crate::skin::SkinningMesh::new`] keeps, per
 //! target, only the vertices it moves, in skinning order: a face target that moves 300 of
 //! 20,000 vertices costs 300 vertices' work. Target `k` is weighed by the skeleton's morph
-//! channel [`crate::SkinnedMesh::morph_channels`]`[k]`; bind them with
-//! [`crate::skin::SkinningMesh::set_morph_channels`] (target `k` reads channel `k` until then).
+//! channel [`crate::SkinnedMesh::morph_channels`]`[k]`, fully applied at that channel's
+//! weight [`crate::SkinnedMesh::morph_full_weights`]`[k]` (1 unless the source has FBX
+//! in-between shapes, see [`MorphBinding`]); bind them with
+//! [`crate::skin::SkinningMesh::bind_morph`] (target `k` reads channel `k` until then).
 //!
 //! **Where it goes.** [`morph`] writes the morphed bind pose into a [`Morphed`] (per
 //! character, allocated once); [`skin_morphed`] skins from it exactly as
@@ -26,6 +29,10 @@
 //!
 //! No crate does this over skelett's skinning layout, so it is written here; the arithmetic
 //! is glTF's (`POSITION + Σ w_k · target_k.POSITION`), as three.js and Blender evaluate it.
+
+mod binding;
+
+pub use binding::MorphBinding;
 
 use glam::{Vec3, Vec4};
 
@@ -43,11 +50,11 @@ pub(crate) struct SparseTarget {
     pub tangents: Vec<Vec3>,
 }
 
-/// A mesh's morph targets in skinning order, with the morph channel of each.
+/// A mesh's morph targets in skinning order, with how each reads the morph channels.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct SparseTargets {
     pub targets: Vec<SparseTarget>,
-    pub channels: Vec<u32>,
+    pub binding: MorphBinding,
 }
 
 impl SparseTargets {
@@ -84,8 +91,9 @@ impl SparseTargets {
                 rows: rows.iter().map(|r| r.0).collect(),
             });
         }
+        let channels: Vec<u32> = (0..targets.len() as u32).collect();
         SparseTargets {
-            channels: (0..targets.len() as u32).collect(),
+            binding: MorphBinding::new(&channels, &[]).unwrap_or_default(),
             targets: out,
         }
     }
@@ -99,7 +107,12 @@ impl SkinningMesh {
 
     /// For each morph target, the morph channel whose weight it reads.
     pub fn morph_channels(&self) -> &[u32] {
-        &self.morph.channels
+        self.morph.binding.channels()
+    }
+
+    /// How the targets read the morph channels ([`SkinningMesh::bind_morph`]).
+    pub fn morph_binding(&self) -> &MorphBinding {
+        &self.morph.binding
     }
 
     /// For each morph target, how many vertices it moves.
@@ -108,12 +121,27 @@ impl SkinningMesh {
     }
 
     /// Binds target `k` to the skeleton's morph channel `channels[k]` (a mesh's
-    /// [`crate::SkinnedMesh::morph_channels`]), so that [`morph`] reads the weights the
-    /// animator writes ([`crate::animator::Animator::morph_weights`]).
+    /// [`crate::SkinnedMesh::morph_channels`]), each fully applied at weight 1, so that
+    /// [`morph`] reads the weights the animator writes
+    /// ([`crate::animator::Animator::morph_weights`]). For meshes that may have in-between
+    /// shapes, use [`SkinningMesh::bind_morph`].
     ///
     /// # Errors
     /// [`Error::Mesh`] if `channels` does not have one entry per target.
     pub fn set_morph_channels(&mut self, channels: &[u32]) -> Result<(), Error> {
+        self.bind_morph(channels, &[])
+    }
+
+    /// Binds target `k` to the skeleton's morph channel `channels[k]`, fully applied at that
+    /// channel's weight `full_weights[k]` (empty: all at 1): pass a mesh's
+    /// [`crate::SkinnedMesh::morph_channels`] and [`crate::SkinnedMesh::morph_full_weights`].
+    /// Targets of one channel at different full weights are in-between shapes
+    /// ([`MorphBinding`]).
+    ///
+    /// # Errors
+    /// [`Error::Mesh`] if `channels` does not have one entry per target, or the full weights
+    /// are not valid ([`MorphBinding::new`]).
+    pub fn bind_morph(&mut self, channels: &[u32], full_weights: &[f32]) -> Result<(), Error> {
         if channels.len() != self.morph.targets.len() {
             return Err(Error::Mesh {
                 mesh: String::new(),
@@ -124,7 +152,7 @@ impl SkinningMesh {
                 ),
             });
         }
-        self.morph.channels = channels.to_vec();
+        self.morph.binding = MorphBinding::new(channels, full_weights)?;
         Ok(())
     }
 
@@ -162,6 +190,8 @@ pub struct Morphed {
     /// Targets with a non-zero weight at the last [`morph`]; 0: the buffers are stale and
     /// the mesh's own bind pose applies.
     pub(crate) active: usize,
+    /// Each target's weight at the last [`morph`] ([`MorphBinding::target_weights`]).
+    pub(crate) target_weights: Vec<f32>,
 }
 
 impl Morphed {
@@ -172,6 +202,7 @@ impl Morphed {
             normals: mesh.normals().map(<[Vec3]>::to_vec),
             tangents: mesh.tangents().map(<[Vec4]>::to_vec),
             active: 0,
+            target_weights: vec![0.0; mesh.morph_target_count()],
         }
     }
 
@@ -198,8 +229,10 @@ impl Morphed {
 
 /// Applies `mesh`'s morph targets with `weights` (one per skeleton morph channel, as
 /// [`crate::animator::Animator::morph_weights`] and [`crate::sample_morph_weights`] give
-/// them) to its bind pose, into `out`. A weight of zero (or NaN) skips its target; weights
-/// outside 0..=1 extrapolate, as glTF allows. Allocation-free.
+/// them) to its bind pose, into `out`. Each target's weight comes from its channel's through
+/// the mesh's [`MorphBinding`] (the channel's weight itself, or its in-between blend). A
+/// weight of zero (or NaN) skips its target; weights outside 0..=1 extrapolate, as glTF
+/// allows. Allocation-free.
 ///
 /// ```
 /// use glam::{Mat4, Vec3, Vec4};
@@ -238,24 +271,14 @@ impl Morphed {
 /// was made for a mesh with fewer vertices; nothing is written then.
 pub fn morph(mesh: &SkinningMesh, weights: &[f32], out: &mut Morphed) -> Result<(), Error> {
     let m = &mesh.morph;
-    let needed = m
-        .channels
-        .iter()
-        .map(|&c| c as usize + 1)
-        .max()
-        .unwrap_or(0);
-    check_len("weights", needed, weights.len())?;
     let n = mesh.vertex_count();
     check_len("morphed positions", n, out.positions.len())?;
-    let weight = |k: usize| {
-        let w = weights[m.channels[k] as usize];
-        if w.is_nan() {
-            0.0
-        } else {
-            w
-        }
-    };
-    let active = (0..m.targets.len()).filter(|&k| weight(k) != 0.0).count();
+    check_len(
+        "morphed target weights",
+        m.targets.len(),
+        out.target_weights.len(),
+    )?;
+    let active = m.binding.target_weights(weights, &mut out.target_weights)?;
     out.active = active;
     if active == 0 {
         return Ok(());
@@ -276,8 +299,7 @@ pub fn morph(mesh: &SkinningMesh, weights: &[f32], out: &mut Morphed) -> Result<
         _ => None,
     };
     let (mut moved_normals, mut moved_tangents) = (false, false);
-    for (k, t) in m.targets.iter().enumerate() {
-        let w = weight(k);
+    for (t, &w) in m.targets.iter().zip(&out.target_weights) {
         if w == 0.0 {
             continue;
         }
