@@ -7,6 +7,9 @@ mkdir -p "$here/corpus/gltf_import" "$here/corpus/bvh_import" "$here/corpus/nati
 cp "$data"/x/*.x "$data"/x/*.X "$here/corpus/x_import/" 2>/dev/null || true
 mkdir -p "$here/corpus/fbx_import"
 cp "$data"/fbx/*.fbx "$data"/morph/*.fbx "$here/corpus/fbx_import/"
+# Maya in-between blend shapes (ufbx's test file, kept with its Maya OBJ references).
+inb="$here/../crates/skelett-io/tests/reference/maya_blend_inbetween/maya_blend_inbetween_7500_binary.fbx"
+cp "$inb" "$here/corpus/fbx_import/"
 # A stepped variant (cubic keys made constant), for the step handling.
 sed 's/a: 24840/a: 2/' "$data/fbx/maya_game_sausage_7500_ascii_wiggle.fbx" \
   > "$here/corpus/fbx_import/maya_stepped.fbx"
@@ -27,6 +30,9 @@ for f in MorphStressTest AnimatedMorphSphere; do
   cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
     convert "$data/morph/$f.glb" "$here/corpus/native_import/$f.skl" >/dev/null
 done
+# In-between shapes (version 4: per-target full weights).
+cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
+  convert "$inb" "$here/corpus/native_import/maya_blend_inbetween.skl" >/dev/null
 # Compressed clips (compact data, version 2).
 for f in gltf/RiggedFigure.glb gltf/Fox.glb; do
   cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \

@@ -12,8 +12,8 @@ use std::path::Path;
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use skelett::compress::{
-    compress, compress_morph_weights, morph_reach, CompressOptions, CompressReport, ErrorHistogram,
-    UnitSource,
+    compress, compress_morph_weights, morph_reach_scaled, skinning_scale, CompressOptions,
+    CompressReport, ErrorHistogram, UnitSource,
 };
 
 use crate::batch::Result;
@@ -135,17 +135,22 @@ fn compress_file(input: &Path, output: &Path, opts: &Options) -> Result<FileRepo
     let mut compact = Vec::with_capacity(results.len());
     // Weight tracks: within the same budget, measured as vertex displacement.
     let channels = asset.skeleton.morph_channel_count();
-    let reach = morph_reach(&asset.meshes, channels);
     let mut morph = (channels > 0).then_some((0, 0, 0.0f32));
-    for (clip, report) in results {
+    for (clip, mut report) in results {
         let clip = match morph.as_mut() {
             Some((before, after, worst)) => {
+                // Offsets are in each mesh's bind space; skinning may scale them (a mesh
+                // bound to a node scaled by 100): the reach is taken in model space, with
+                // the largest scale of the rest pose and of the clip at its samples.
+                let scales = skinning_scales(&asset, &clip);
+                let reach = morph_reach_scaled(&asset.meshes, &scales, channels);
                 let budget = opts.error_cm / report.cm_per_unit;
                 let (clip, m) = compress_morph_weights(&clip, &reach, budget)
                     .map_err(|e| format!("{}: {e}", input.display()))?;
                 *before += m.keys_before;
                 *after += m.keys_after;
                 *worst = worst.max(m.max_displacement * report.cm_per_unit);
+                report.compressed_bytes = clip.size_bytes();
                 clip
             }
             None => clip,
@@ -162,6 +167,33 @@ fn compress_file(input: &Path, output: &Path, opts: &Options) -> Result<FileRepo
         clips,
         morph,
     })
+}
+
+/// For each mesh of `asset`, the most its skinning scales bind-space offsets over the rest
+/// pose and `clip` sampled at up to 1,000 evenly spaced times.
+fn skinning_scales(asset: &skelett_io::Asset, clip: &skelett::Clip) -> Vec<f32> {
+    let sk = &asset.skeleton;
+    let mut pose = skelett::Pose::rest(sk);
+    let mut model = vec![glam::Mat4::IDENTITY; sk.len()];
+    let mut scales = vec![0.0f32; asset.meshes.len()];
+    let mut take = |pose: &skelett::Pose, model: &mut Vec<glam::Mat4>| {
+        if skelett::local_to_model(sk, pose, 0, model).is_ok() {
+            for (s, m) in scales.iter_mut().zip(&asset.meshes) {
+                if let Some(skin) = asset.skins.get(m.skin) {
+                    *s = s.max(skinning_scale(skin, model));
+                }
+            }
+        }
+    };
+    take(&pose, &mut model);
+    let n = 1000usize;
+    for i in 0..=n {
+        let t = clip.start() + clip.duration() * i as f32 / n as f32;
+        if skelett::sample_uncached(clip, t, &mut pose).is_ok() {
+            take(&pose, &mut model);
+        }
+    }
+    scales
 }
 
 fn kib(bytes: usize) -> String {

@@ -49,7 +49,7 @@ fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
         _ => skelett_io::gltf::save(&asset, output)?,
     }
     let bytes = std::fs::metadata(output).map_or(0, |m| m.len());
-    Ok(format!(
+    let mut msg = format!(
         "{} -> {} ({} joints, {} clips, {} meshes, {} bytes)",
         input.display(),
         output.display(),
@@ -57,7 +57,28 @@ fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
         asset.clips.len(),
         asset.meshes.len(),
         bytes
-    ))
+    );
+    // What the written format cannot hold, said rather than dropped silently.
+    let lost = match ext.as_str() {
+        "ram" => skelett_io::rite::losses(&asset),
+        "glb" => asset
+            .meshes
+            .iter()
+            .filter(|m| !m.morph_full_weights.is_empty())
+            .map(|m| {
+                format!(
+                    "mesh {:?}: in-between shapes baked into per-target weights (glTF has \
+                     none; channels named channel@weight)",
+                    m.name
+                )
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    for l in lost {
+        msg.push_str(&format!("\n  warning: {}", crate::term_safe(&l)));
+    }
+    Ok(msg)
 }
 
 /// Runs `skelett convert`.

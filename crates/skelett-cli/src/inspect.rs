@@ -63,6 +63,8 @@ struct ClipInfo {
     compact_rate: Option<f32>,
     /// Morph-weight tracks (channels with more than one key).
     morph_tracks: usize,
+    /// Their keys, by interpolation (a cubic key counts once).
+    morph_keys: KeysByInterpolation,
 }
 
 #[derive(Serialize)]
@@ -112,6 +114,19 @@ fn clip_info(index: usize, c: &Clip) -> ClipInfo {
         bytes: c.size_bytes(),
         compact_rate: c.compact_grid().map(|g| g.0),
         morph_tracks: c.morph_tracks().len(),
+        morph_keys: {
+            let count = |i: skelett::Interpolation| {
+                c.morph_tracks()
+                    .filter(|t| t.interpolation == i)
+                    .map(|t| t.times.len())
+                    .sum()
+            };
+            KeysByInterpolation {
+                step: count(skelett::Interpolation::Step),
+                linear: count(skelett::Interpolation::Linear),
+                cubic: count(skelett::Interpolation::CubicSpline),
+            }
+        },
     }
 }
 
@@ -298,7 +313,15 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool) -> Result<()> {
             outln!(out, "      compressed: {rate} fps grid (skelett compress)");
         }
         if c.morph_tracks > 0 {
-            outln!(out, "      morph weights: {} track(s)", c.morph_tracks);
+            let k = &c.morph_keys;
+            outln!(
+                out,
+                "      morph weights: {} track(s), keys: {} linear, {} step, {} cubic",
+                c.morph_tracks,
+                k.linear,
+                k.step,
+                k.cubic
+            );
         }
     }
     outln!(out, "meshes: {}", r.meshes.len());

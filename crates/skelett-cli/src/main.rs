@@ -262,7 +262,8 @@ enum Command {
     },
     /// Show a file's joint tree, clips, meshes and import warnings.
     Inspect {
-        /// The file to inspect (.glb or .gltf); the embedded Fox when omitted.
+        /// The file to inspect (.glb, .gltf, .fbx, .bvh, .x, .ram + .raa or .skl); the
+        /// embedded Fox when omitted.
         file: Option<PathBuf>,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -287,10 +288,17 @@ enum Command {
             allow_hyphen_values = true
         )]
         times: Vec<f32>,
-        /// Also skin the first mesh primitive and print N of its vertices, spread evenly
-        /// (vertex k*(count-1)/(N-1)), as in the skin reference files.
+        /// Also skin a mesh primitive (morph targets first) and print N of its vertices,
+        /// spread evenly (vertex k*(count-1)/(N-1)), as in the skin reference files, with
+        /// each target's weight.
         #[arg(long, value_name = "N")]
         vertices: Option<usize>,
+        /// With --vertices: which skinned mesh (as `inspect` numbers them).
+        #[arg(long, default_value_t = 0, requires = "vertices")]
+        mesh: usize,
+        /// With --vertices: which primitive of that mesh.
+        #[arg(long, default_value_t = 0, requires = "vertices")]
+        primitive: usize,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -325,7 +333,7 @@ enum Command {
     /// Convert a file to another format, or every animation file of a folder (in parallel).
     ///
     /// The output format comes from OUT's extension (for a folder: --to). Reads .glb, .gltf,
-    /// .bvh, .x (text), .ram (+ .raa) and .skl; writes .glb, .skl (skelett's own
+    /// .fbx, .bvh, .x (text), .ram (+ .raa) and .skl; writes .glb, .skl (skelett's own
     /// fast-loading file) and .ram + .raa. A folder prints what was converted, skipped and why.
     Convert {
         /// The file or folder to convert.
@@ -620,6 +628,8 @@ fn main() -> ExitCode {
             clip,
             times,
             vertices,
+            mesh,
+            primitive,
             json,
         } => sample::run(
             &mut out,
@@ -627,6 +637,7 @@ fn main() -> ExitCode {
             clip.as_deref(),
             &times,
             vertices,
+            (mesh, primitive),
             json,
         ),
         Command::Play {

@@ -5,13 +5,14 @@
 //! `joints`, each with `joint`, `name` and `world` as 16 column-major numbers; so the two can
 //! be compared number by number.
 //!
-//! With `--vertices N`, the first skinned mesh primitive is skinned on the CPU at each time
-//! and N of its vertices (vertex `k * (count - 1) / (N - 1)`, rounded down) are reported in
+//! With `--vertices N`, a skinned mesh primitive (the first, or the one `--mesh` and
+//! `--primitive` pick) is skinned on the CPU at each time and N of its vertices (vertex `k * (count - 1) / (N - 1)`, rounded down) are reported in
 //! the shape of `shared/data/reference/skin/*.json`: a top-level `vertices` list, and per
 //! sample `local` (skelett's model space) and `world` (scene space) positions. Where the mesh
 //! has morph targets they are applied first, with the clip's morph weights at that time (as
 //! `shared/data/reference/morph/*.json` does), and each sample also lists the `weights` of
-//! the mesh's targets.
+//! the mesh's targets: each target's own weight (for FBX in-between shapes, its share of
+//! its channel's blend, not the channel's weight).
 
 use std::path::Path;
 
@@ -89,9 +90,11 @@ struct Sample {
 /// A list of positions as JSON arrays.
 type Points = Vec<[f32; 3]>;
 
-/// The first skinned mesh primitive, ready to skin, and the vertices to report.
+/// The chosen skinned mesh primitive, ready to skin, and the vertices to report.
 struct VertexProbe {
     mesh: SkinningMesh,
+    /// Which mesh and primitive of the asset.
+    at: (usize, usize),
     skin: usize,
     /// For each reported source vertex, its slot in skinning order.
     slots: Vec<usize>,
@@ -104,22 +107,35 @@ struct VertexProbe {
 }
 
 impl VertexProbe {
-    fn new(asset: &skelett_io::Asset, n: usize) -> Result<Self> {
-        let m = asset
-            .meshes
-            .first()
-            .ok_or("--vertices: the file has no skinned mesh")?;
-        let prim = m
-            .primitives
-            .first()
-            .ok_or("--vertices: the first mesh has no primitive")?;
+    fn new(asset: &skelett_io::Asset, n: usize, at: (usize, usize), source: &str) -> Result<Self> {
+        if asset.meshes.is_empty() {
+            return Err(format!("--vertices: {source} has no skinned mesh").into());
+        }
+        let m = asset.meshes.get(at.0).ok_or_else(|| {
+            format!(
+                "--mesh {}: {source} has {} skinned meshes (0 to {})",
+                at.0,
+                asset.meshes.len(),
+                asset.meshes.len() - 1
+            )
+        })?;
+        let prim = m.primitives.get(at.1).ok_or_else(|| {
+            format!(
+                "--primitive {}: mesh {} ({:?}) has {} primitives",
+                at.1,
+                at.0,
+                m.name,
+                m.primitives.len()
+            )
+        })?;
         let skin = &asset.skins[m.skin];
         let mut mesh = SkinningMesh::new(prim, skin.len())?;
         mesh.bind_morph(&m.morph_channels, &m.morph_full_weights)?;
         let count = mesh.vertex_count();
         if n == 0 || count == 0 || n > count {
             return Err(format!(
-                "--vertices {n}: the first mesh primitive has {count} vertices; ask for 1 to {count}"
+                "--vertices {n}: mesh {} primitive {} has {count} vertices; ask for 1 to {count}",
+                at.0, at.1
             )
             .into());
         }
@@ -132,6 +148,7 @@ impl VertexProbe {
             slot_of[v as usize] = slot;
         }
         Ok(VertexProbe {
+            at,
             slots: sources.iter().map(|&v| slot_of[v]).collect(),
             sources,
             skin: m.skin,
@@ -190,10 +207,13 @@ pub fn run(
     clip: Option<&str>,
     times: &[f32],
     vertices: Option<usize>,
+    at: (usize, usize),
     json: bool,
 ) -> Result<()> {
     let (asset, source) = crate::load(file)?;
-    let mut probe = vertices.map(|n| VertexProbe::new(&asset, n)).transpose()?;
+    let mut probe = vertices
+        .map(|n| VertexProbe::new(&asset, n, at, &source))
+        .transpose()?;
     let (index, clip) = match clip {
         None => asset
             .clips
@@ -225,16 +245,9 @@ pub fn run(
         if let Some(p) = probe.as_mut() {
             skelett::sample_morph_weights(clip, t, &mut p.weights)?;
             let (local, world) = p.skin(&asset, &model, root)?;
-            let weights = asset
-                .meshes
-                .first()
-                .map(|m| {
-                    m.morph_channels
-                        .iter()
-                        .map(|&c| p.weights[c as usize])
-                        .collect()
-                })
-                .unwrap_or_default();
+            let binding = p.mesh.morph_binding();
+            let mut weights = vec![0.0; binding.target_count()];
+            binding.target_weights(&p.weights, &mut weights)?;
             vertex_samples.push(VertexSample {
                 t,
                 local,
@@ -270,9 +283,9 @@ pub fn run(
             name: clip.name().to_string(),
         }),
         mesh: probe.as_ref().map(|p| MeshId {
-            mesh: 0,
-            primitive: 0,
-            name: asset.meshes[0].name.clone(),
+            mesh: p.at.0,
+            primitive: p.at.1,
+            name: asset.meshes[p.at.0].name.clone(),
             vertex_count: p.mesh.vertex_count(),
         }),
         vertices: probe.as_ref().map(|p| p.sources.clone()),
@@ -310,10 +323,18 @@ pub fn run(
             }
         }
         let skinned = result.samples.iter().flatten().find(|v| v.t == s.t);
-        if let (Some(VertexSample { world, .. }), Some(vs)) = (skinned, &result.vertices) {
+        if let (Some(VertexSample { world, weights, .. }), Some(vs), Some(m)) =
+            (skinned, &result.vertices, &result.mesh)
+        {
+            if !weights.is_empty() {
+                let w: Vec<String> = weights.iter().map(|w| format!("{w:.6}")).collect();
+                outln!(out, "  morph target weights: {}", w.join(" "));
+            }
             outln!(
                 out,
-                "  skinned vertices of mesh 0, primitive 0 (scene space)"
+                "  skinned vertices of mesh {}, primitive {} (scene space)",
+                m.mesh,
+                m.primitive
             );
             for (v, p) in vs.iter().zip(world) {
                 outln!(

@@ -825,6 +825,68 @@ fn compress_files_and_folders() {
     }
 }
 
+/// `skelett compress` on morph assets holds its budget where users see the vertices: the
+/// Khronos AnimatedMorphSphere and AnimatedMorphCube bind ±0.01 m meshes to a node scaled by
+/// 100, so a weight error moves scene-space vertices 100 times as far as bind-space offsets
+/// suggest. Compressed at 0.01 cm, every vertex (`sample --vertices` over all of them, scene
+/// space) at 300 times stays within 0.01 cm of the original's; the report's compressed
+/// size is what the written clip holds (weights included), below the raw size.
+#[test]
+fn compress_morph_weights_within_the_budget_in_scene_space() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("compress_morph");
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["AnimatedMorphSphere", "AnimatedMorphCube"] {
+        let src = data(&format!("morph/{name}.glb"));
+        let out = dir.join(format!("{name}.skl"));
+        let report = skelett_json(&[
+            "compress",
+            src.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--error",
+            "0.01",
+            "--json",
+        ]);
+        let clip = &report["clips"][0];
+        let (raw, packed) = (num(&clip["raw_bytes"]), num(&clip["compressed_bytes"]));
+        assert!(packed < raw, "{name}: {packed} bytes for {raw} raw");
+        let info = skelett_json(&["inspect", out.to_str().unwrap(), "--json"]);
+        assert_eq!(num(&info["clips"][0]["bytes"]), packed, "{name}");
+        let vertices = num(&info["meshes"][0]["vertices"]).to_string();
+        let (start, duration) = (
+            num(&info["clips"][0]["start"]),
+            num(&info["clips"][0]["duration"]),
+        );
+        let times: Vec<String> = (0..300)
+            .map(|i| (start + duration * i as f64 / 299.0).to_string())
+            .collect();
+        let times = times.join(",");
+        let sample = |f: &Path| {
+            skelett_json(&[
+                "sample",
+                f.to_str().unwrap(),
+                "--times",
+                &times,
+                "--vertices",
+                &vertices,
+                "--json",
+            ])
+        };
+        let (a, b) = (sample(&src), sample(&out));
+        let mut worst = 0.0f64;
+        for (sa, sb) in items(&a["samples"]).iter().zip(items(&b["samples"])) {
+            for (p, q) in items(&sa["world"]).iter().zip(items(&sb["world"])) {
+                let d: f64 = (0..3)
+                    .map(|k| (num(&p[k]) - num(&q[k])).powi(2))
+                    .sum::<f64>()
+                    .sqrt();
+                worst = worst.max(d * 100.0); // metres to cm
+            }
+        }
+        eprintln!("{name}: worst vertex {worst:.5} cm at 0.01 cm");
+        assert!(worst <= 0.01 * 1.001, "{name}: a vertex moved {worst} cm");
+    }
+}
+
 /// `skelett play` with IK commands (`scripts/kaykit_ik.json` on KayKit's rig, the modifiers
 /// turned on feet first, then the aim, then the hand): on a 15 degree side slope both ankles
 /// end up the same height above the ground along its normal (before, 10.5 cm apart: the

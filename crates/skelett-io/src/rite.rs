@@ -469,6 +469,69 @@ pub fn save(asset: &Asset, ram: impl AsRef<Path>) -> Result<(), Error> {
     crate::write_file(ram, to_string(asset).as_bytes())
 }
 
+/// What a RAM/RAA pair written by [`save`] cannot hold of `asset`, one line each (empty when
+/// nothing is lost): clips after the first, animated translations and scales, events, meshes
+/// after the first, primitives after the first, morph targets and weight tracks. `skelett
+/// convert` prints them as warnings.
+pub fn losses(asset: &Asset) -> Vec<String> {
+    let mut out = Vec::new();
+    if asset.clips.len() > 1 {
+        out.push(format!(
+            "{} clips after the first are not written (a .raa holds one clip)",
+            asset.clips.len() - 1
+        ));
+    }
+    if let Some(c) = asset.clips.first() {
+        let moved = c
+            .channels()
+            .filter(|(_, t, _, _)| *t != skelett::Target::Rotation)
+            .count();
+        if moved > 0 {
+            out.push(format!(
+                "clip {:?}: {moved} animated translation/scale channels are not written (RAA \
+                 carries rotations only)",
+                c.name()
+            ));
+        }
+        if !c.events().is_empty() {
+            out.push(format!(
+                "clip {:?}: {} events are not written",
+                c.name(),
+                c.events().len()
+            ));
+        }
+        if c.animates_morph_weights() {
+            out.push(format!(
+                "clip {:?}: morph weight tracks are not written",
+                c.name()
+            ));
+        }
+    }
+    if asset.meshes.len() > 1 {
+        out.push(format!(
+            "{} meshes after the first are not written (a .ram holds one)",
+            asset.meshes.len() - 1
+        ));
+    }
+    if let Some(m) = asset.meshes.first() {
+        if m.primitives.len() > 1 {
+            out.push(format!(
+                "mesh {:?}: {} primitives after the first are not written",
+                m.name,
+                m.primitives.len() - 1
+            ));
+        }
+        if !m.morph_channels.is_empty() {
+            out.push(format!(
+                "mesh {:?}: {} morph targets are not written (RAM has none)",
+                m.name,
+                m.morph_channels.len()
+            ));
+        }
+    }
+    out
+}
+
 /// Writes an asset as RAM text: the skeleton (orientation = rest rotation, rotation =
 /// identity) and its first mesh's first primitive, if any.
 pub fn to_string(asset: &Asset) -> String {

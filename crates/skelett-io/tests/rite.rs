@@ -124,3 +124,25 @@ fn bad_ram_and_raa_name_the_line() {
     .to_string();
     assert!(e.contains("increasing frame order"), "{e}");
 }
+
+/// What a RAM/RAA pair cannot hold is listed, not dropped silently: the Fox's second and
+/// third clips and its first clip's animated translation; AnimatedMorphCube's targets and
+/// weight tracks; no "clips after the first" for a one-clip file.
+#[test]
+fn losses_name_what_ram_and_raa_cannot_hold() {
+    let fox = skelett_io::load(common::data("gltf/Fox.glb")).unwrap();
+    let l = skelett_io::rite::losses(&fox);
+    assert!(
+        l.iter().any(|m| m.contains("2 clips after the first")),
+        "{l:?}"
+    );
+    assert!(l.iter().any(|m| m.contains("translation/scale")), "{l:?}");
+    let cube = skelett_io::load(common::data("morph/AnimatedMorphCube.glb")).unwrap();
+    let l = skelett_io::rite::losses(&cube);
+    assert!(l.iter().any(|m| m.contains("2 morph targets")), "{l:?}");
+    assert!(l.iter().any(|m| m.contains("morph weight tracks")), "{l:?}");
+    let simple = skelett_io::load(common::data("gltf/RiggedSimple.glb")).unwrap();
+    assert_eq!(simple.clips.len(), 1);
+    let l = skelett_io::rite::losses(&simple);
+    assert!(l.iter().all(|m| !m.contains("clips after")), "{l:?}");
+}

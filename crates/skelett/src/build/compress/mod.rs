@@ -43,7 +43,9 @@ pub use crate::clip::compact::{CompactTrack, MAX_BITS, SEG_LEN};
 /// The bit-stream layer, for the parts validation.
 pub use grid::MAX_FRAMES;
 pub use metric::{measure_error, ErrorHistogram, ErrorStats};
-pub use morph::{compress_morph_weights, morph_reach, MorphReport};
+pub use morph::{
+    compress_morph_weights, morph_reach, morph_reach_scaled, skinning_scale, MorphReport,
+};
 pub use units::{choose_cm_per_unit, detect_cm_per_unit, detect_rate, UnitSource};
 
 use budget::*;
@@ -98,7 +100,8 @@ pub struct CompressReport {
     pub cm_per_unit: f32,
     /// See `cm_per_unit`.
     pub units: UnitSource,
-    /// Joints x source samples x 10 f32 (ACL's raw size).
+    /// Joints x source samples x 10 f32 (ACL's raw size), plus morph channels x source
+    /// samples x 1 f32 for a skeleton with morph channels.
     pub raw_bytes: usize,
     /// What the compact clip stores ([`Clip::size_bytes`]).
     pub compressed_bytes: usize,
@@ -268,7 +271,8 @@ pub fn compress(
         resampled: options.sample_rate.is_some(),
         cm_per_unit,
         units,
-        raw_bytes: skeleton.len() * source.frames as usize * 40,
+        raw_bytes: (skeleton.len() * 40 + skeleton.morph_channel_count() * 4)
+            * source.frames as usize,
         compressed_bytes: compact.size_bytes(),
         error_cm: options.error_cm,
         max_error_cm: out.dense.stats.max * cm_per_unit,

@@ -47,8 +47,41 @@ use crate::{Clip, Error, Interpolation, SkinnedMesh};
 /// assert_eq!(skelett::compress::morph_reach(&[mesh], 3), vec![0.0, 0.04, 0.02]);
 /// ```
 pub fn morph_reach(meshes: &[SkinnedMesh], channel_count: usize) -> Vec<f32> {
+    morph_reach_scaled(meshes, &[], channel_count)
+}
+
+/// [`morph_reach`] in the space the budget is measured in: each mesh's offsets are in its
+/// bind space, and skinning scales them by up to `scales[i]` for mesh `i` (missing entries
+/// count as 1). [`skinning_scale`] gives that factor for a pose; the Khronos morph samples,
+/// for one, bind their ±0.01 meshes to a node scaled by 100.
+///
+/// ```
+/// use glam::Vec3;
+/// use skelett::{MeshPrimitive, MorphTarget, SkinnedMesh};
+/// let mesh = SkinnedMesh {
+///     name: "blob".into(), skin: 0, morph_channels: vec![0], morph_full_weights: vec![],
+///     primitives: vec![MeshPrimitive {
+///         positions: vec![Vec3::ZERO],
+///         morph_targets: vec![MorphTarget { positions: Some(vec![Vec3::new(0.01, 0.0, 0.0)]),
+///                                           ..Default::default() }],
+///         ..Default::default()
+///     }],
+/// };
+/// let reach = skelett::compress::morph_reach_scaled(&[mesh], &[100.0], 1);
+/// assert!((reach[0] - 1.0).abs() < 1e-6);
+/// ```
+pub fn morph_reach_scaled(
+    meshes: &[SkinnedMesh],
+    scales: &[f32],
+    channel_count: usize,
+) -> Vec<f32> {
     let mut reach = vec![0.0f32; channel_count];
-    for m in meshes {
+    for (mi, m) in meshes.iter().enumerate() {
+        let scale = scales
+            .get(mi)
+            .copied()
+            .filter(|s| s.is_finite())
+            .unwrap_or(1.0);
         let full = |k: usize| m.morph_full_weights.get(k).copied().unwrap_or(1.0);
         // Each target's steepest weight per unit of channel weight.
         let slope: Vec<f32> = (0..m.morph_channels.len())
@@ -100,11 +133,38 @@ pub fn morph_reach(meshes: &[SkinnedMesh], channel_count: usize) -> Vec<f32> {
                     .map(|v| count[v])
                     .max()
                     .unwrap_or(1);
-                *r = r.max(longest * shared as f32 * slope[k]);
+                *r = r.max(longest * shared as f32 * slope[k] * scale);
             }
         }
     }
     reach
+}
+
+/// The most skinning with `skin` in the pose `model` (model-space joint matrices) scales
+/// any direction of the bind space: the largest column length of its palette matrices
+/// (`model[joint] · inverse_bind`). Multiplies a mesh's [`morph_reach`] into model space.
+///
+/// ```
+/// use glam::{Mat4, Vec3};
+/// let skin = skelett::Skin::new("s", vec![0], vec![Mat4::IDENTITY])?;
+/// let model = [Mat4::from_scale(Vec3::new(1.0, 100.0, 2.0))];
+/// assert_eq!(skelett::compress::skinning_scale(&skin, &model), 100.0);
+/// # Ok::<(), skelett::Error>(())
+/// ```
+pub fn skinning_scale(skin: &crate::Skin, model: &[glam::Mat4]) -> f32 {
+    skin.joints()
+        .iter()
+        .zip(skin.inverse_bind())
+        .filter_map(|(&j, ibm)| model.get(j as usize).map(|m| *m * *ibm))
+        .map(|p| {
+            p.x_axis
+                .truncate()
+                .length()
+                .max(p.y_axis.truncate().length())
+                .max(p.z_axis.truncate().length())
+        })
+        .filter(|s| s.is_finite())
+        .fold(0.0, f32::max)
 }
 
 /// What [`compress_morph_weights`] did.
