@@ -79,6 +79,11 @@ struct LoadArgs {
     /// DirectX .x: read the left-handed file as right-handed (mirror Z), as glTF expects.
     #[arg(long, global = true)]
     right_handed: bool,
+    /// The largest input file read, in MiB (default 2048); larger files are refused before
+    /// reading. Only regular files are read (not devices, pipes or folders).
+    #[arg(long, global = true, value_name = "MIB",
+          value_parser = clap::value_parser!(u64).range(1..=1 << 24))]
+    max_input_mb: Option<u64>,
 }
 
 impl LoadArgs {
@@ -395,9 +400,10 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
-        /// Measurement rounds per figure (the median is reported).
-        #[arg(long, default_value_t = 15)]
-        rounds: usize,
+        /// Measurement rounds per figure (the median is reported), 1 to 10,000.
+        #[arg(long, default_value_t = 15,
+              value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        rounds: u32,
     },
 }
 
@@ -512,6 +518,9 @@ macro_rules! outln {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let _ = LOAD_OPTIONS.set(cli.load.options());
+    if let Some(mb) = cli.load.max_input_mb {
+        skelett_io::set_max_input_bytes(mb << 20);
+    }
     let mut out = String::new();
     let result = match cli.command {
         Command::Demo {
@@ -696,12 +705,16 @@ fn main() -> ExitCode {
             json,
         ),
         Command::Bench { file, json, rounds } => {
-            bench::run(&mut out, file.as_deref(), json, rounds.max(3))
+            bench::run(&mut out, file.as_deref(), json, rounds.max(3) as usize)
         }
     };
     // A closed pipe (`skelett inspect | head`) is not an error worth a panic.
     use std::io::Write as _;
-    let written = std::io::stdout().lock().write_all(out.as_bytes());
+    // Names from files reach the terminal: escape their control characters (escape
+    // sequences among them); JSON already escapes them, so JSON output is unchanged.
+    let written = std::io::stdout()
+        .lock()
+        .write_all(term_text(&out).as_bytes());
     if let Err(e) = written {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             eprintln!("error: cannot write the output: {e}");
@@ -711,8 +724,27 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", term_text(&e.to_string()));
             ExitCode::FAILURE
         }
     }
+}
+
+/// Text for a terminal: control characters other than newline and tab written as Rust
+/// escapes (`\u{1b}`), so a joint named with an escape sequence cannot drive the terminal.
+pub fn term_text(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(
+        s.chars()
+            .flat_map(|c| {
+                if c.is_control() && c != '\n' && c != '\t' {
+                    c.escape_default().collect::<Vec<_>>()
+                } else {
+                    vec![c]
+                }
+            })
+            .collect(),
+    )
 }

@@ -888,7 +888,14 @@ impl<'a> ScriptPlayer<'a> {
     /// Reads and checks the script at `path` for `asset`, driving the graph file `graph`
     /// when given (its commands then set parameters).
     pub fn load(asset: &'a Asset, path: &Path, graph: Option<&Path>) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let bytes = skelett_io::read_input(path)?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            format!(
+                "{}: not UTF-8 text at byte {}",
+                path.display(),
+                e.utf8_error().valid_up_to()
+            )
+        })?;
         let script: Script =
             serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         let mut clips: Vec<Arc<Clip>> = asset.clips.clone();

@@ -1365,3 +1365,116 @@ fn bad_graphs_and_graph_scripts_fail_with_their_place_named() {
     assert!(!ok && err.contains("--graph"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Runs `skelett ARGS` with a 10 s limit (killed past it): (exit code, stdout, stderr).
+fn skelett_limited(args: &[&str]) -> (Option<i32>, String, String) {
+    use std::io::Read;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_skelett"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(10) {
+            child.kill().ok();
+            panic!("skelett {args:?} ran past 10 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let (mut out, mut err) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (status.code(), out, err)
+}
+
+/// Hostile inputs end by themselves, quickly, with a clean error naming the problem: a link
+/// to /dev/zero and a FIFO (refused before opening: not regular files), a file over
+/// `--max-input-mb`, an absurd `bench --rounds`, a 999-joint BVH whose `Frame Time 1e30`
+/// would make a .raa of a billion lines (refused before sampling), and a joint name with an
+/// escape sequence, which `inspect` prints escaped.
+#[test]
+fn hostile_inputs_end_cleanly() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("hostile");
+    std::fs::create_dir_all(&dir).unwrap();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let zero = dir.join("zero.glb");
+    std::fs::remove_file(&zero).ok();
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let (code, _, err) = skelett_limited(&["inspect", &s(&zero)]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("not a regular file") && err.contains("zero.glb"),
+        "{err}"
+    );
+    let fifo = dir.join("pipe.bvh");
+    std::fs::remove_file(&fifo).ok();
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let (code, _, err) = skelett_limited(&["inspect", &s(&fifo)]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("not a regular file"), "{err}");
+    let capture = data("bvh/01_01.bvh");
+    assert!(std::fs::metadata(&capture).unwrap().len() > 1 << 20);
+    let (code, _, err) = skelett_limited(&["inspect", &s(&capture), "--max-input-mb", "1"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("input limit") && err.contains("--max-input-mb"),
+        "{err}"
+    );
+    let (code, _, err) = skelett_limited(&["bench", "--rounds", "18446744073709551615"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--rounds") && !err.contains("panicked"),
+        "{err}"
+    );
+    // 999 joints (a root and 998 children), two frames, an absurd frame time.
+    let mut bvh = String::from(
+        "HIERARCHY\nROOT j0\n{\nOFFSET 0 0 0\nCHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation\n",
+    );
+    for j in 1..999 {
+        bvh.push_str(&format!(
+            "JOINT j{j}\n{{\nOFFSET 0 1 0\nCHANNELS 3 Zrotation Xrotation Yrotation\nEnd Site\n{{\nOFFSET 0 1 0\n}}\n}}\n"
+        ));
+    }
+    bvh.push_str("}\n");
+    bvh.push_str("MOTION\nFrames: 2\nFrame Time: 1e30\n");
+    let row = vec!["0"; 3 + 3 * 999].join(" ");
+    bvh.push_str(&format!("{row}\n{row}\n"));
+    let big = dir.join("long.bvh");
+    std::fs::write(&big, bvh).unwrap();
+    let (code, _, err) = skelett_limited(&["convert", &s(&big), &s(&dir.join("long.ram"))]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("keyframe lines") && err.contains("long.raa"),
+        "{err}"
+    );
+    // A joint named with an escape sequence (clear screen).
+    let evil = dir.join("evil.bvh");
+    std::fs::write(
+        &evil,
+        "HIERARCHY\nROOT hip\x1b[2J\n{\nOFFSET 0 0 0\nCHANNELS 3 Xposition Yposition Zposition\nEnd Site\n{\nOFFSET 0 1 0\n}\n}\nMOTION\nFrames: 1\nFrame Time: 0.033\n0 0 0\n",
+    )
+    .unwrap();
+    let (code, out, err) = skelett_limited(&["inspect", &s(&evil)]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!out.contains('\x1b'), "{out}");
+    assert!(out.contains("hip\\u{1b}[2J"), "{out}");
+}

@@ -229,7 +229,6 @@ pub fn load_clips_onto(
     })
 }
 
-/// Reads a whole file, naming it in the error.
 /// Reads a small text file (a joint map, a graph) as UTF-8.
 pub(crate) fn read_text(path: &Path) -> Result<String, Error> {
     let bytes = read_file(path)?;
@@ -256,11 +255,71 @@ pub(crate) fn json_syntax(file: &Path, e: &serde_json::Error, expected: &str) ->
     }
 }
 
-pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
-    std::fs::read(path).map_err(|source| Error::Io {
+/// The input size limit every reader starts with: 2 GiB (the largest shared capture is
+/// 24 MB). [`set_max_input_bytes`] raises or lowers it.
+pub const DEFAULT_MAX_INPUT_BYTES: u64 = 2 << 30;
+
+static MAX_INPUT_BYTES: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(DEFAULT_MAX_INPUT_BYTES);
+
+/// Sets the largest file any reader of this crate reads, in bytes, for the whole process (the
+/// CLI's `--max-input-mb`). A larger file is refused before anything is read.
+pub fn set_max_input_bytes(bytes: u64) {
+    MAX_INPUT_BYTES.store(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The current input size limit ([`set_max_input_bytes`]).
+pub fn max_input_bytes() -> u64 {
+    MAX_INPUT_BYTES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Reads a whole input file, as every reader here does: only a regular file (a link is
+/// followed; a device such as `/dev/zero`, a FIFO, which would block, or a folder is refused
+/// before it is opened), and no larger than [`max_input_bytes`] (checked before reading, and
+/// again while reading, for a file that grows).
+///
+/// # Errors
+/// [`Error::Io`] naming the file: it cannot be read, is not a regular file, or is too large.
+pub fn read_input(path: &Path) -> Result<Vec<u8>, Error> {
+    use std::io::Read;
+    let io = |source: std::io::Error| Error::Io {
         file: path.to_path_buf(),
         source,
-    })
+    };
+    let refuse = |kind: std::io::ErrorKind, msg: String| io(std::io::Error::new(kind, msg));
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if !meta.is_file() {
+        return Err(refuse(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a folder, device or pipe); skelett reads regular files".into(),
+        ));
+    }
+    let max = max_input_bytes();
+    let too_big = |len: u64| {
+        refuse(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{len} bytes or more, above the input limit of {max} bytes (skelett's \
+                 --max-input-mb raises it)"
+            ),
+        )
+    };
+    if meta.len() > max {
+        return Err(too_big(meta.len()));
+    }
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > max {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
+    read_input(path)
 }
 
 /// Writes a whole file; its errors name the file.

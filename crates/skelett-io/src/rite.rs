@@ -201,9 +201,11 @@ pub fn load_with(ram: impl AsRef<Path>, options: &Options) -> Result<Asset, Erro
         None => beside.exists().then_some(beside.as_path()),
     };
     let read = |p: &Path| {
-        std::fs::read_to_string(p).map_err(|source| Error::Io {
+        let bytes = crate::read_input(p)?;
+        String::from_utf8(bytes).map_err(|e| Error::Malformed {
             file: p.to_path_buf(),
-            source,
+            offset: e.utf8_error().valid_up_to() as u64,
+            expected: "UTF-8 text".into(),
         })
     };
     let model = read(ram)?;
@@ -463,6 +465,23 @@ pub fn from_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
 /// [`Error::Io`] if a file cannot be written.
 pub fn save(asset: &Asset, ram: impl AsRef<Path>) -> Result<(), Error> {
     let ram = ram.as_ref();
+    if let Some(keys) = raa_key_count(asset, 0, DEFAULT_FPS) {
+        if keys > MAX_RAA_KEYS {
+            return Err(Error::Io {
+                file: ram.with_extension("raa"),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!(
+                        "clip {:?} would need {keys} keyframe lines ({} joints at {DEFAULT_FPS} \
+                         fps over {} s), more than the {MAX_RAA_KEYS} a .raa is written with",
+                        asset.clips[0].name(),
+                        asset.skeleton.len(),
+                        asset.clips[0].duration()
+                    ),
+                ),
+            });
+        }
+    }
     if let Some(raa) = animation_to_string(asset, 0, DEFAULT_FPS) {
         crate::write_file(&ram.with_extension("raa"), raa.as_bytes())?;
     }
@@ -599,13 +618,39 @@ pub fn to_string(asset: &Asset) -> String {
     o
 }
 
+/// The most keyframe lines [`save`] writes into a `.raa` (about 1 GB of text); a clip that
+/// needs more (joints times frames) is refused before anything is sampled or allocated.
+pub const MAX_RAA_KEYS: usize = 20_000_000;
+
+/// How many keyframe lines [`animation_to_string`] writes for clip `index` at `fps`: joints
+/// times frames (`None` without that clip). Check it against a budget before writing.
+pub fn raa_key_count(asset: &Asset, index: usize, fps: f32) -> Option<usize> {
+    let clip = asset.clips.get(index)?;
+    Some(
+        raa_frames(clip, fps)
+            .saturating_add(1)
+            .saturating_mul(asset.skeleton.len()),
+    )
+}
+
+/// Frames after the first a clip is written with at `fps` (at most 1,000,000).
+fn raa_frames(clip: &skelett::Clip, fps: f32) -> usize {
+    let f = (clip.duration() * fps).round();
+    if f.is_finite() && f > 0.0 {
+        (f as usize).min(1_000_000)
+    } else {
+        0
+    }
+}
+
 /// Writes clip `index` of an asset as RAA text: every joint's rotation (relative to its rest
 /// rotation, the RAM's orientation), sampled at every frame at `fps` over the clip, as the
-/// format carries rotations only.
+/// format carries rotations only. The text has [`raa_key_count`] keyframe lines: check it
+/// first ([`save`] refuses more than [`MAX_RAA_KEYS`]).
 pub fn animation_to_string(asset: &Asset, index: usize, fps: f32) -> Option<String> {
     let clip = asset.clips.get(index)?;
     let s = &asset.skeleton;
-    let frames = ((clip.duration() * fps).round() as usize).min(1_000_000);
+    let frames = raa_frames(clip, fps);
     let mut poses = Vec::with_capacity(frames + 1);
     let mut pose = skelett::Pose::rest(s);
     for f in 0..=frames {
