@@ -422,18 +422,30 @@ fn parse_cm(s: &str) -> std::result::Result<f32, String> {
     }
 }
 
-/// A name from a file made safe for a terminal: control characters (escape sequences among
-/// them) are written as Rust escapes instead of reaching the terminal.
+/// A name from a file made safe for a terminal, on one line: control characters (escape
+/// sequences and newlines among them) are written as Rust escapes instead of reaching the
+/// terminal.
 pub fn term_safe(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
+    escape_controls(s, |_| true).into_owned()
+}
+
+/// `s` with the control characters `escape` picks written as Rust escapes (`\u{1b}`).
+fn escape_controls(s: &str, escape: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+    let hit = |c: char| c.is_control() && escape(c);
+    if !s.chars().any(hit) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(
+        s.chars()
+            .flat_map(|c| {
+                if hit(c) {
+                    c.escape_default().collect::<Vec<_>>()
+                } else {
+                    vec![c]
+                }
+            })
+            .collect(),
+    )
 }
 
 /// Loads FILE, or the embedded default when `None`; returns the asset and a display name.
@@ -733,18 +745,5 @@ fn main() -> ExitCode {
 /// Text for a terminal: control characters other than newline and tab written as Rust
 /// escapes (`\u{1b}`), so a joint named with an escape sequence cannot drive the terminal.
 pub fn term_text(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    std::borrow::Cow::Owned(
-        s.chars()
-            .flat_map(|c| {
-                if c.is_control() && c != '\n' && c != '\t' {
-                    c.escape_default().collect::<Vec<_>>()
-                } else {
-                    vec![c]
-                }
-            })
-            .collect(),
-    )
+    escape_controls(s, |c| c != '\n' && c != '\t')
 }

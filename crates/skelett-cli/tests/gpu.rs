@@ -646,9 +646,8 @@ fn gpu_skinned_and_morphed_cesium_man_matches_three() {
 #[test]
 fn gpu_in_between_shapes_match_mayas_obj_export() {
     let Some(gpu) = gpu() else { return };
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../skelett-io/tests/reference/maya_blend_inbetween");
-    let asset = skelett_io::load(dir.join("maya_blend_inbetween_7500_binary.fbx")).unwrap();
+    use skelett_testdata::{maya_inbetween, obj_vertices};
+    let asset = skelett_io::load(maya_inbetween("maya_blend_inbetween_7500_binary.fbx")).unwrap();
     let mesh = &asset.meshes[0];
     assert!(!mesh.morph_full_weights.is_empty());
     let prim = &mesh.primitives[0];
@@ -665,16 +664,12 @@ fn gpu_in_between_shapes_match_mayas_obj_export() {
     let root = asset.skeleton.root_transform().as_dmat4();
     let mut worst = 0.0f64;
     for frame in [1, 30, 60, 65, 71, 80, 89, 120] {
-        let text =
-            std::fs::read_to_string(dir.join(format!("maya_blend_inbetween_{frame}.obj"))).unwrap();
-        let obj: Vec<glam::DVec3> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("v "))
-            .map(|l| {
-                let v: Vec<f64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();
-                glam::DVec3::new(v[0], v[1], v[2])
-            })
-            .collect();
+        let obj: Vec<glam::DVec3> = obj_vertices(&maya_inbetween(&format!(
+            "maya_blend_inbetween_{frame}.obj"
+        )))
+        .into_iter()
+        .map(glam::DVec3::from_array)
+        .collect();
         let size = obj.iter().map(|p| p.length()).fold(1e-9, f64::max);
         let t = frame as f32 / 24.0;
         skelett::sample_morph_weights(clip, t, &mut weights).unwrap();

@@ -229,7 +229,7 @@ pub fn load_clips_onto(
     })
 }
 
-/// Reads a small text file (a joint map, a graph) as UTF-8.
+/// Reads a text file (a joint map, a graph, RAM/RAA) as UTF-8.
 pub(crate) fn read_text(path: &Path) -> Result<String, Error> {
     let bytes = read_file(path)?;
     String::from_utf8(bytes).map_err(|e| Error::Malformed {

@@ -200,14 +200,7 @@ pub fn load_with(ram: impl AsRef<Path>, options: &Options) -> Result<Asset, Erro
         Some(p) => Some(p.as_path()),
         None => beside.exists().then_some(beside.as_path()),
     };
-    let read = |p: &Path| {
-        let bytes = crate::read_input(p)?;
-        String::from_utf8(bytes).map_err(|e| Error::Malformed {
-            file: p.to_path_buf(),
-            offset: e.utf8_error().valid_up_to() as u64,
-            expected: "UTF-8 text".into(),
-        })
-    };
+    let read = |p: &Path| crate::read_text(p);
     let model = read(ram)?;
     let anim = raa.map(read).transpose()?;
     let raa_name = raa.map(Path::to_path_buf);

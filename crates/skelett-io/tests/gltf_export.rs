@@ -202,8 +202,7 @@ fn morph_targets_and_weights_round_trip_through_glb() {
 fn in_between_shapes_are_baked_into_glb() {
     use skelett::morph::{morph, Morphed};
     use skelett::skin::SkinningMesh;
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/reference/maya_blend_inbetween/maya_blend_inbetween_7500_binary.fbx");
+    let path = skelett_testdata::maya_inbetween("maya_blend_inbetween_7500_binary.fbx");
     let asset = skelett_io::load(&path).unwrap();
     let glb = skelett_io::gltf::to_bytes(&asset);
     let out_dir = std::env::temp_dir().join(format!("skelett-export-inb-{}", std::process::id()));

@@ -372,28 +372,19 @@ fn fbx_blend_shapes_from_maya_against_blender_where_exact() {
     fbx_check("maya_blend_shape_cube_7700_binary.fbx", true);
 }
 
-/// Reads the `v` lines of an OBJ file.
+/// An OBJ file's vertices.
 fn obj_vertices(path: &std::path::Path) -> Vec<DVec3> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.lines()
-        .filter_map(|l| l.strip_prefix("v "))
-        .map(|l| {
-            let v: Vec<f64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();
-            DVec3::new(v[0], v[1], v[2])
-        })
+    skelett_testdata::obj_vertices(path)
+        .into_iter()
+        .map(DVec3::from_array)
         .collect()
 }
 
 /// Morphs and skins the first mesh of `asset` with clip 0 at each frame's time and matches
 /// every face corner, in scene space, to the nearest vertex of that frame's OBJ: within 1e-5
 /// of the mesh size, the same OBJ vertex at every frame, every OBJ vertex matched. Returns
-/// the worst distance relative to the size. `only_full` keeps only the targets fully applied
-/// at weight 1 (what a reader without in-between shapes applies), for the negative check.
-fn against_obj(
-    asset: &skelett_io::Asset,
-    frames: &[(f32, Vec<DVec3>)],
-    only_full: bool,
-) -> Result<f64, String> {
+/// the worst distance relative to the size.
+fn against_obj(asset: &skelett_io::Asset, frames: &[(f32, Vec<DVec3>)]) -> Result<f64, String> {
     let mesh = &asset.meshes[0];
     let prim = &mesh.primitives[0];
     let skin = &asset.skins[mesh.skin];
@@ -410,61 +401,24 @@ fn against_obj(
     let clip = &asset.clips[0];
     let mut matched: Vec<Option<usize>> = vec![None; prim.vertex_count()];
     let mut worst = 0.0f64;
-    let full = |k: usize| mesh.morph_full_weights.get(k).copied().unwrap_or(1.0);
     for (t, obj) in frames {
         let size = obj.iter().map(|p| p.length()).fold(1e-9, f64::max);
         sample_morph_weights(clip, *t, &mut weights).unwrap();
         sample_uncached(clip, *t, &mut pose).unwrap();
         local_to_model(&asset.skeleton, &pose, 0, &mut model).unwrap();
         palette.update(skin, &model).unwrap();
-        if only_full {
-            // Each channel's shape at weight 1 alone, linear in the channel's weight.
-            let mut linear = SkinningMesh::new(
-                &skelett::MeshPrimitive {
-                    morph_targets: (0..prim.morph_targets.len())
-                        .filter(|&k| full(k) == 1.0)
-                        .map(|k| prim.morph_targets[k].clone())
-                        .collect(),
-                    ..prim.clone()
-                },
-                skin.len(),
-            )
-            .unwrap();
-            let channels: Vec<u32> = (0..prim.morph_targets.len())
-                .filter(|&k| full(k) == 1.0)
-                .map(|k| mesh.morph_channels[k])
-                .collect();
-            linear.set_morph_channels(&channels).unwrap();
-            let mut m = Morphed::new(&linear);
-            morph(&linear, &weights, &mut m).unwrap();
-            let mut positions = vec![Vec3::ZERO; prim.vertex_count()];
-            skin_morphed(
-                &linear,
-                &palette,
-                &m,
-                SkinOutput {
-                    positions: &mut positions,
-                    normals: None,
-                    tangents: None,
-                },
-            )
-            .unwrap();
-            // `linear` has the same skinning order as `cpu` (same vertices and weights).
-            skinned = positions;
-        } else {
-            morph(&cpu, &weights, &mut morphed).unwrap();
-            skin_morphed(
-                &cpu,
-                &palette,
-                &morphed,
-                SkinOutput {
-                    positions: &mut skinned,
-                    normals: None,
-                    tangents: None,
-                },
-            )
-            .unwrap();
-        }
+        morph(&cpu, &weights, &mut morphed).unwrap();
+        skin_morphed(
+            &cpu,
+            &palette,
+            &morphed,
+            SkinOutput {
+                positions: &mut skinned,
+                normals: None,
+                tangents: None,
+            },
+        )
+        .unwrap();
         for (v, p) in skinned.iter().enumerate() {
             let p = root.transform_point3(p.as_dvec3());
             let (k, d) = obj
@@ -519,7 +473,7 @@ fn fbx_blend_shapes_against_blenders_own_obj_export() {
             (f as f32 / 24.0, obj)
         })
         .collect();
-    let worst = against_obj(&asset, &frames, false).unwrap();
+    let worst = against_obj(&asset, &frames).unwrap();
     eprintln!("Blender cube against Blender's OBJ: worst {worst:e} of the mesh size");
 }
 
@@ -532,9 +486,8 @@ fn fbx_blend_shapes_against_blenders_own_obj_export() {
 /// file with only each channel's shape at weight 1 (no in-betweens) misses by far more.
 #[test]
 fn fbx_in_between_shapes_against_mayas_obj_export() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/reference/maya_blend_inbetween");
-    let asset = skelett_io::load(dir.join("maya_blend_inbetween_7500_binary.fbx")).unwrap();
+    use skelett_testdata::maya_inbetween;
+    let asset = skelett_io::load(maya_inbetween("maya_blend_inbetween_7500_binary.fbx")).unwrap();
     let mesh = &asset.meshes[0];
     assert_eq!(mesh.morph_channels, [0, 0, 1, 1, 1]);
     assert_eq!(mesh.morph_full_weights, [0.5, 1.0, -0.499, -0.249, 1.0]);
@@ -546,13 +499,23 @@ fn fbx_in_between_shapes_against_mayas_obj_export() {
     let frames: Vec<(f32, Vec<DVec3>)> = [1, 30, 60, 65, 71, 80, 89, 120]
         .iter()
         .map(|&f| {
-            let obj = obj_vertices(&dir.join(format!("maya_blend_inbetween_{f}.obj")));
+            let obj = obj_vertices(&maya_inbetween(&format!("maya_blend_inbetween_{f}.obj")));
             (f as f32 / 24.0, obj)
         })
         .collect();
-    let worst = against_obj(&asset, &frames, false).unwrap();
+    let worst = against_obj(&asset, &frames).unwrap();
     eprintln!("Maya in-betweens against Maya's OBJ: worst {worst:e} of the mesh size");
-    let without = against_obj(&asset, &frames, true);
+    // Without in-betweens: each channel's shape at weight 1 alone, linear in the weight.
+    let mut linear = asset.clone();
+    let m = &mut linear.meshes[0];
+    let keep: Vec<usize> = (0..m.morph_channels.len())
+        .filter(|&k| m.morph_full_weights[k] == 1.0)
+        .collect();
+    m.morph_channels = keep.iter().map(|&k| m.morph_channels[k]).collect();
+    let p = &mut m.primitives[0];
+    p.morph_targets = keep.iter().map(|&k| p.morph_targets[k].clone()).collect();
+    m.morph_full_weights.clear();
+    let without = against_obj(&linear, &frames);
     assert!(
         without.is_err(),
         "the check cannot tell in-betweens apart: {without:?}"
@@ -611,9 +574,7 @@ fn compressed_weight_tracks_move_no_vertex_beyond_the_budget() {
         "maya_blend_inbetween_7500_binary.fbx",
     ] {
         let path = if file.starts_with("maya_blend_inbetween") {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/reference/maya_blend_inbetween")
-                .join(file)
+            skelett_testdata::maya_inbetween(file)
         } else {
             common::data(&format!("morph/{file}"))
         };

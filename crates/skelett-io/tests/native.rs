@@ -132,9 +132,7 @@ fn morph_targets_and_weight_tracks_round_trip() {
         "maya_blend_inbetween_7500_binary.fbx",
     ] {
         let path = if name.starts_with("maya_blend_inbetween") {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/reference/maya_blend_inbetween")
-                .join(name)
+            skelett_testdata::maya_inbetween(name)
         } else {
             common::data(&format!("morph/{name}"))
         };

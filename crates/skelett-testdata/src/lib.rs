@@ -108,3 +108,30 @@ pub fn cesium_man_test_offset(i: usize) -> [f32; 3] {
     let f = |a: usize, m: usize| ((((i * a) % m) as f64 / m as f64 - 0.5) * 0.1) as f32;
     [f(7, 11), f(13, 17), f(5, 7)]
 }
+
+/// A file of the Maya in-between blend-shape reference kept in the repository
+/// (`crates/skelett-io/tests/reference/maya_blend_inbetween/`, from ufbx's test data: no file
+/// in `../shared/data` has in-betweens), e.g. `maya_blend_inbetween_30.obj`.
+pub fn maya_inbetween(file: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../skelett-io/tests/reference/maya_blend_inbetween")
+        .join(file)
+}
+
+/// The `v` lines of an OBJ file, as double-precision points.
+pub fn obj_vertices(path: &std::path::Path) -> Vec<[f64; 3]> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .filter_map(|l| l.strip_prefix("v "))
+        .map(|l| {
+            let v: Vec<f64> = l
+                .split_whitespace()
+                .map(|x| {
+                    x.parse()
+                        .unwrap_or_else(|e| panic!("{}: {l:?}: {e}", path.display()))
+                })
+                .collect();
+            [v[0], v[1], v[2]]
+        })
+        .collect()
+}

@@ -217,7 +217,9 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
 
     let mut meshes = Vec::new();
     let mut mesh_nodes = Vec::new();
-    for mesh in &asset.meshes {
+    // Each mesh's in-between binding, once for the mesh and every clip's weights.
+    let baked_meshes: Vec<_> = asset.meshes.iter().map(baked_in_betweens).collect();
+    for (mesh, baked) in asset.meshes.iter().zip(&baked_meshes) {
         let mut prims = Vec::new();
         for p in &mesh.primitives {
             let mut attributes = serde_json::Map::new();
@@ -315,14 +317,13 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
         let mut m = json!({ "name": mesh.name, "primitives": prims });
         if !mesh.morph_channels.is_empty() {
             let names = s.morph_channel_names();
-            let baked = baked_in_betweens(mesh);
             let full: Vec<String> = mesh
                 .morph_channels
                 .iter()
                 .enumerate()
                 .map(|(k, &c)| {
                     let name = names.get(c as usize).map_or("", String::as_str);
-                    match &baked {
+                    match baked {
                         Some((b, grouped)) if grouped[k] => {
                             format!("{name}@{}", b.full_weights()[k])
                         }
@@ -336,7 +337,7 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
                 .iter()
                 .map(|&c| s.morph_rest().get(c as usize).copied().unwrap_or(0.0))
                 .collect();
-            m["weights"] = json!(match &baked {
+            m["weights"] = json!(match baked {
                 Some((b, _)) => {
                     let mut t = vec![0.0; b.target_count()];
                     let _ = b.target_weights(s.morph_rest(), &mut t);
@@ -467,9 +468,9 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
                 &mut bin,
             );
         }
-        for (mesh, &node) in asset.meshes.iter().zip(&mesh_nodes) {
-            let keys = match baked_in_betweens(mesh) {
-                Some((b, _)) => baked_weight_keys(clip, &b),
+        for ((mesh, &node), baked) in asset.meshes.iter().zip(&mesh_nodes).zip(&baked_meshes) {
+            let keys = match baked {
+                Some((b, _)) => baked_weight_keys(clip, b),
                 None => weight_keys(clip, &mesh.morph_channels),
             };
             if let Some((interp, times, values)) = keys {
