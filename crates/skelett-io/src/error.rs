@@ -94,3 +94,34 @@ impl Error {
         }
     }
 }
+
+/// A token from a file as messages quote it: in double quotes, control characters and
+/// quotes escaped (a name from a file never drives a terminal), and cut after 40 characters
+/// with its full length said, so a 4 MB line does not become a 4 MB message.
+pub(crate) fn quote(token: &str) -> String {
+    const KEEP: usize = 40;
+    let mut out = String::from("\"");
+    let mut chars = token.chars();
+    for c in chars.by_ref().take(KEEP) {
+        out.extend(c.escape_debug());
+    }
+    out.push('"');
+    if chars.next().is_some() {
+        out.push_str(&format!("… ({} bytes)", token.len()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quote;
+
+    #[test]
+    fn quoted_tokens_are_escaped_and_cut() {
+        assert_eq!(quote("Hips"), "\"Hips\"");
+        assert_eq!(quote("a\u{1b}[2J\0"), "\"a\\u{1b}[2J\\0\"");
+        let long = "x".repeat(4_000_000);
+        let q = quote(&long);
+        assert!(q.len() < 80 && q.ends_with("(4000000 bytes)"), "{q}");
+    }
+}

@@ -19,8 +19,13 @@
 //! are skipped with a warning naming them.
 //!
 //! The parser is hand-written (no crate reads .x): one pass over the bytes into a small tree
-//! of data objects (flat lists of numbers and strings, child objects, `{ references }`), with
-//! counts checked against what was read and every error naming its line.
+//! of data objects (flat lists of numbers and strings, child objects, `{ references }`), then
+//! each object's numbers are read in its template's order. The structure is checked, so a
+//! damaged file is refused rather than loaded smaller: counts and indices must be whole
+//! numbers (read exactly, not as floats), a count must end with `;`, every number an object
+//! holds must be used by its counts (a deleted or repeated line leaves some over), key value
+//! counts must match the key type, and weights must be finite. Every error names the line
+//! and column, and quotes tokens escaped and cut short.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -32,6 +37,7 @@ use skelett::{
     Target, Transform,
 };
 
+use crate::error::quote;
 use crate::{Asset, Error};
 
 /// Import options.
@@ -67,9 +73,29 @@ pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Asset, Error> {
     from_bytes_with(bytes, name, &Options::default())
 }
 
+/// A number as the file wrote it: its value, whether it was an integer literal (counts and
+/// indices must be), the separator after it (text files; a count must end with `;`), and
+/// where it is.
+#[derive(Clone, Copy, Debug)]
+struct Num {
+    v: f64,
+    int: bool,
+    sep: Sep,
+    line: u32,
+    column: u32,
+}
+
+/// The separator that followed a number in a text file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sep {
+    None,
+    Semicolon,
+    Comma,
+}
+
 #[derive(Debug)]
 enum Value {
-    Num(f32),
+    Num(Num),
     Str(String),
 }
 
@@ -87,6 +113,7 @@ struct Lexer<'a> {
     b: &'a [u8],
     pos: usize,
     line: usize,
+    line_start: usize,
     file: &'a Path,
 }
 
@@ -94,6 +121,7 @@ struct Lexer<'a> {
 enum Tok {
     Open,
     Close,
+    Sep(u8),
     Ident(String),
     Str(String),
     Eof,
@@ -106,9 +134,14 @@ impl<'a> Lexer<'a> {
         Error::Syntax {
             file: self.file.to_path_buf(),
             line: self.line,
-            column: 1,
+            column: self.pos.saturating_sub(self.line_start) + 1,
             expected: expected.to_string(),
         }
+    }
+
+    fn newline(&mut self) {
+        self.line += 1;
+        self.line_start = self.pos + 1;
     }
 
     fn next(&mut self) -> Result<Tok, Error> {
@@ -118,22 +151,25 @@ impl<'a> Lexer<'a> {
             };
             match c {
                 b'\n' => {
-                    self.line += 1;
+                    self.newline();
                     self.pos += 1;
                 }
-                b';' | b',' => self.pos += 1,
+                b';' | b',' => {
+                    self.pos += 1;
+                    return Ok(Tok::Sep(c));
+                }
                 c if c.is_ascii_whitespace() => self.pos += 1,
                 b'/' if self.b.get(self.pos + 1) == Some(&b'/') => self.skip_line(),
                 b'#' => self.skip_line(),
                 b'<' => {
                     // A GUID: skip to '>'.
                     while let Some(&c) = self.b.get(self.pos) {
+                        if c == b'\n' {
+                            self.newline();
+                        }
                         self.pos += 1;
                         if c == b'>' {
                             break;
-                        }
-                        if c == b'\n' {
-                            self.line += 1;
                         }
                     }
                 }
@@ -146,6 +182,7 @@ impl<'a> Lexer<'a> {
                     return Ok(Tok::Close);
                 }
                 b'"' => {
+                    let (line, column) = (self.line, self.pos - self.line_start + 1);
                     self.pos += 1;
                     let start = self.pos;
                     while let Some(&c) = self.b.get(self.pos) {
@@ -156,12 +193,17 @@ impl<'a> Lexer<'a> {
                             self.pos += 1;
                         }
                         if c == b'\n' {
-                            self.line += 1;
+                            self.newline();
                         }
                         self.pos += 1;
                     }
                     if self.pos >= self.b.len() {
-                        return Err(self.err("a closing quote"));
+                        return Err(Error::Syntax {
+                            file: self.file.to_path_buf(),
+                            line,
+                            column,
+                            expected: "a closing quote for the string that starts here".into(),
+                        });
                     }
                     let s = String::from_utf8_lossy(&self.b[start..self.pos]).into_owned();
                     self.pos += 1;
@@ -192,6 +234,30 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    /// The next token that is not a separator (between objects, where separators mean
+    /// nothing).
+    fn next_unseparated(&mut self) -> Result<Tok, Error> {
+        loop {
+            match self.next()? {
+                Tok::Sep(_) => {}
+                t => return Ok(t),
+            }
+        }
+    }
+
+    /// After an object's type: its optional name and the `{` that opens it.
+    fn open_object(&mut self, kind: &str) -> Result<Option<String>, Error> {
+        let (name, open) = match self.next_unseparated()? {
+            Tok::Open => (None, true),
+            Tok::Ident(n) => (Some(n), self.next_unseparated()? == Tok::Open),
+            _ => (None, false),
+        };
+        if !open {
+            return Err(self.err(&format!("{{ opening a {} object", quote(kind))));
+        }
+        Ok(name)
+    }
+
     /// The body of a data object after its `{`, up to the matching `}`.
     fn body(&mut self, kind: String, name: Option<String>, depth: usize) -> Result<Obj, Error> {
         if depth > MAX_DEPTH {
@@ -205,18 +271,41 @@ impl<'a> Lexer<'a> {
             refs: Vec::new(),
             line: self.line,
         };
+        // Whether the last token was a number still waiting for its separator.
+        let mut open_num = false;
         loop {
-            match self.next()? {
+            let column = (self.pos.saturating_sub(self.line_start) + 1) as u32;
+            let tok = self.next()?;
+            if let Tok::Sep(c) = tok {
+                if open_num {
+                    if let Some(Value::Num(n)) = o.values.last_mut() {
+                        n.sep = if c == b';' {
+                            Sep::Semicolon
+                        } else {
+                            Sep::Comma
+                        };
+                    }
+                }
+                open_num = false;
+                continue;
+            }
+            open_num = false;
+            match tok {
                 Tok::Close => return Ok(o),
+                Tok::Sep(_) => {}
                 Tok::Eof => {
-                    return Err(self.err(&format!("}} closing {} (line {})", o.kind, o.line)))
+                    return Err(self.err(&format!(
+                        "}} closing {} (line {})",
+                        quote(&o.kind),
+                        o.line
+                    )))
                 }
                 Tok::Str(s) => o.values.push(Value::Str(s)),
                 Tok::Open => {
                     // A reference: { Name } (or an empty { }).
-                    match self.next()? {
+                    match self.next_unseparated()? {
                         Tok::Ident(n) => {
-                            if self.next()? != Tok::Close {
+                            if self.next_unseparated()? != Tok::Close {
                                 return Err(self.err("} after a reference's name"));
                             }
                             o.refs.push(n);
@@ -226,19 +315,22 @@ impl<'a> Lexer<'a> {
                     }
                 }
                 Tok::Ident(t) => {
-                    if let Some(v) = parse_num(&t) {
-                        o.values.push(Value::Num(v));
+                    if let Some((v, int)) = parse_num(&t) {
+                        // Lines and columns past 4 billion are clamped: the file is refused
+                        // long before (the input limit).
+                        let line = u32::try_from(self.line).unwrap_or(u32::MAX);
+                        o.values.push(Value::Num(Num {
+                            v,
+                            int,
+                            sep: Sep::None,
+                            line,
+                            column,
+                        }));
+                        open_num = true;
                         continue;
                     }
                     // A nested data object: Type [name] {
-                    let (name, open) = match self.next()? {
-                        Tok::Open => (None, true),
-                        Tok::Ident(n) => (Some(n), self.next()? == Tok::Open),
-                        _ => (None, false),
-                    };
-                    if !open {
-                        return Err(self.err(&format!("{{ opening a {t} object")));
-                    }
+                    let name = self.open_object(&t)?;
                     let child = self.body(t, name, depth + 1)?;
                     o.children.push(child);
                 }
@@ -247,14 +339,16 @@ impl<'a> Lexer<'a> {
     }
 }
 
-fn parse_num(t: &str) -> Option<f32> {
+/// A number token: its value and whether it is an integer literal; `None` for a word.
+fn parse_num(t: &str) -> Option<(f64, bool)> {
     let c = t.as_bytes().first()?;
     if !(c.is_ascii_digit() || *c == b'-' || *c == b'+' || *c == b'.') {
         return None;
     }
-    t.parse::<f32>().ok()
+    let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
+    let int = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    t.parse::<f64>().ok().map(|v| (v, int))
 }
-
 /// Loads a text `.x` file from memory; `name` is used in errors.
 ///
 /// # Errors
@@ -283,11 +377,12 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
         b: bytes,
         pos: 16,
         line: 1,
+        line_start: 0,
         file: name,
     };
     let mut top = Vec::new();
     loop {
-        match lx.next()? {
+        match lx.next_unseparated()? {
             Tok::Eof => break,
             Tok::Ident(t) if t == "template" => {
                 // template Name { ... } — skipped, nested braces included.
@@ -307,14 +402,7 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
                 }
             }
             Tok::Ident(t) => {
-                let (oname, open) = match lx.next()? {
-                    Tok::Open => (None, true),
-                    Tok::Ident(n) => (Some(n), lx.next()? == Tok::Open),
-                    _ => (None, false),
-                };
-                if !open {
-                    return Err(lx.err(&format!("{{ opening a {t} object")));
-                }
+                let oname = lx.open_object(&t)?;
                 top.push(lx.body(t, oname, 0)?);
             }
             _ => return Err(lx.err("a template or a data object")),
@@ -323,15 +411,13 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
     build(name, &top, *options)
 }
 
-fn nums(o: &Obj) -> Vec<f32> {
+/// The numbers of a data object, in order (strings and child objects left out).
+fn nums(o: &Obj) -> Vec<Num> {
     o.values
         .iter()
-        .filter_map(|v| {
-            if let Value::Num(n) = v {
-                Some(*n)
-            } else {
-                None
-            }
+        .filter_map(|v| match v {
+            Value::Num(n) => Some(*n),
+            Value::Str(_) => None,
         })
         .collect()
 }
@@ -342,37 +428,103 @@ fn x_matrix(m: &[f32]) -> Mat4 {
     Mat4::from_cols_slice(&m[..16])
 }
 
+/// Reads a data object's numbers in the order its template lays them out, checking each
+/// against what the template wants there (a count, an index, a float) and, at the end, that
+/// nothing is left over: a line deleted or duplicated shifts everything after it, and is
+/// caught here instead of loading as a smaller mesh.
 struct Cursor<'a> {
-    v: &'a [f32],
+    v: &'a [Num],
     i: usize,
     file: &'a Path,
     what: String,
 }
 
 impl Cursor<'_> {
-    fn take(&mut self, n: usize) -> Result<&[f32], Error> {
-        if self.v.len() - self.i < n {
-            return Err(Error::Invalid {
+    /// An error at number `at` (or the object, past its end).
+    fn err_at(&self, at: usize, problem: String) -> Error {
+        match self.v.get(at) {
+            Some(n) => Error::Syntax {
+                file: self.file.to_path_buf(),
+                line: n.line as usize,
+                column: n.column as usize,
+                expected: format!("{}: {problem}", self.what),
+            },
+            None => Error::Invalid {
                 file: self.file.to_path_buf(),
                 location: self.what.clone(),
-                problem: format!("{n} more numbers needed, {} left", self.v.len() - self.i),
-            });
+                problem,
+            },
+        }
+    }
+
+    fn take(&mut self, n: usize) -> Result<&[Num], Error> {
+        if self.v.len() - self.i < n {
+            return Err(self.err_at(
+                self.v.len(),
+                format!("{n} more numbers needed, {} left", self.v.len() - self.i),
+            ));
         }
         self.i += n;
         Ok(&self.v[self.i - n..self.i])
     }
+
+    /// `n` numbers as f32 (a value beyond f32's range becomes infinite, which validation
+    /// refuses with its element).
+    fn floats(&mut self, n: usize) -> Result<Vec<f32>, Error> {
+        Ok(self.take(n)?.iter().map(|x| x.v as f32).collect())
+    }
+
+    /// A count: an integer literal ended by `;`, of items of `per` numbers that must fit in
+    /// what is left.
     fn count(&mut self, per: usize) -> Result<usize, Error> {
+        let at = self.i;
         let n = self.take(1)?[0];
-        if !(n >= 0.0 && n.fract() == 0.0)
-            || (n as usize).saturating_mul(per) > self.v.len() - self.i
-        {
-            return Err(Error::Invalid {
-                file: self.file.to_path_buf(),
-                location: self.what.clone(),
-                problem: format!("a count of {n} does not fit the data"),
-            });
+        let left = self.v.len() - self.i;
+        if !n.int || n.v < 0.0 || n.sep == Sep::Comma {
+            return Err(self.err_at(
+                at,
+                format!(
+                    "a count (a whole number followed by ';'), found {}{}",
+                    n.v,
+                    if n.sep == Sep::Comma { "," } else { "" }
+                ),
+            ));
         }
-        Ok(n as usize)
+        if n.v > (left / per.max(1)) as f64 {
+            return Err(self.err_at(
+                at,
+                format!(
+                    "a count of {} does not fit the data ({left} numbers left)",
+                    n.v
+                ),
+            ));
+        }
+        Ok(n.v as usize)
+    }
+
+    /// An index below `bound` (an integer literal).
+    fn index(&mut self, bound: usize, what: &str) -> Result<usize, Error> {
+        let at = self.i;
+        let n = self.take(1)?[0];
+        if !(n.int && n.v >= 0.0 && n.v < bound as f64) {
+            return Err(self.err_at(at, format!("a {what} index below {bound}, found {}", n.v)));
+        }
+        Ok(n.v as usize)
+    }
+
+    /// Every number was read: none left over.
+    fn finish(&self) -> Result<(), Error> {
+        let left = self.v.len() - self.i;
+        if left > 0 {
+            return Err(self.err_at(
+                self.i,
+                format!(
+                    "{left} numbers left over after the data the counts describe (a line \
+                     missing or repeated?)"
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -388,36 +540,47 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
     let mut joints: Vec<RawJoint> = Vec::new();
     let mut meshes_src: Vec<(&Obj, Option<usize>)> = Vec::new();
     fn walk<'o>(
+        file: &Path,
         o: &'o Obj,
         parent: Option<usize>,
         joints: &mut Vec<RawJoint>,
         meshes: &mut Vec<(&'o Obj, Option<usize>)>,
         conv: &dyn Fn(Mat4) -> Mat4,
-    ) {
+    ) -> Result<(), Error> {
         if o.kind == "Frame" {
-            let m = o
-                .children
-                .iter()
-                .find(|c| c.kind == "FrameTransformMatrix")
-                .map(nums)
-                .filter(|v| v.len() >= 16)
-                .map_or(Mat4::IDENTITY, |v| conv(x_matrix(&v)));
             let me = joints.len();
             let name = o.name.clone().unwrap_or_else(|| format!("frame{me}"));
+            let mut m = Mat4::IDENTITY;
+            if let Some(t) = o.children.iter().find(|c| c.kind == "FrameTransformMatrix") {
+                let v = nums(t);
+                let mut c = Cursor {
+                    v: &v,
+                    i: 0,
+                    file,
+                    what: format!(
+                        "FrameTransformMatrix of Frame {} (line {})",
+                        quote(&name),
+                        t.line
+                    ),
+                };
+                m = conv(x_matrix(&c.floats(16)?));
+                c.finish()?;
+            }
             joints.push(RawJoint {
                 name,
                 parent,
                 rest: Transform::from_mat4(&m),
             });
             for c in &o.children {
-                walk(c, Some(me), joints, meshes, conv);
+                walk(file, c, Some(me), joints, meshes, conv)?;
             }
         } else if o.kind == "Mesh" {
             meshes.push((o, parent));
         }
+        Ok(())
     }
     for o in top {
-        walk(o, None, &mut joints, &mut meshes_src, &conv);
+        walk(name, o, None, &mut joints, &mut meshes_src, &conv)?;
     }
     let mut names: Vec<String> = joints.iter().map(|j| j.name.clone()).collect();
     let tags: Vec<usize> = (0..names.len()).collect();
@@ -450,27 +613,31 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
         };
         let nv = c.count(3)?;
         let positions: Vec<Vec3> = c
-            .take(nv * 3)?
+            .floats(nv * 3)?
             .chunks_exact(3)
             .map(|p| mirror.transform_point3(Vec3::from_slice(p)))
             .collect();
         let nf = c.count(1)?;
         let mut indices = Vec::new();
+        let mut degenerate = 0usize;
         for _ in 0..nf {
             let k = c.count(1)?;
-            let f = c.take(k)?;
-            for t in 1..k.saturating_sub(1) {
-                for idx in [f[0], f[t], f[t + 1]] {
-                    if !(idx >= 0.0 && (idx as usize) < nv) {
-                        return Err(Error::Invalid {
-                            file: name.to_path_buf(),
-                            location: c.what.clone(),
-                            problem: format!("face index {idx} outside the {nv} vertices"),
-                        });
-                    }
-                    indices.push(idx as u32);
-                }
+            let mut f = Vec::with_capacity(k);
+            for _ in 0..k {
+                f.push(c.index(nv, "vertex")? as u32);
             }
+            if k < 3 {
+                degenerate += 1;
+            }
+            for t in 1..k.saturating_sub(1) {
+                indices.extend([f[0], f[t], f[t + 1]]);
+            }
+        }
+        c.finish()?;
+        if degenerate > 0 {
+            warnings.push(format!(
+                "Mesh {mname}: {degenerate} faces with fewer than 3 corners skipped"
+            ));
         }
         if options.right_handed {
             for t in indices.chunks_exact_mut(3) {
@@ -489,31 +656,48 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
                 v: &v,
                 i: 0,
                 file: name,
-                what: format!("{} in Mesh {mname} (line {})", ch.kind, ch.line),
+                what: format!("{} in Mesh {mname} (line {})", quote(&ch.kind), ch.line),
             };
             match ch.kind.as_str() {
                 "MeshNormals" => {
                     let n = c.count(3)?;
+                    let read: Vec<Vec3> = c
+                        .floats(n * 3)?
+                        .chunks_exact(3)
+                        .map(|p| mirror.transform_vector3(Vec3::from_slice(p)))
+                        .collect();
+                    // Which normal each face corner uses: read to check the object whole.
+                    let faces = c.count(1)?;
+                    for _ in 0..faces {
+                        let k = c.count(1)?;
+                        for _ in 0..k {
+                            c.index(n, "normal")?;
+                        }
+                    }
+                    c.finish()?;
                     if n == nv {
-                        normals = Some(
-                            c.take(n * 3)?
-                                .chunks_exact(3)
-                                .map(|p| mirror.transform_vector3(Vec3::from_slice(p)))
-                                .collect(),
-                        );
+                        normals = Some(read);
                     } else {
-                        warnings.push(format!("Mesh {mname}: {n} normals for {nv} vertices (per-corner normals) not imported"));
+                        warnings.push(format!(
+                            "Mesh {mname}: {n} normals for {nv} vertices (per-corner normals) \
+                             not imported"
+                        ));
                     }
                 }
                 "MeshTextureCoords" => {
                     let n = c.count(2)?;
+                    let read: Vec<Vec2> = c
+                        .floats(n * 2)?
+                        .chunks_exact(2)
+                        .map(Vec2::from_slice)
+                        .collect();
+                    c.finish()?;
                     if n == nv {
-                        uvs = Some(
-                            c.take(n * 2)?
-                                .chunks_exact(2)
-                                .map(Vec2::from_slice)
-                                .collect(),
-                        );
+                        uvs = Some(read);
+                    } else {
+                        warnings.push(format!(
+                            "Mesh {mname}: {n} texture coordinates for {nv} vertices not imported"
+                        ));
                     }
                 }
                 "SkinWeights" => {
@@ -529,26 +713,31 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
                         })
                         .unwrap_or_default();
                     let n = c.count(2)?;
-                    let idx: Vec<f32> = c.take(n)?.to_vec();
-                    let w: Vec<f32> = c.take(n)?.to_vec();
-                    let offset = c.take(16)?;
+                    let idx = (0..n)
+                        .map(|_| c.index(nv, "vertex"))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let first_weight = c.i;
+                    let w = c.floats(n)?;
+                    let offset = c.floats(16)?;
+                    c.finish()?;
+                    if let Some(k) = w.iter().position(|w| !w.is_finite()) {
+                        return Err(c.err_at(
+                            first_weight + k,
+                            format!("weight {} of bone {} is not finite", w[k], quote(&bone)),
+                        ));
+                    }
                     let Some(&j) = joint_of.get(bone.as_str()) else {
                         missing.push(bone);
                         continue;
                     };
-                    let slot = skin_joints.len() as u16;
+                    let Ok(slot) = u16::try_from(skin_joints.len()) else {
+                        return Err(c.err_at(0, "at most 65,536 SkinWeights per mesh".into()));
+                    };
                     skin_joints.push(j);
-                    ibm.push(conv(x_matrix(offset)));
+                    ibm.push(conv(x_matrix(&offset)));
                     for (&i, &w) in idx.iter().zip(&w) {
-                        if !(i >= 0.0 && (i as usize) < nv) {
-                            return Err(Error::Invalid {
-                                file: name.to_path_buf(),
-                                location: c.what.clone(),
-                                problem: format!("vertex index {i} outside the {nv} vertices"),
-                            });
-                        }
-                        if w > 0.0 && w.is_finite() {
-                            influences[i as usize].push((slot, w));
+                        if w > 0.0 {
+                            influences[i].push((slot, w));
                         }
                     }
                 }
@@ -609,99 +798,161 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
     }
 
     // Animations.
-    let mut ticks = 4800.0f32;
+    let mut ticks = 4800.0f64;
     let mut clips = Vec::new();
-    for o in top {
-        match o.kind.as_str() {
-            "AnimTicksPerSecond" => {
-                if let Some(&t) = nums(o).first() {
-                    if t.is_finite() && t > 0.0 {
-                        ticks = t;
-                    }
-                }
-            }
-            "AnimationSet" => {
-                let cname = o
-                    .name
-                    .clone()
-                    .unwrap_or_else(|| format!("animation{}", clips.len()));
-                let mut raw = RawClip {
-                    name: cname.clone(),
-                    ..Default::default()
-                };
-                let mut missing = Vec::new();
-                for a in o.children.iter().filter(|a| a.kind == "Animation") {
-                    let target = a.refs.first().cloned().or_else(|| {
-                        a.children
-                            .iter()
-                            .find(|c| c.kind == "Frame")
-                            .and_then(|c| c.name.clone())
-                    });
-                    let Some(target) = target else { continue };
-                    if !joint_of.contains_key(target.as_str()) {
-                        missing.push(target);
-                        continue;
-                    }
-                    for k in a.children.iter().filter(|k| k.kind == "AnimationKey") {
-                        let v = nums(k);
-                        let mut c = Cursor {
-                            v: &v,
-                            i: 0,
-                            file: name,
-                            what: format!("AnimationKey in {cname} (line {})", k.line),
-                        };
-                        let kind = c.take(1)?[0] as i32;
-                        let n = c.count(2)?;
-                        let mut times = Vec::with_capacity(n);
-                        let mut vals: Vec<Vec<f32>> = Vec::with_capacity(n);
-                        for _ in 0..n {
-                            let t = c.take(1)?[0] / ticks;
-                            let nvals = c.count(1)?;
-                            let x = c.take(nvals)?.to_vec();
-                            // Repeated times: the later key wins.
-                            if times.last().is_some_and(|&l: &f32| t <= l) {
-                                times.pop();
-                                vals.pop();
-                            }
-                            times.push(t);
-                            vals.push(x);
-                        }
-                        let make = |tgt: Target, values: RawValues| RawChannel {
-                            joint: target.clone(),
-                            target: tgt,
-                            interpolation: Interpolation::Linear,
-                            times: times.clone(),
-                            values,
-                        };
-                        let short = |need: usize| vals.iter().any(|x| x.len() < need);
-                        match kind {
-                            0 if !short(4) => {
-                                let q = vals.iter().map(|x| conv_quat(Quat::from_xyzw(-x[1], -x[2], -x[3], x[0]), options.right_handed)).collect();
-                                raw.channels.push(make(Target::Rotation, RawValues::Quat(q)));
-                            }
-                            1 if !short(3) => raw.channels.push(make(Target::Scale, RawValues::Vec3(vals.iter().map(|x| Vec3::from_slice(x)).collect()))),
-                            2 if !short(3) => raw.channels.push(make(Target::Translation, RawValues::Vec3(vals.iter().map(|x| mirror.transform_point3(Vec3::from_slice(x))).collect()))),
-                            4 if !short(16) => {
-                                let tr: Vec<Transform> = vals.iter().map(|x| Transform::from_mat4(&conv(x_matrix(x)))).collect();
-                                raw.channels.push(make(Target::Translation, RawValues::Vec3(tr.iter().map(|t| t.translation).collect())));
-                                raw.channels.push(make(Target::Rotation, RawValues::Quat(tr.iter().map(|t| t.rotation).collect())));
-                                raw.channels.push(make(Target::Scale, RawValues::Vec3(tr.iter().map(|t| t.scale).collect())));
-                            }
-                            _ => return Err(Error::Invalid { file: name.to_path_buf(), location: c.what.clone(), problem: format!("key type {kind} with too few values (0 rotation: 4, 1 scale: 3, 2 position: 3, 4 matrix: 16)") }),
-                        }
-                    }
-                }
-                if !missing.is_empty() {
-                    warnings.push(format!("AnimationSet {cname}: animations of frames the file does not have skipped: {}", missing.join(", ")));
-                }
-                raw.fit_range_to_keys();
-                let clip = raw.build(&skeleton).map_err(|e| {
-                    Error::build(name.to_path_buf(), format!("AnimationSet {cname}"), e)
-                })?;
-                clips.push(Arc::new(clip));
-            }
-            _ => {}
+    // Ticks first: the file may give them after the animations.
+    for o in top.iter().filter(|o| o.kind == "AnimTicksPerSecond") {
+        let v = nums(o);
+        let mut c = Cursor {
+            v: &v,
+            i: 0,
+            file: name,
+            what: format!("AnimTicksPerSecond (line {})", o.line),
+        };
+        let t = c.take(1)?[0];
+        c.finish()?;
+        if !(t.int && t.v > 0.0 && t.v <= f64::from(u32::MAX)) {
+            return Err(c.err_at(
+                0,
+                format!("a positive whole number of ticks per second, found {}", t.v),
+            ));
         }
+        ticks = t.v;
+    }
+    for o in top.iter().filter(|o| o.kind == "AnimationSet") {
+        let cname = o
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("animation{}", clips.len()));
+        let mut raw = RawClip {
+            name: cname.clone(),
+            ..Default::default()
+        };
+        let mut missing = Vec::new();
+        for a in o.children.iter().filter(|a| a.kind == "Animation") {
+            let target = a.refs.first().cloned().or_else(|| {
+                a.children
+                    .iter()
+                    .find(|c| c.kind == "Frame")
+                    .and_then(|c| c.name.clone())
+            });
+            let Some(target) = target else { continue };
+            if !joint_of.contains_key(target.as_str()) {
+                missing.push(target);
+                continue;
+            }
+            for k in a.children.iter().filter(|k| k.kind == "AnimationKey") {
+                let v = nums(k);
+                let mut c = Cursor {
+                    v: &v,
+                    i: 0,
+                    file: name,
+                    what: format!("AnimationKey in {} (line {})", quote(&cname), k.line),
+                };
+                let kind_at = c.i;
+                let kind = c.take(1)?[0];
+                let need =
+                    match (kind.int, kind.v as i64) {
+                        (true, 0) => 4,
+                        (true, 1 | 2) => 3,
+                        (true, 4) => 16,
+                        _ => return Err(c.err_at(
+                            kind_at,
+                            format!(
+                                "a key type (0 rotation, 1 scale, 2 position, 4 matrix), found {}",
+                                kind.v
+                            ),
+                        )),
+                    };
+                let kind = kind.v as i64;
+                let n = c.count(2)?;
+                let mut times = Vec::with_capacity(n);
+                let mut vals: Vec<Vec<f32>> = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let t = (c.take(1)?[0].v / ticks) as f32;
+                    let at = c.i;
+                    let nvals = c.count(1)?;
+                    if nvals != need {
+                        return Err(c.err_at(
+                            at,
+                            format!("{need} values per key of type {kind}, found {nvals}"),
+                        ));
+                    }
+                    let x = c.floats(nvals)?;
+                    // Repeated times: the later key wins.
+                    if times.last().is_some_and(|&l: &f32| t <= l) {
+                        times.pop();
+                        vals.pop();
+                    }
+                    times.push(t);
+                    vals.push(x);
+                }
+                c.finish()?;
+                let make = |tgt: Target, values: RawValues| RawChannel {
+                    joint: target.clone(),
+                    target: tgt,
+                    interpolation: Interpolation::Linear,
+                    times: times.clone(),
+                    values,
+                };
+                match kind {
+                    0 => {
+                        let q = vals
+                            .iter()
+                            .map(|x| {
+                                conv_quat(
+                                    Quat::from_xyzw(-x[1], -x[2], -x[3], x[0]),
+                                    options.right_handed,
+                                )
+                            })
+                            .collect();
+                        raw.channels
+                            .push(make(Target::Rotation, RawValues::Quat(q)));
+                    }
+                    1 => raw.channels.push(make(
+                        Target::Scale,
+                        RawValues::Vec3(vals.iter().map(|x| Vec3::from_slice(x)).collect()),
+                    )),
+                    2 => raw.channels.push(make(
+                        Target::Translation,
+                        RawValues::Vec3(
+                            vals.iter()
+                                .map(|x| mirror.transform_point3(Vec3::from_slice(x)))
+                                .collect(),
+                        ),
+                    )),
+                    _ => {
+                        let tr: Vec<Transform> = vals
+                            .iter()
+                            .map(|x| Transform::from_mat4(&conv(x_matrix(x))))
+                            .collect();
+                        raw.channels.push(make(
+                            Target::Translation,
+                            RawValues::Vec3(tr.iter().map(|t| t.translation).collect()),
+                        ));
+                        raw.channels.push(make(
+                            Target::Rotation,
+                            RawValues::Quat(tr.iter().map(|t| t.rotation).collect()),
+                        ));
+                        raw.channels.push(make(
+                            Target::Scale,
+                            RawValues::Vec3(tr.iter().map(|t| t.scale).collect()),
+                        ));
+                    }
+                }
+            }
+        }
+        if !missing.is_empty() {
+            warnings.push(format!(
+                "AnimationSet {cname}: animations of frames the file does not have skipped: {}",
+                missing.join(", ")
+            ));
+        }
+        raw.fit_range_to_keys();
+        let clip = raw
+            .build(&skeleton)
+            .map_err(|e| Error::build(name.to_path_buf(), format!("AnimationSet {cname}"), e))?;
+        clips.push(Arc::new(clip));
     }
     Ok(Asset::read(skeleton, skins, meshes, clips, warnings))
 }

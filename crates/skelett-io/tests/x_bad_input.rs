@@ -101,3 +101,121 @@ fn real_files_load_with_meshes_and_clips() {
     let b = skelett_io::load(common::data("x/BCN_Epileptic.X")).unwrap();
     assert_eq!(b.meshes.len(), 3, "{:?}", b.warnings);
 }
+
+/// A skinned quad: four vertices, one face, normals, UVs and a bone.
+const MESH: &str = "xof 0303txt 0032\nFrame Root {\n FrameTransformMatrix { 1,0,0,0, 0,1,0,0, 0,0,1,0, 0,0,0,1;; }\n Mesh Quad {\n  4;\n  0;0;0;,\n  1;0;0;,\n  1;1;0;,\n  0;1;0;;\n  1;\n  4;0,1,2,3;;\n  MeshNormals {\n   4;\n   0;0;1;,\n   0;0;1;,\n   0;0;1;,\n   0;0;1;;\n   1;\n   4;0,1,2,3;;\n  }\n  MeshTextureCoords {\n   4;\n   0;0;,\n   1;0;,\n   1;1;,\n   0;1;;\n  }\n  SkinWeights {\n   \"Root\";\n   4;\n   0,1,2,3;\n   1,1,1,1;\n   1,0,0,0, 0,1,0,0, 0,0,1,0, 0,0,0,1;;\n  }\n }\n}\n";
+
+#[test]
+fn a_small_mesh_loads_whole() {
+    let a = load(MESH.as_bytes()).unwrap();
+    let p = &a.meshes[0].primitives[0];
+    assert_eq!(p.positions.len(), 4);
+    assert_eq!(p.indices.len(), 6, "a quad is two triangles");
+    assert!(p.normals.is_some() && p.uvs.is_some());
+    assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+}
+
+/// Every line of the mesh deleted or repeated in turn: the file is refused with a message
+/// that names the line, or loads whole. Before the reader checked counts, separators and
+/// leftovers, a deleted vertex line loaded as a mesh with no triangles.
+#[test]
+fn a_line_deleted_or_repeated_is_never_lost_silently() {
+    let lines: Vec<&str> = MESH.lines().collect();
+    let first = lines.iter().position(|l| l.contains("Mesh Quad")).unwrap() + 1;
+    let last = lines.len() - 2;
+    let mut refused = 0;
+    for i in first..last {
+        for repeat in [false, true] {
+            let mut edited: Vec<&str> = lines.clone();
+            if repeat {
+                edited.insert(i, lines[i]);
+            } else {
+                edited.remove(i);
+            }
+            let text = edited.join("\n");
+            match load(text.as_bytes()) {
+                Err(e) => {
+                    refused += 1;
+                    let msg = e.to_string();
+                    assert!(
+                        msg.starts_with("bad.x: line ") || msg.contains("(line "),
+                        "{msg}"
+                    );
+                }
+                Ok(a) => {
+                    // Loading is only right if nothing was lost: the quad is whole.
+                    let p = &a.meshes[0].primitives[0];
+                    assert_eq!(
+                        (p.positions.len(), p.indices.len()),
+                        (4, 6),
+                        "line {i} {}: {:?}",
+                        if repeat { "repeated" } else { "deleted" },
+                        lines[i]
+                    );
+                }
+            }
+        }
+    }
+    assert!(refused > 20, "{refused}");
+}
+
+#[test]
+fn counts_are_whole_numbers_read_exactly() {
+    let e = load(
+        MESH.replacen("  4;\n  0;0;0;,", "  4294967295;\n  0;0;0;,", 1)
+            .as_bytes(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("4294967295 does not fit"), "{e}");
+    let e = load(
+        MESH.replacen("  4;\n  0;0;0;,", "  4.0;\n  0;0;0;,", 1)
+            .as_bytes(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("a count (a whole number"), "{e}");
+    let e = load(
+        MESH.replacen(
+            "4;0,1,2,3;;\n  MeshNormals",
+            "4;0,1,2,7;;\n  MeshNormals",
+            1,
+        )
+        .as_bytes(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("vertex index below 4, found 7"), "{e}");
+}
+
+#[test]
+fn messages_quote_tokens_escaped_and_cut() {
+    let long = "Q".repeat(100_000);
+    let text = MESH.replacen(
+        "Mesh Quad {",
+        &format!("{long}\0 Quad {{ }}\n Mesh Quad {{"),
+        1,
+    );
+    // A word where a number or object should be: named, cut, the NUL escaped.
+    let text = text.replacen("{ }", "", 1);
+    let e = load(text.as_bytes()).unwrap_err().to_string();
+    assert!(
+        e.len() < 300,
+        "{} bytes: {}",
+        e.len(),
+        &e[..300.min(e.len())]
+    );
+    assert!(!e.contains('\0'), "{e}");
+}
+
+#[test]
+fn non_finite_weights_and_bad_ticks_are_refused() {
+    let e = load(MESH.replacen("1,1,1,1;", "1,1,1e99999,1;", 1).as_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not finite"), "{e}");
+    let e = load(GOOD.replacen("4800;", "0;", 1).as_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("ticks per second"), "{e}");
+}
