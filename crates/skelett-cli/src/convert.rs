@@ -40,7 +40,9 @@ fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
         if !(s.is_finite() && s > 0.0) {
             return Err(format!("--scale {s}: a positive number is needed").into());
         }
-        asset = asset.scaled(s);
+        asset = asset
+            .scaled(s)
+            .map_err(|p| format!("{}: --scale {s}: {p}", input.display()))?;
     }
     match ext.as_str() {
         "skl" => skelett_io::native::save(&asset, output)?,

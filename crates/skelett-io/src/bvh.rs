@@ -28,6 +28,7 @@ use skelett::{
     Interpolation, RawChannel, RawClip, RawJoint, RawSkeleton, RawValues, Target, Transform,
 };
 
+use crate::error::quote;
 use crate::{Asset, Error};
 
 /// Suffix of the leaf joints made from End Sites (`LeftToeBase_End`).
@@ -189,10 +190,7 @@ impl<'a> Parser<'a> {
         if t != k.as_bytes() {
             return Err(self.err_at(
                 at,
-                &format!(
-                    "{k:?}, found {:?}",
-                    String::from_utf8_lossy(&t[..t.len().min(40)])
-                ),
+                &format!("{k:?}, found {}", quote(&String::from_utf8_lossy(t))),
             ));
         }
         Ok(())
@@ -204,8 +202,8 @@ impl<'a> Parser<'a> {
             self.err_at(
                 at,
                 &format!(
-                    "a number for {what}, found {:?}",
-                    String::from_utf8_lossy(&t[..t.len().min(40)])
+                    "a number for {what}, found {}",
+                    quote(&String::from_utf8_lossy(t))
                 ),
             )
         })
@@ -224,9 +222,9 @@ impl<'a> Parser<'a> {
             self.err_at(
                 at,
                 &format!(
-                    "a number for {}, found {:?}",
+                    "a number for {}, found {}",
                     what(),
-                    String::from_utf8_lossy(&t[..t.len().min(40)])
+                    quote(&String::from_utf8_lossy(t))
                 ),
             )
         })

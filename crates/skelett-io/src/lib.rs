@@ -49,6 +49,7 @@ pub mod graph_file;
 pub mod native;
 pub mod retarget_map;
 pub mod rite;
+pub mod validate;
 pub mod x;
 
 use std::path::Path;
@@ -116,7 +117,11 @@ impl Asset {
     /// The asset with every length multiplied by `factor` (skeleton, clips' translations,
     /// mesh positions, inverse bind translations): unit conversion, e.g. 0.01 for
     /// centimetres to metres.
-    pub fn scaled(&self, factor: f32) -> Asset {
+    ///
+    /// # Errors
+    /// A [`validate::Problem`] when a length is no longer finite (a factor so large that it
+    /// overflows), naming the first such element.
+    pub fn scaled(&self, factor: f32) -> Result<Asset, validate::Problem> {
         let mut a = self.clone();
         // A unit of the scaled model is 1/factor of the old one.
         a.meters_per_unit = self.meters_per_unit.map(|m| m / factor);
@@ -141,10 +146,13 @@ impl Asset {
                         m
                     })
                     .collect();
-                // Same joints and lengths as a valid skin: cannot fail.
-                Skin::new(s.name(), s.joints().to_vec(), ibm).unwrap_or_else(|_| s.clone())
+                // Same joints and lengths as a valid skin: fails only on overflow.
+                Skin::new(s.name(), s.joints().to_vec(), ibm).map_err(|e| validate::Problem {
+                    element: format!("skin {}", error::quote(s.name())),
+                    problem: format!("scaled by {factor}: {e}"),
+                })
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
         for m in &mut a.meshes {
             for p in &mut m.primitives {
                 for v in &mut p.positions {
@@ -152,7 +160,11 @@ impl Asset {
                 }
             }
         }
-        a
+        validate::check(&a).map_err(|p| validate::Problem {
+            problem: format!("scaled by {factor}: {}", p.problem),
+            ..p
+        })?;
+        Ok(a)
     }
 
     /// The asset with only the clip at `index`.
@@ -322,6 +334,19 @@ pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
     read_input(path)
 }
 
+/// Refuses to write an asset that breaks [`validate`]'s rules (what skelett's readers
+/// refuse), naming the element.
+pub(crate) fn check_for_writing(asset: &Asset, path: &Path) -> Result<(), Error> {
+    validate::check(asset).map_err(|p| Error::Invalid {
+        file: path.to_path_buf(),
+        location: p.element,
+        problem: format!(
+            "{} (not written: skelett's readers would refuse it)",
+            p.problem
+        ),
+    })
+}
+
 /// Writes a whole file; its errors name the file.
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     std::fs::write(path, bytes).map_err(|source| Error::Io {
@@ -400,7 +425,7 @@ impl Asset {
         clips: Vec<Arc<Clip>>,
         warnings: Vec<String>,
     ) -> Asset {
-        Asset {
+        let mut asset = Asset {
             skeleton: Arc::new(skeleton),
             skins,
             meshes,
@@ -408,7 +433,11 @@ impl Asset {
             warnings,
             images: Vec::new(),
             meters_per_unit: None,
-        }
+        };
+        // The one rule for values every reader passes on (validate's module docs).
+        let repaired = validate::repair(&mut asset);
+        asset.warnings.extend(repaired);
+        asset
     }
 }
 

@@ -54,6 +54,9 @@ const HEADER: usize = 4 + 4 + 8 + 4;
 /// assert_eq!(back.clips[0], asset.clips[0]);
 /// # Ok::<(), skelett_io::Error>(())
 /// ```
+///
+/// Writes what it is given: an asset from a reader always loads again; one a program built or
+/// edited should pass [`crate::validate::check`] first, as `save` does.
 pub fn to_bytes(asset: &Asset) -> Vec<u8> {
     let mut w = Writer(Vec::new());
     let s = &asset.skeleton;
@@ -263,8 +266,10 @@ fn target_code(t: Target) -> u8 {
 /// Writes `asset` to a `.skl` file.
 ///
 /// # Errors
-/// [`Error::Io`] if the file cannot be written.
+/// [`Error::Invalid`] for an asset that breaks [`crate::validate`]'s rules (nothing is
+/// written); [`Error::Io`] if the file cannot be written.
 pub fn save(asset: &Asset, path: impl AsRef<Path>) -> Result<(), Error> {
+    crate::check_for_writing(asset, path.as_ref())?;
     crate::write_file(path.as_ref(), &to_bytes(asset))
 }
 

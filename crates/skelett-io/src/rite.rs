@@ -36,6 +36,7 @@ use skelett::{
     Target, Transform,
 };
 
+use crate::error::quote;
 use crate::{Asset, Error};
 
 /// The frame rate written when a clip is exported, and assumed when an RAA has no `fps`.
@@ -106,7 +107,7 @@ impl<'a> Tokens<'a> {
     fn word(&mut self, w: &str) -> Result<(), Error> {
         match self.next() {
             Some(t) if t == w => Ok(()),
-            Some(t) => Err(self.err(&format!("{w:?}, found {t:?}"))),
+            Some(t) => Err(self.err(&format!("{w:?}, found {}", quote(t)))),
             None => Err(self.err(&format!("{w:?} (the file ends early)"))),
         }
     }
@@ -118,7 +119,7 @@ impl<'a> Tokens<'a> {
         t.parse::<f32>()
             .ok()
             .filter(|v| v.is_finite())
-            .ok_or_else(|| self.err(&format!("a number for {what}, found {t:?}")))
+            .ok_or_else(|| self.err(&format!("a number for {what}, found {}", quote(t))))
     }
 
     fn int(&mut self, what: &str) -> Result<i64, Error> {
@@ -126,7 +127,7 @@ impl<'a> Tokens<'a> {
             .next()
             .ok_or_else(|| self.err(&format!("{what} (the file ends early)")))?;
         t.parse::<i64>()
-            .map_err(|_| self.err(&format!("a whole number for {what}, found {t:?}")))
+            .map_err(|_| self.err(&format!("a whole number for {what}, found {}", quote(t))))
     }
 
     fn string(&mut self, what: &str) -> Result<&'a str, Error> {
@@ -250,8 +251,8 @@ pub fn from_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
         if p >= 0 {
             joints[i].parent = Some(*ids.get(&p).ok_or_else(|| {
                 invalid(format!(
-                    "joint {:?} has parent id {p}, which no joint has",
-                    joints[i].name
+                    "joint {} has parent id {p}, which no joint has",
+                    quote(&joints[i].name)
                 ))
             })?);
         }
@@ -380,7 +381,7 @@ pub fn from_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
         meshes.push(mesh);
     }
     if let Some(tok) = t.next() {
-        return Err(t.err(&format!("the end of the file, found {tok:?}")));
+        return Err(t.err(&format!("the end of the file, found {}", quote(tok))));
     }
 
     let mut clips = Vec::new();
@@ -432,7 +433,7 @@ pub fn from_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
             });
         }
         if let Some(tok) = t.next() {
-            return Err(t.err(&format!("the end of the file, found {tok:?}")));
+            return Err(t.err(&format!("the end of the file, found {}", quote(tok))));
         }
         let mut raw = RawClip {
             name: raa_name
@@ -455,9 +456,12 @@ pub fn from_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
 /// the pair [`load`] reads back.
 ///
 /// # Errors
-/// [`Error::Io`] if a file cannot be written.
+/// [`Error::Invalid`] for an asset that breaks [`crate::validate`]'s rules (nothing is
+/// written); [`Error::Io`] if a file cannot be written or the clip would need more than
+/// [`MAX_RAA_KEYS`] keyframe lines.
 pub fn save(asset: &Asset, ram: impl AsRef<Path>) -> Result<(), Error> {
     let ram = ram.as_ref();
+    crate::check_for_writing(asset, ram)?;
     if let Some(keys) = raa_key_count(asset, 0, DEFAULT_FPS) {
         if keys > MAX_RAA_KEYS {
             return Err(Error::Io {
@@ -546,6 +550,9 @@ pub fn losses(asset: &Asset) -> Vec<String> {
 
 /// Writes an asset as RAM text: the skeleton (orientation = rest rotation, rotation =
 /// identity) and its first mesh's first primitive, if any.
+///
+/// Writes what it is given: an asset from a reader always loads again; one a program built or
+/// edited should pass [`crate::validate::check`] first, as `save` does.
 pub fn to_string(asset: &Asset) -> String {
     let s = &asset.skeleton;
     let mut o = String::new();

@@ -851,19 +851,20 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
                 };
                 let kind_at = c.i;
                 let kind = c.take(1)?[0];
-                let need =
-                    match (kind.int, kind.v as i64) {
-                        (true, 0) => 4,
-                        (true, 1 | 2) => 3,
-                        (true, 4) => 16,
-                        _ => return Err(c.err_at(
+                let need = match (kind.int, kind.v as i64) {
+                    (true, 0) => 4,
+                    (true, 1 | 2) => 3,
+                    (true, 4) => 16,
+                    _ => {
+                        return Err(c.err_at(
                             kind_at,
                             format!(
                                 "a key type (0 rotation, 1 scale, 2 position, 4 matrix), found {}",
                                 kind.v
                             ),
-                        )),
-                    };
+                        ))
+                    }
+                };
                 let kind = kind.v as i64;
                 let n = c.count(2)?;
                 let mut times = Vec::with_capacity(n);

@@ -121,6 +121,9 @@ fn trs(t: &Transform) -> Value {
 /// assert_eq!(back.skeleton.names(), asset.skeleton.names());
 /// # Ok::<(), skelett_io::Error>(())
 /// ```
+///
+/// Writes what it is given: an asset from a reader always loads again; one a program built or
+/// edited should pass [`crate::validate::check`] first, as `save` does.
 pub fn to_bytes(asset: &Asset) -> Vec<u8> {
     let s = &asset.skeleton;
     let n = s.len();
@@ -702,7 +705,9 @@ fn glb(json: &[u8], bin: &[u8]) -> Vec<u8> {
 /// Writes `asset` to a binary glTF (`.glb`) file ([`to_bytes`]).
 ///
 /// # Errors
-/// [`crate::Error::Io`] if the file cannot be written.
+/// [`crate::Error::Invalid`] for an asset that breaks [`crate::validate`]'s rules (nothing is
+/// written); [`crate::Error::Io`] if the file cannot be written.
 pub fn save(asset: &Asset, path: impl AsRef<std::path::Path>) -> Result<(), crate::Error> {
+    crate::check_for_writing(asset, path.as_ref())?;
     crate::write_file(path.as_ref(), &to_bytes(asset))
 }
