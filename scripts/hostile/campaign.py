@@ -550,6 +550,7 @@ def signature(cls, cmd, detail, stderr, names):
         if n:
             msg = msg.replace(n, "<FILE>")
     msg = re.sub(r"\d+", "N", msg)
+    msg = re.sub(r"(.{1,8}?)\1{3,}", r"\1...", msg)  # "\0\0\0\0..." and the like
     msg = re.sub(r"(\.rs):N:N", r"\1", msg)  # keep the file of a panic, not its line
     return "%s | %s | %s" % (cls, cmd.split("-")[0], msg[:240])
 
@@ -593,7 +594,7 @@ def _process(idx, seed, target_rel, data, descs, mdir):
     main_rel = seed["files"][0]["rel"]
     inp = os.path.join(mdir, main_rel)
     fmt = os.path.splitext(target_rel)[1].lower().lstrip(".")
-    base_names = [inp, mdir] + [f["rel"] for f in seed["files"]]
+    base_names = [inp] + [f["rel"] for f in seed["files"]]  # what an error message may name
     mutant = {
         "idx": idx, "seed": seed["id"], "origin": seed["origin"], "format": fmt, "target": target_rel,
         "mutations": descs, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
@@ -619,15 +620,15 @@ def _process(idx, seed, target_rel, data, descs, mdir):
         sizes = [(p, os.path.getsize(p)) for p in outs if os.path.isfile(p)]
         names = base_names + outs + [os.path.basename(p) for p in outs]
         cls, detail = classify(res, kind, names, sizes, c["cap_bytes"], kind == "inspect")
-        runs.append(_record(name, argv, mdir, res, cls, detail, names, {odir + "/": "out/"}))
+        runs.append(_record(name, argv, mdir, res, cls, detail, names + [mdir], {odir + "/": "out/"}))
         if res["rc"] != 0 and sizes and kind == "convert":
             runs[-1]["left_output"] = True
-        if cls == OK and kind == "convert":
+        if kind == "convert" and res["rc"] == 0 and cls in (OK, MESSAGE):
             missing = [os.path.basename(p) for p in outs[:1] if not os.path.isfile(p)]  # .raa: only with clips
             rname = "reinspect-" + out_ext[1:]
             if missing:
-                runs.append({"cmd": rname, "argv": [], "repro": [], "repro_pre": runs[-1]["repro"], "rc": None, "signal": None, "time_s": 0,
-                             "class": REFUSED, "detail": "convert exited 0 but did not write %s" % missing,
+                runs.append({"cmd": rname, "argv": [], "repro": [], "repro_pre": runs[-1]["repro"], "rc": None,
+                             "signal": None, "time_s": 0, "class": REFUSED, "detail": "convert exited 0 but did not write %s" % missing,
                              "stderr_size": 0, "stdout_size": 0, "stderr_head": "",
                              "signature": "%s | reinspect | missing output" % REFUSED})
             else:
@@ -637,7 +638,7 @@ def _process(idx, seed, target_rel, data, descs, mdir):
                 if rres["rc"] != 0 or rres["timed_out"]:
                     rdetail = "own output fails to load again (%s%s)" % (rcls, ": " + rdetail if rdetail else "")
                     rcls = REFUSED
-                runs.append(_record(rname, rargv, mdir, rres, rcls, rdetail, names, {odir + "/": "out/"}))
+                runs.append(_record(rname, rargv, mdir, rres, rcls, rdetail, names + [mdir], {odir + "/": "out/"}))
                 runs[-1]["repro_pre"] = runs[-2]["repro"]
                 if rcls not in BENIGN:
                     os.makedirs(os.path.join(kept, name), exist_ok=True)

@@ -668,15 +668,26 @@ fn main() -> ExitCode {
             dt,
             json,
             joints,
-        } => play::run(
-            &mut out,
-            file.as_deref(),
-            &script,
-            graph.as_deref(),
-            dt,
-            json,
-            joints,
-        ),
+        } => {
+            // Streamed: a long run's output is written as it is made, not held.
+            let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+            let r = play::run(
+                &mut stdout,
+                file.as_deref(),
+                &script,
+                graph.as_deref(),
+                dt,
+                json,
+                joints,
+            );
+            use std::io::Write as _;
+            match stdout.flush() {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe && r.is_ok() => {
+                    Err(format!("cannot write the output: {e}").into())
+                }
+                _ => r,
+            }
+        }
         Command::Convert {
             input,
             output,

@@ -28,8 +28,6 @@ use skelett::graph::{Graph, GraphInstance, StateEventKind, Value as GraphValue};
 use skelett::{local_to_model, Clip, ClipEvent, JointMask};
 use skelett_io::Asset;
 
-use crate::outln;
-
 use crate::Result;
 
 #[derive(Deserialize)]
@@ -1046,9 +1044,11 @@ impl<'a> ScriptPlayer<'a> {
     }
 }
 
-/// Runs `skelett play`.
+/// Runs `skelett play`, writing each step to `out` as it is computed: a long run at a small
+/// `--dt` with `--joints` never holds its whole output (text or JSON) in memory. A closed pipe
+/// (`skelett play ... | head`) ends the run quietly.
 pub fn run(
-    out: &mut String,
+    out: &mut dyn std::io::Write,
     file: Option<&Path>,
     script: &Path,
     graph: Option<&Path>,
@@ -1065,7 +1065,21 @@ pub fn run(
     let skin_joints = asset.skin_joints(0);
     let root = asset.skeleton.root_transform();
     let mut model = vec![Mat4::IDENTITY; asset.skeleton.len()];
-    let mut out_steps = Vec::new();
+    let mut sink = Sink { out, json };
+    let opened = if json {
+        // The bytes serde_json's value writes for the whole object (keys sorted, numbers as
+        // f64), with the steps streamed.
+        sink.put(&format!(
+            "{{\"dt\":{},\"source\":{},\"steps\":[",
+            serde_json::to_value(dt)?,
+            serde_json::to_value(&source)?
+        ))
+    } else {
+        sink.put(&format!("{source}: {steps} steps of {dt} s\n"))
+    };
+    if closed(opened)? {
+        return Ok(());
+    }
     for step in 0..steps {
         let t0 = step as f64 * dt as f64;
         player.run_due(&mut state, t0)?;
@@ -1137,28 +1151,52 @@ pub fn run(
         } else {
             None
         };
-        out_steps.push(Step {
+        let step_out = Step {
             t: t0 + dt as f64,
             states,
             transitions,
             events,
             root_motion: rm,
             joints: js,
-        });
+        };
+        if closed(sink.step(step, &step_out))? {
+            return Ok(());
+        }
     }
     player.check_done(&state)?;
     if json {
-        outln!(
-            out,
-            "{}",
-            serde_json::to_string(
-                &serde_json::json!({ "source": source, "dt": dt, "steps": out_steps })
-            )?
-        );
-        return Ok(());
+        closed(sink.put("]}\n"))?;
     }
-    outln!(out, "{source}: {steps} steps of {dt} s");
-    for s in &out_steps {
+    Ok(())
+}
+
+/// Where `play` writes, step by step.
+struct Sink<'w> {
+    out: &'w mut dyn std::io::Write,
+    json: bool,
+}
+
+impl Sink<'_> {
+    /// Writes `s` with control characters escaped, as every command's output is.
+    fn put(&mut self, s: &str) -> std::io::Result<()> {
+        self.out.write_all(crate::term_text(s).as_bytes())
+    }
+
+    /// Step `i` as a JSON array element, or as text lines (steps with nothing to say are
+    /// left out of the text).
+    fn step(&mut self, i: usize, s: &Step) -> std::io::Result<()> {
+        if self.json {
+            let sep = if i == 0 { "" } else { "," };
+            let js = serde_json::to_value(s).map_err(std::io::Error::other)?;
+            return self.put(&format!("{sep}{js}"));
+        }
+        if s.events.is_empty()
+            && s.transitions.is_empty()
+            && s.root_motion.is_none()
+            && s.joints.is_none()
+        {
+            return Ok(());
+        }
         let mut line = format!("t={:.4}", s.t);
         if let Some(states) = &s.states {
             line += &format!("  states: {}", states.join(" | "));
@@ -1189,27 +1227,26 @@ pub fn run(
                 r.translation[0], r.translation[1], r.translation[2], r.yaw
             );
         }
-        if s.events.is_empty()
-            && s.transitions.is_empty()
-            && s.root_motion.is_none()
-            && s.joints.is_none()
-        {
-            continue;
-        }
-        outln!(out, "{line}");
+        line.push('\n');
         if let Some(js) = &s.joints {
             for j in js {
                 let w = &j.world;
-                outln!(
-                    out,
-                    "    {} [{:.5}, {:.5}, {:.5}]",
-                    j.name,
-                    w[12],
-                    w[13],
-                    w[14]
+                line += &format!(
+                    "    {} [{:.5}, {:.5}, {:.5}]\n",
+                    j.name, w[12], w[13], w[14]
                 );
             }
         }
+        self.put(&line)
     }
-    Ok(())
+}
+
+/// `Ok(true)` when the reader went away (a closed pipe ends the run quietly), `Ok(false)`
+/// when written, the error otherwise.
+fn closed(written: std::io::Result<()>) -> Result<bool> {
+    match written {
+        Ok(()) => Ok(false),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(true),
+        Err(e) => Err(format!("cannot write the output: {e}").into()),
+    }
 }

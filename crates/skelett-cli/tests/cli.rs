@@ -1478,3 +1478,49 @@ fn hostile_inputs_end_cleanly() {
     assert!(!out.contains('\x1b'), "{out}");
     assert!(out.contains("hip\\u{1b}[2J"), "{out}");
 }
+
+/// `play` streams its output: ten million steps with every joint as JSON start printing at
+/// once, and a reader that closes the pipe after 64 KB ends the run quietly within seconds
+/// (the whole output used to be built in memory first, gigabytes at this size).
+#[test]
+fn play_streams_its_output() {
+    use std::io::Read;
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stream");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("long.json");
+    std::fs::write(
+        &script,
+        r#"{"duration": 1000, "commands": [{"at": 0, "play": "Walk"}]}"#,
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_skelett"))
+        .args(["play", "--script", script.to_str().unwrap()])
+        .args(["--dt", "0.0001", "--joints", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let mut head = vec![0u8; 64 << 10];
+    child.stdout.take().unwrap().read_exact(&mut head).unwrap();
+    assert!(head.starts_with(b"{\"dt\":"), "{:?}", &head[..40]);
+    // The pipe is closed here (the reader dropped).
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(10) {
+            child.kill().ok();
+            panic!("play went on after its reader left");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.success(), "{status:?}: {err}");
+}

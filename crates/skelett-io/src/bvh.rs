@@ -422,11 +422,5 @@ fn build(
         .build(&skeleton)
         .map_err(|e| build_err("MOTION", e))?;
     let clips = vec![Arc::new(clip)];
-    Ok(Asset::read(
-        skeleton,
-        Vec::new(),
-        Vec::new(),
-        clips,
-        warnings,
-    ))
+    Asset::read(name, skeleton, Vec::new(), Vec::new(), clips, warnings)
 }

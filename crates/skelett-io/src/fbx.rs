@@ -653,7 +653,7 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
         clips.push(Arc::new(clip));
     }
 
-    let mut asset = Asset::read(skeleton, skins, meshes, clips, warnings);
+    let mut asset = Asset::read(name, skeleton, skins, meshes, clips, warnings)?;
     asset.meters_per_unit = Some(if options.to_meters {
         1.0
     } else {

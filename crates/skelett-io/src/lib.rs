@@ -417,14 +417,17 @@ pub(crate) fn pack_influences(per_vertex: &mut [Vec<(u16, f32)>]) -> (usize, Vec
 }
 
 impl Asset {
-    /// What an importer read, with no images and no declared unit (set those after).
+    /// What an importer read from `file`, with no images and no declared unit (set those
+    /// after), under [`validate`]'s one rule: repaired where it has a repair (with warnings),
+    /// refused where it does not (an [`Error::Invalid`] naming the element).
     pub(crate) fn read(
+        file: &Path,
         skeleton: Skeleton,
         skins: Vec<Skin>,
         meshes: Vec<SkinnedMesh>,
         clips: Vec<Arc<Clip>>,
         warnings: Vec<String>,
-    ) -> Asset {
+    ) -> Result<Asset, Error> {
         let mut asset = Asset {
             skeleton: Arc::new(skeleton),
             skins,
@@ -437,7 +440,12 @@ impl Asset {
         // The one rule for values every reader passes on (validate's module docs).
         let repaired = validate::repair(&mut asset);
         asset.warnings.extend(repaired);
-        asset
+        validate::check(&asset).map_err(|p| Error::Invalid {
+            file: file.to_path_buf(),
+            location: p.element,
+            problem: p.problem,
+        })?;
+        Ok(asset)
     }
 }
 

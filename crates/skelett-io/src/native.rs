@@ -720,7 +720,7 @@ fn read_asset(r: &mut Reader, version: u32) -> Result<Asset, Error> {
     if r.pos != r.b.len() {
         return Err(r.bad("the end of the payload".into()));
     }
-    let mut asset = Asset::read(skeleton, skins, meshes, clips, warnings);
+    let mut asset = Asset::read(r.name, skeleton, skins, meshes, clips, warnings)?;
     asset.meters_per_unit = meters_per_unit;
     Ok(asset)
 }

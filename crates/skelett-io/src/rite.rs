@@ -448,7 +448,7 @@ pub fn from_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
             .map_err(|e| Error::build(raa_name.to_path_buf(), "tracks", e))?;
         clips.push(Arc::new(clip));
     }
-    Ok(Asset::read(skeleton, skins, meshes, clips, Vec::new()))
+    Asset::read(ram_name, skeleton, skins, meshes, clips, Vec::new())
 }
 
 /// Writes an asset as a `.ram` file ([`to_string`]) and, if it has a clip, its first clip

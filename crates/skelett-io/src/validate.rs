@@ -5,17 +5,20 @@
 //!
 //! | value | rule |
 //! |---|---|
-//! | joint rest transforms, the root transform, inverse bind matrices, clip base poses and keys, event times, vertex positions, skin weights, morph offsets | refused when not finite (the runtime's builders refuse them on reading; [`check`] before writing) |
-//! | rotations (rest pose, keys) | refused when zero (shorter than 1e-6): no direction can be recovered |
+//! | joint rest transforms, the root transform, inverse bind matrices, clip base poses and keys, event times, vertex positions, skin weights, morph offsets | refused when not finite, on reading and before writing |
+//! | rotations (rest pose, keys) | refused when zero (shorter than 1e-6), on reading and before writing: no direction can be recovered |
 //! | normals, tangents, texture coordinates, base colours | repaired on reading with a warning that names the mesh, primitive, attribute and how many ([`repair`]): a normal from the triangles around its vertex, a tangent along +X, a coordinate of 0, a white colour; refused before writing |
 //!
 //! ```text
-//! reader ──Asset::read──▶ repair (warnings) ──▶ Asset ──▶ check ──▶ writer
+//! reader ──Asset::read──▶ repair (warnings) ──▶ check ──▶ Asset ──▶ check ──▶ writer
 //! ```
 //!
-//! Readers run [`repair`] as they build the [`Asset`]; every writer runs [`check`] first and
-//! refuses an asset that fails it with [`crate::Error::Invalid`] naming the element (an asset
-//! a program built or edited by hand; [`repair`] fixes what can be fixed).
+//! Every reader runs [`repair`] and then [`check`] as it builds the [`Asset`] (a binary
+//! format such as `.skl` can carry a NaN key past its own syntax), and every writer runs
+//! [`check`] first; both refuse what fails with [`crate::Error::Invalid`] naming the element.
+//! A writer can only meet such an asset when a program built or edited it by hand; [`repair`]
+//! fixes what can be fixed. Text formats whose syntax has no spelling for infinity (RAM,
+//! RAA, BVH) refuse such tokens as they parse.
 //!
 //! ```
 //! use skelett_io::validate;

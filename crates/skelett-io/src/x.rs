@@ -955,7 +955,7 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
             .map_err(|e| Error::build(name.to_path_buf(), format!("AnimationSet {cname}"), e))?;
         clips.push(Arc::new(clip));
     }
-    Ok(Asset::read(skeleton, skins, meshes, clips, warnings))
+    Asset::read(name, skeleton, skins, meshes, clips, warnings)
 }
 
 /// A rotation under the Z mirror: (x, y, z, w) → (-x, -y, z, w).

@@ -166,7 +166,7 @@ impl Importer<'_, '_> {
         let meshes = self.meshes(&mut skins, &joint_of_node, &skeleton)?;
         let clips = self.clips(&joint_of_node, &skeleton)?;
         let images = self.images()?;
-        let mut asset = Asset::read(skeleton, skins, meshes, clips, self.warnings);
+        let mut asset = Asset::read(self.file, skeleton, skins, meshes, clips, self.warnings)?;
         asset.images = images;
         // glTF's unit is the metre.
         asset.meters_per_unit = Some(1.0);
