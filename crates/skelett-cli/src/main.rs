@@ -84,6 +84,11 @@ struct LoadArgs {
     #[arg(long, global = true, value_name = "MIB",
           value_parser = clap::value_parser!(u64).range(1..=1 << 24))]
     max_input_mb: Option<u64>,
+    /// The largest file written, in MiB (default 1024); a larger output is refused before it
+    /// is written (a .raa before it is sampled).
+    #[arg(long, global = true, value_name = "MIB",
+          value_parser = clap::value_parser!(u64).range(1..=1 << 24))]
+    max_output_mb: Option<u64>,
 }
 
 impl LoadArgs {
@@ -532,6 +537,9 @@ fn main() -> ExitCode {
     let _ = LOAD_OPTIONS.set(cli.load.options());
     if let Some(mb) = cli.load.max_input_mb {
         skelett_io::set_max_input_bytes(mb << 20);
+    }
+    if let Some(mb) = cli.load.max_output_mb {
+        skelett_io::set_max_output_bytes(mb << 20);
     }
     let mut out = String::new();
     let result = match cli.command {

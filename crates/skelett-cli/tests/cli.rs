@@ -1463,9 +1463,28 @@ fn hostile_inputs_end_cleanly() {
     let (code, _, err) = skelett_limited(&["convert", &s(&big), &s(&dir.join("long.ram"))]);
     assert_eq!(code, Some(1), "{err}");
     assert!(
-        err.contains("keyframe lines") && err.contains("long.raa"),
+        err.contains("keyframe lines")
+            && err.contains("long.raa")
+            && err.contains("--max-output-mb"),
         "{err}"
     );
+    assert!(!dir.join("long.raa").exists(), "refused before writing");
+    // A modest output under a limit lowered below it: refused, nothing written.
+    // CMU 01_01 (a 23 s capture): its .glb is over 1 MiB.
+    let small = data("bvh/01_01.bvh");
+    let (code, _, err) = skelett_limited(&[
+        "convert",
+        &s(&small),
+        &s(&dir.join("small.glb")),
+        "--max-output-mb",
+        "1",
+    ]);
+    assert_eq!(
+        (code, dir.join("small.glb").exists()),
+        (Some(1), false),
+        "{err}"
+    );
+    assert!(err.contains("output limit of 1048576 bytes"), "{err}");
     // A joint named with an escape sequence (clear screen).
     let evil = dir.join("evil.bvh");
     std::fs::write(

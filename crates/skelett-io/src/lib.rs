@@ -330,6 +330,44 @@ pub fn read_input(path: &Path) -> Result<Vec<u8>, Error> {
     Ok(bytes)
 }
 
+/// The output size limit every writer starts with: 1 GiB (the largest file the shared data
+/// converts to is a few tens of MB). [`set_max_output_bytes`] raises or lowers it.
+pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1 << 30;
+
+static MAX_OUTPUT_BYTES: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(DEFAULT_MAX_OUTPUT_BYTES);
+
+/// Sets the largest file any writer of this crate writes, in bytes, for the whole process (the
+/// CLI's `--max-output-mb`). A larger output is refused before it is written (for `.raa`,
+/// before it is sampled).
+pub fn set_max_output_bytes(bytes: u64) {
+    MAX_OUTPUT_BYTES.store(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The current output size limit ([`set_max_output_bytes`]).
+pub fn max_output_bytes() -> u64 {
+    MAX_OUTPUT_BYTES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Refuses an output of `bytes` (exact or estimated) past [`max_output_bytes`]; `what` says
+/// what makes it that large.
+pub(crate) fn check_output_size(path: &Path, bytes: u64, what: &str) -> Result<(), Error> {
+    let max = max_output_bytes();
+    if bytes > max {
+        return Err(Error::Io {
+            file: path.to_path_buf(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "not written: {what}, about {bytes} bytes, above the output limit of {max} \
+                     bytes (skelett's --max-output-mb raises it)"
+                ),
+            ),
+        });
+    }
+    Ok(())
+}
+
 pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
     read_input(path)
 }

@@ -267,10 +267,13 @@ fn target_code(t: Target) -> u8 {
 ///
 /// # Errors
 /// [`Error::Invalid`] for an asset that breaks [`crate::validate`]'s rules (nothing is
-/// written); [`Error::Io`] if the file cannot be written.
+/// written); [`Error::Io`] if the file cannot be written or would pass the output limit
+/// ([`crate::max_output_bytes`]).
 pub fn save(asset: &Asset, path: impl AsRef<Path>) -> Result<(), Error> {
     crate::check_for_writing(asset, path.as_ref())?;
-    crate::write_file(path.as_ref(), &to_bytes(asset))
+    let bytes = to_bytes(asset);
+    crate::check_output_size(path.as_ref(), bytes.len() as u64, "the asset")?;
+    crate::write_file(path.as_ref(), &bytes)
 }
 
 /// Loads a `.skl` file.

@@ -457,32 +457,35 @@ pub fn from_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
 ///
 /// # Errors
 /// [`Error::Invalid`] for an asset that breaks [`crate::validate`]'s rules (nothing is
-/// written); [`Error::Io`] if a file cannot be written or the clip would need more than
-/// [`MAX_RAA_KEYS`] keyframe lines.
+/// written); [`Error::Io`] if a file cannot be written or would pass the output limit
+/// ([`crate::max_output_bytes`]; the `.raa`'s size is estimated before anything is sampled).
 pub fn save(asset: &Asset, ram: impl AsRef<Path>) -> Result<(), Error> {
     let ram = ram.as_ref();
     crate::check_for_writing(asset, ram)?;
+    let raa = ram.with_extension("raa");
     if let Some(keys) = raa_key_count(asset, 0, DEFAULT_FPS) {
-        if keys > MAX_RAA_KEYS {
-            return Err(Error::Io {
-                file: ram.with_extension("raa"),
-                source: std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    format!(
-                        "clip {:?} would need {keys} keyframe lines ({} joints at {DEFAULT_FPS} \
-                         fps over {} s), more than the {MAX_RAA_KEYS} a .raa is written with",
-                        asset.clips[0].name(),
-                        asset.skeleton.len(),
-                        asset.clips[0].duration()
-                    ),
-                ),
-            });
-        }
+        crate::check_output_size(
+            &raa,
+            keys.saturating_mul(RAA_LINE_BYTES),
+            &format!(
+                "clip {} needs {keys} keyframe lines ({} joints at {DEFAULT_FPS} fps over {} s)",
+                quote(asset.clips[0].name()),
+                asset.skeleton.len(),
+                asset.clips[0].duration()
+            ),
+        )?;
     }
-    if let Some(raa) = animation_to_string(asset, 0, DEFAULT_FPS) {
-        crate::write_file(&ram.with_extension("raa"), raa.as_bytes())?;
+    let text = to_string(asset);
+    crate::check_output_size(ram, text.len() as u64, "the model")?;
+    if !asset.clips.is_empty() {
+        let io = |source| Error::Io {
+            file: raa.clone(),
+            source,
+        };
+        let mut file = std::fs::File::create(&raa).map_err(io)?;
+        write_animation(asset, 0, DEFAULT_FPS, &mut file).map_err(io)?;
     }
-    crate::write_file(ram, to_string(asset).as_bytes())
+    crate::write_file(ram, text.as_bytes())
 }
 
 /// What a RAM/RAA pair written by [`save`] cannot hold of `asset`, one line each (empty when
@@ -618,26 +621,29 @@ pub fn to_string(asset: &Asset) -> String {
     o
 }
 
-/// The most keyframe lines [`save`] writes into a `.raa` (about 1 GB of text); a clip that
-/// needs more (joints times frames) is refused before anything is sampled or allocated.
-pub const MAX_RAA_KEYS: usize = 20_000_000;
+/// About how many bytes a `.raa` keyframe line takes (`KEY FRAME X Y Z W` with shortest
+/// round-trip floats): [`save`] multiplies [`raa_key_count`] by it to refuse, before sampling
+/// anything, a `.raa` past the output limit ([`crate::max_output_bytes`]).
+pub const RAA_LINE_BYTES: u64 = 64;
 
 /// How many keyframe lines [`animation_to_string`] writes for clip `index` at `fps`: joints
 /// times frames (`None` without that clip). Check it against a budget before writing.
-pub fn raa_key_count(asset: &Asset, index: usize, fps: f32) -> Option<usize> {
+pub fn raa_key_count(asset: &Asset, index: usize, fps: f32) -> Option<u64> {
     let clip = asset.clips.get(index)?;
     Some(
         raa_frames(clip, fps)
             .saturating_add(1)
-            .saturating_mul(asset.skeleton.len()),
+            .saturating_mul(asset.skeleton.len() as u64),
     )
 }
 
-/// Frames after the first a clip is written with at `fps` (at most 1,000,000).
-fn raa_frames(clip: &skelett::Clip, fps: f32) -> usize {
-    let f = (clip.duration() * fps).round();
-    if f.is_finite() && f > 0.0 {
-        (f as usize).min(1_000_000)
+/// Frames after the first a clip is written with at `fps` (saturating: a clip too long for
+/// any budget says so instead of being cut).
+fn raa_frames(clip: &skelett::Clip, fps: f32) -> u64 {
+    let f = (f64::from(clip.duration()) * f64::from(fps)).round();
+    if f > 0.0 {
+        // Saturating for huge values (and infinity).
+        f as u64
     } else {
         0
     }
@@ -646,40 +652,74 @@ fn raa_frames(clip: &skelett::Clip, fps: f32) -> usize {
 /// Writes clip `index` of an asset as RAA text: every joint's rotation (relative to its rest
 /// rotation, the RAM's orientation), sampled at every frame at `fps` over the clip, as the
 /// format carries rotations only. The text has [`raa_key_count`] keyframe lines: check it
-/// first ([`save`] refuses more than [`MAX_RAA_KEYS`]).
+/// first ([`save`] refuses a `.raa` past the output limit); memory is 16 bytes per line.
 pub fn animation_to_string(asset: &Asset, index: usize, fps: f32) -> Option<String> {
-    let clip = asset.clips.get(index)?;
+    let mut out = Vec::new();
+    match write_animation(asset, index, fps, &mut out) {
+        Ok(true) => String::from_utf8(out).ok(),
+        _ => None,
+    }
+}
+
+/// [`animation_to_string`] into a writer, as it is made (the text is never held whole):
+/// `Ok(false)` without clip `index`.
+///
+/// # Errors
+/// The writer's.
+pub fn write_animation(
+    asset: &Asset,
+    index: usize,
+    fps: f32,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<bool> {
+    let Some(clip) = asset.clips.get(index) else {
+        return Ok(false);
+    };
     let s = &asset.skeleton;
-    let frames = raa_frames(clip, fps);
-    let mut poses = Vec::with_capacity(frames + 1);
+    let n = s.len();
+    let frames = usize::try_from(raa_frames(clip, fps)).unwrap_or(usize::MAX - 1);
+    // Sampled frame by frame, written joint by joint (the file is track-major): only the
+    // rotations, relative to the rest rotation, are kept between the two.
+    let inverse_rest: Vec<Quat> = s
+        .rest_pose()
+        .iter()
+        .map(|r| r.rotation.conjugate())
+        .collect();
+    let mut rotations = Vec::with_capacity((frames + 1).saturating_mul(n));
     let mut pose = skelett::Pose::rest(s);
     for f in 0..=frames {
         let _ = skelett::sample_uncached(clip, clip.start() + f as f32 / fps, &mut pose);
-        poses.push(pose.0.clone());
+        rotations.extend(
+            pose.0
+                .iter()
+                .zip(&inverse_rest)
+                .map(|(p, inv)| (*inv * p.rotation).normalize()),
+        );
     }
-    let mut o = String::new();
-    let _ = writeln!(o, "fps {fps}");
-    let _ = writeln!(o, "tracks {}", s.len());
-    for j in 0..s.len() {
-        let _ = writeln!(
-            o,
+    let mut w = std::io::BufWriter::new(out);
+    use std::io::Write as _;
+    writeln!(w, "fps {fps}")?;
+    writeln!(w, "tracks {n}")?;
+    for j in 0..n {
+        writeln!(
+            w,
             "track {j} {j} \"{}\" {}",
             s.name(j as u16).replace('"', "'"),
             frames + 1
-        );
-        let inv = s.rest_pose()[j].rotation.conjugate();
-        for (f, p) in poses.iter().enumerate() {
-            let q = (inv * p[j].rotation).normalize();
-            let _ = writeln!(
-                o,
+        )?;
+        for f in 0..=frames {
+            let q = rotations[f * n + j];
+            writeln!(
+                w,
                 "{f} {} {} {} {} {}",
                 f as f32 + clip.start() * fps,
                 q.x,
                 q.y,
                 q.z,
                 q.w
-            );
+            )?;
         }
     }
-    Some(o)
+    w.flush()?;
+    Ok(true)
 }

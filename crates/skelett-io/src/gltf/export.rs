@@ -706,8 +706,11 @@ fn glb(json: &[u8], bin: &[u8]) -> Vec<u8> {
 ///
 /// # Errors
 /// [`crate::Error::Invalid`] for an asset that breaks [`crate::validate`]'s rules (nothing is
-/// written); [`crate::Error::Io`] if the file cannot be written.
+/// written); [`crate::Error::Io`] if the file cannot be written or would pass the output
+/// limit ([`crate::max_output_bytes`]).
 pub fn save(asset: &Asset, path: impl AsRef<std::path::Path>) -> Result<(), crate::Error> {
     crate::check_for_writing(asset, path.as_ref())?;
-    crate::write_file(path.as_ref(), &to_bytes(asset))
+    let bytes = to_bytes(asset);
+    crate::check_output_size(path.as_ref(), bytes.len() as u64, "the asset")?;
+    crate::write_file(path.as_ref(), &bytes)
 }
