@@ -238,24 +238,54 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
         // Convert every node, vertex and key, not only the top of the hierarchy.
         opts.space_conversion = ufbx::SpaceConversion::ModifyGeometry;
     }
-    let scene = ufbx::load_memory(bytes, opts).map_err(|e| {
-        let info = e.info();
-        Error::Invalid {
-            file: name.to_path_buf(),
-            location: format!("FBX ({:?})", e.type_),
-            problem: if info.is_empty() {
-                format!("not a readable FBX file: {}", e.description)
-            } else {
-                format!("not a readable FBX file: {} ({info})", e.description)
-            },
-        }
-    })?;
+    // ufbx's own errors carry no position (its error stack is compiled out): check the
+    // structure first, so damage is reported with the byte and the node it is in.
+    if let Some(e) = ascii_truncation(bytes, name).or_else(|| binary_structure(bytes, name)) {
+        return Err(e);
+    }
+    let scene = ufbx::load_memory(bytes, opts).map_err(|e| load_error(&e, name))?;
     let invalid = |location: &str, problem: String| Error::Invalid {
         file: name.to_path_buf(),
         location: location.into(),
         problem,
     };
-    let mut warnings = Vec::new();
+    // What ufbx repaired or skipped while reading (truncated arrays, clamped indices, missing
+    // geometry data, strings that are not UTF-8...), said rather than dropped: one line per
+    // kind, with how often and the first elements it names.
+    let mut kinds: Vec<(String, usize, Vec<String>)> = Vec::new();
+    for w in scene.metadata.warnings.iter() {
+        let element = scene
+            .elements
+            .get(w.element_id as usize)
+            .map(|e| crate::error::quote(&e.name));
+        let k = match kinds
+            .iter()
+            .position(|k| k.0 == w.description.as_ref() as &str)
+        {
+            Some(k) => k,
+            None => {
+                kinds.push((w.description.to_string(), 0, Vec::new()));
+                kinds.len() - 1
+            }
+        };
+        kinds[k].1 += w.count.max(1);
+        if let Some(e) = element.filter(|_| kinds[k].2.len() < 3) {
+            kinds[k].2.push(e);
+        }
+    }
+    let mut warnings: Vec<String> = kinds
+        .into_iter()
+        .map(|(what, count, elements)| {
+            let mut line = format!("ufbx: {}", crate::error::quote(&what));
+            if count > 1 {
+                line += &format!(", {count} times");
+            }
+            if !elements.is_empty() {
+                line += &format!(" (in {})", elements.join(", "));
+            }
+            line
+        })
+        .collect();
 
     // Joints: bones, skin cluster bones, and their ancestors below the scene root.
     let n = scene.nodes.len();
@@ -665,6 +695,169 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
 
 /// Whether a baked key is one of the file's own keys or a half of one of its steps (not
 /// resampled).
+/// ufbx's error with its context: the error's type, its description, where in its parser it
+/// failed (innermost first: the node or element being read) and the detail it gives.
+fn load_error(e: &ufbx::Error, name: &Path) -> Error {
+    let frames: Vec<String> = e
+        .stack
+        .iter()
+        .take(e.stack_size as usize)
+        .map(|f| f.description.to_string())
+        .filter(|d| !d.is_empty() && d != e.description.as_ref() as &str)
+        .collect();
+    let mut problem = format!("not a readable FBX file: {}", e.description);
+    if !frames.is_empty() {
+        problem += &format!(" ({})", frames.join(" < "));
+    }
+    let info = e.info();
+    if !info.is_empty() {
+        problem += &format!(": {}", crate::error::quote(info));
+    }
+    Error::Invalid {
+        file: name.to_path_buf(),
+        location: format!("FBX ({:?})", e.type_),
+        problem,
+    }
+}
+
+/// ufbx reads an ASCII FBX that ends early as if its open sections closed there (a file cut
+/// at 92 % loaded with no animation): count the braces outside strings and `;` comments, and
+/// refuse a file that ends inside a section, naming the line where the innermost one opened.
+fn ascii_truncation(bytes: &[u8], name: &Path) -> Option<Error> {
+    if bytes.starts_with(b"Kaydara FBX Binary") {
+        return None;
+    }
+    let (mut line, mut open) = (1usize, Vec::new());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\n' => line += 1,
+            b';' => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    if bytes[i] == b'\n' {
+                        line += 1;
+                    }
+                    i += 1;
+                }
+            }
+            b'{' => open.push(line),
+            b'}' => {
+                open.pop();
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let &innermost = open.last()?;
+    Some(Error::Syntax {
+        file: name.to_path_buf(),
+        line,
+        column: 1,
+        expected: format!(
+            "the end of {} open FBX sections (the innermost opened at line {innermost}); \
+             the file ends early",
+            open.len()
+        ),
+    })
+}
+
+/// A binary FBX's node records, walked without reading their properties: every record must
+/// end inside its parent (the file, at the top), its name and property list must fit in it,
+/// and the top-level list must end with its null record. The first record that breaks this
+/// is reported with its byte offset and its path of node names.
+fn binary_structure(bytes: &[u8], name: &Path) -> Option<Error> {
+    const MAGIC: &[u8] = b"Kaydara FBX Binary  \0";
+    if !bytes.starts_with(MAGIC) || bytes.len() < 27 {
+        return None;
+    }
+    let version = u32::from_le_bytes(bytes[23..27].try_into().ok()?);
+    let wide = version >= 7500;
+    let header = if wide { 25 } else { 13 };
+    let read = |at: usize, wide: bool| -> Option<u64> {
+        if wide {
+            Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+        } else {
+            Some(u64::from(u32::from_le_bytes(
+                bytes.get(at..at + 4)?.try_into().ok()?,
+            )))
+        }
+    };
+    let bad = |offset: usize, path: &[String], expected: String| {
+        Some(Error::Malformed {
+            file: name.to_path_buf(),
+            offset: offset as u64,
+            expected: if path.is_empty() {
+                expected
+            } else {
+                format!("{expected} (in {})", path.join(" > "))
+            },
+        })
+    };
+    // (position, end of the enclosing list, path), depth first.
+    let mut stack: Vec<(usize, usize, Vec<String>)> = vec![(27, bytes.len(), Vec::new())];
+    while let Some((mut at, end, path)) = stack.pop() {
+        loop {
+            if at + header > end {
+                let what = if path.is_empty() {
+                    "the FBX null record that ends the top-level nodes; the file ends early"
+                } else {
+                    "an FBX node record or the null record that ends the list"
+                };
+                return bad(at, &path, what.into());
+            }
+            let w = if wide { 8 } else { 4 };
+            let record_end = read(at, wide)? as usize;
+            let plen = read(at + 2 * w, wide)? as usize;
+            let name_len = bytes[at + 3 * w] as usize;
+            if record_end == 0 {
+                // The null record closing this list.
+                break;
+            }
+            let name_end = at + header + name_len;
+            let node = String::from_utf8_lossy(bytes.get(at + header..name_end.min(end))?);
+            let mut here = path.clone();
+            here.push(crate::error::quote(&node));
+            if record_end > end || record_end < name_end {
+                let parent = if path.is_empty() { "file" } else { "parent" };
+                return bad(
+                    at,
+                    &here,
+                    format!(
+                        "an FBX node record that ends inside its {parent} (it claims byte \
+                         {record_end}, the {parent} ends at {end})"
+                    ),
+                );
+            }
+            let props_end = name_end.saturating_add(plen);
+            if props_end > record_end {
+                return bad(
+                    name_end,
+                    &here,
+                    format!(
+                        "{plen} bytes of FBX properties inside the record (it ends at byte \
+                         {record_end})"
+                    ),
+                );
+            }
+            if props_end < record_end {
+                if here.len() > 64 {
+                    return bad(at, &here, "FBX nodes nested at most 64 deep".into());
+                }
+                stack.push((props_end, record_end, here));
+            }
+            at = record_end;
+        }
+    }
+    None
+}
+
 fn own_key(f: ufbx::BakedKeyFlags) -> bool {
     [
         ufbx::BakedKeyFlags::KEYFRAME,
