@@ -67,3 +67,6 @@ done
 # asset; the others exercise the parser and validation).
 mkdir -p "$here/corpus/graph_file"
 cp "$here"/../examples/*.graph.json "$here/corpus/graph_file/"
+# Every writer round trip starts from the .skl files above.
+mkdir -p "$here/corpus/writers_round_trip"
+cp "$here/corpus/native_import/"*.skl "$here/corpus/writers_round_trip/"

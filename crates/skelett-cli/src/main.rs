@@ -22,9 +22,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use skelett_io::Asset;
 
-/// What every command returns: any error, with its message for the user (Send + Sync so
+/// The error every command returns: any error, with its message for the user (Send + Sync so
 /// that batch work on rayon's pool can return it).
-pub(crate) type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+pub(crate) type Error = Box<dyn std::error::Error + Send + Sync>;
+/// What every command returns.
+pub(crate) type Result<T> = std::result::Result<T, Error>;
 
 /// The embedded default character: Khronos' Fox (CC-BY 4.0, see `--help`).
 pub const DEFAULT_ASSET: &[u8] = include_bytes!("../assets/Fox.glb");

@@ -886,6 +886,10 @@ impl<'a> ScriptPlayer<'a> {
     /// Reads and checks the script at `path` for `asset`, driving the graph file `graph`
     /// when given (its commands then set parameters).
     pub fn load(asset: &'a Asset, path: &Path, graph: Option<&Path>) -> Result<Self> {
+        Self::load_unnamed(asset, path, graph).map_err(|e| named(path, graph, e))
+    }
+
+    fn load_unnamed(asset: &'a Asset, path: &Path, graph: Option<&Path>) -> Result<Self> {
         let bytes = skelett_io::read_input(path)?;
         let text = String::from_utf8(bytes).map_err(|e| {
             format!(
@@ -1044,6 +1048,9 @@ impl<'a> ScriptPlayer<'a> {
     }
 }
 
+/// The most steps one `play` run takes (a day at 120 Hz).
+const MAX_STEPS: usize = 10_368_000;
+
 /// Runs `skelett play`, writing each step to `out` as it is computed: a long run at a small
 /// `--dt` with `--joints` never holds its whole output (text or JSON) in memory. A closed pipe
 /// (`skelett play ... | head`) ends the run quietly.
@@ -1058,9 +1065,19 @@ pub fn run(
 ) -> Result<()> {
     let (asset, source) = crate::load(file)?;
     let player = ScriptPlayer::load(&asset, script, graph)?;
-    let mut state = player.start()?;
+    let mut state = player.start().map_err(|e| named(script, graph, e))?;
     let duration = player.duration();
-    let steps = ((duration / dt).round() as usize).min(10_000_000);
+    // A bound on the run, said rather than applied silently.
+    let steps = (f64::from(duration) / f64::from(dt)).round();
+    if !(steps <= MAX_STEPS as f64) {
+        return Err(format!(
+            "{}: a duration of {duration} s at --dt {dt} s is {steps} steps, more than the \
+             {MAX_STEPS} a run takes (shorten the script or raise --dt)",
+            script.display()
+        )
+        .into());
+    }
+    let steps = steps as usize;
 
     let skin_joints = asset.skin_joints(0);
     let root = asset.skeleton.root_transform();
@@ -1082,7 +1099,9 @@ pub fn run(
     }
     for step in 0..steps {
         let t0 = step as f64 * dt as f64;
-        player.run_due(&mut state, t0)?;
+        player
+            .run_due(&mut state, t0)
+            .map_err(|e| named(script, graph, e))?;
         let r = state.update(dt);
         let mut events: Vec<EventOut> = r
             .events
@@ -1163,11 +1182,24 @@ pub fn run(
             return Ok(());
         }
     }
-    player.check_done(&state)?;
+    player
+        .check_done(&state)
+        .map_err(|e| named(script, graph, e))?;
     if json {
         closed(sink.put("]}\n"))?;
     }
     Ok(())
+}
+
+/// `e` naming the script it comes from, unless it already names the script or the graph.
+fn named(script: &Path, graph: Option<&Path>, e: crate::Error) -> crate::Error {
+    let msg = e.to_string();
+    let names = |p: &Path| msg.starts_with(&p.display().to_string());
+    if names(script) || graph.is_some_and(names) {
+        e
+    } else {
+        format!("{}: {msg}", script.display()).into()
+    }
 }
 
 /// Where `play` writes, step by step.

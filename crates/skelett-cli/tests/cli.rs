@@ -1543,3 +1543,67 @@ fn play_streams_its_output() {
         .unwrap();
     assert!(status.success(), "{status:?}: {err}");
 }
+
+/// The `play` script parser on hostile scripts: the README's example with numbers replaced by
+/// huge, negative and non-finite ones, lines deleted and the text cut short, each run under a
+/// 10 s limit: every run ends with the script played or a clean error naming the script
+/// (never a panic, a hang or a runaway allocation).
+#[test]
+fn hostile_play_scripts_end_cleanly() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("hostile_scripts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = std::fs::read_to_string(root.join("scripts/fox_walk_run.json")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut mutants = Vec::new();
+    // Every number in turn (the first 40) replaced by something hostile.
+    let numbers: Vec<(usize, usize)> = {
+        let b = text.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i].is_ascii_digit() && (i == 0 || !b[i - 1].is_ascii_alphanumeric()) {
+                let s = i;
+                while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.') {
+                    i += 1;
+                }
+                out.push((s, i));
+            }
+            i += 1;
+        }
+        out
+    };
+    let hostile = ["1e30", "-1", "1e308", "-0", "4294967296", "1e-40", "9e99"];
+    for (k, &(s, e)) in numbers.iter().take(40).enumerate() {
+        mutants.push(format!(
+            "{}{}{}",
+            &text[..s],
+            hostile[k % hostile.len()],
+            &text[e..]
+        ));
+    }
+    for k in (0..lines.len()).step_by(3) {
+        let mut l = lines.clone();
+        l.remove(k);
+        mutants.push(l.join("\n"));
+    }
+    for cut in (0..text.len()).step_by(text.len() / 7) {
+        mutants.push(text[..cut].to_string());
+    }
+    let (mut ok, mut refused) = (0, 0);
+    for (k, m) in mutants.iter().enumerate() {
+        let path = dir.join(format!("m{k}.json"));
+        std::fs::write(&path, m).unwrap();
+        let (code, _, err) = skelett_limited(&["play", "--script", path.to_str().unwrap()]);
+        assert!(!err.contains("panicked"), "mutant {k}: {err}");
+        match code {
+            Some(0) => ok += 1,
+            Some(1) => {
+                assert!(err.contains(&format!("m{k}.json")), "mutant {k}: {err}");
+                refused += 1;
+            }
+            other => panic!("mutant {k}: {other:?} {err}"),
+        }
+    }
+    assert!(ok > 0 && refused > 10, "{ok} played, {refused} refused");
+}

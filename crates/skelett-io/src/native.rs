@@ -448,9 +448,11 @@ impl<'a> Reader<'a> {
     /// A count of items of at least `item` bytes each, checked against what remains.
     fn count(&mut self, item: usize, what: &str) -> Result<usize, Error> {
         let n = self.u32(what)? as usize;
-        if n.saturating_mul(item) > self.b.len() - self.pos {
+        let left = self.b.len() - self.pos;
+        if n.saturating_mul(item) > left {
             return Err(self.bad(format!(
-                "room for {n} {what} ({item} bytes each): the file is too short"
+                "{what}: a count that fits the {left} bytes left, found {n} of {item} bytes \
+                 each"
             )));
         }
         Ok(n)

@@ -5,7 +5,8 @@
 //!
 //! | value | rule |
 //! |---|---|
-//! | joint rest transforms, the root transform, inverse bind matrices, clip base poses and keys, event times, vertex positions, skin weights, morph offsets | refused when not finite, on reading and before writing |
+//! | the root transform | refused when not a finite, invertible affine transform (a glTF root node's matrix must decompose) |
+//! | joint rest transforms, inverse bind matrices, clip base poses and keys, event times, vertex positions, skin weights, morph offsets | refused when not finite, on reading and before writing |
 //! | rotations (rest pose, keys) | refused when zero (shorter than 1e-6), on reading and before writing: no direction can be recovered |
 //! | normals, tangents, texture coordinates, base colours | repaired on reading with a warning that names the mesh, primitive, attribute and how many ([`repair`]): a normal from the triangles around its vertex, a tangent along +X, a coordinate of 0, a white colour; refused before writing |
 //!
@@ -70,8 +71,24 @@ fn transform_problem(t: &Transform) -> Option<&'static str> {
 pub fn check(asset: &Asset) -> Result<(), Problem> {
     let sk = &asset.skeleton;
     let joint = |j: usize| format!("joint {}", crate::error::quote(sk.name(j as u16)));
-    if !sk.root_transform().is_finite() {
-        return Err(problem("the root transform".into(), "is not finite".into()));
+    // Affine (bottom row 0 0 0 1), finite, with axes whose lengths are finite and a linear
+    // part that can be inverted: what a TRS decomposition (a glTF node) needs.
+    let root = sk.root_transform();
+    let linear = glam::Mat3::from_mat4(root);
+    let det = linear.determinant();
+    let axes_ok = [linear.x_axis, linear.y_axis, linear.z_axis]
+        .iter()
+        .all(|a| a.length().is_finite());
+    if !(root.is_finite()
+        && root.row(3) == glam::Vec4::W
+        && axes_ok
+        && det.is_finite()
+        && det.abs() >= f32::MIN_POSITIVE)
+    {
+        return Err(problem(
+            "the root transform".into(),
+            "is not an invertible affine transform".into(),
+        ));
     }
     for (j, t) in sk.rest_pose().iter().enumerate() {
         if let Some(p) = transform_problem(t) {

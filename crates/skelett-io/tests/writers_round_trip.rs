@@ -359,3 +359,35 @@ fn scaling_past_the_float_range_is_an_error_not_infinity() {
     );
     assert!(a.scaled(0.01).is_ok());
 }
+
+/// A root transform a glTF node cannot hold (projective, or with an axis whose length
+/// overflows: the fuzzer's `.skl` that the `.glb` writer wrote and the reader refused) is
+/// refused by the rule, so no writer writes it.
+#[test]
+fn a_root_transform_that_does_not_decompose_is_refused() {
+    let mut a = quad("0;0;1");
+    for root in [
+        Mat4::from_cols_array(&[
+            1.0, 0.0, 0.0, 5.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0,
+        ]),
+        Mat4::from_scale(Vec3::new(0.0, 1.0, 1.0)),
+        Mat4::from_scale(Vec3::new(3e38, 3e38, 1.0)),
+    ] {
+        let skeleton = RawSkeleton {
+            joints: vec![RawJoint {
+                name: "Root".into(),
+                parent: None,
+                rest: Transform::IDENTITY,
+            }],
+            root_transform: root,
+            ..Default::default()
+        }
+        .build()
+        .unwrap();
+        a.skeleton = Arc::new(skeleton);
+        let p = skelett_io::validate::check(&a).unwrap_err();
+        assert_eq!(p.element, "the root transform", "{root}");
+        let out = tmp("root.glb");
+        assert!(skelett_io::gltf::save(&a, &out).is_err());
+    }
+}
