@@ -1069,7 +1069,7 @@ pub fn run(
     let duration = player.duration();
     // A bound on the run, said rather than applied silently.
     let steps = (f64::from(duration) / f64::from(dt)).round();
-    if !(steps <= MAX_STEPS as f64) {
+    if steps.is_nan() || steps > MAX_STEPS as f64 {
         return Err(format!(
             "{}: a duration of {duration} s at --dt {dt} s is {steps} steps, more than the \
              {MAX_STEPS} a run takes (shorten the script or raise --dt)",
