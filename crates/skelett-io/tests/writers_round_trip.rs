@@ -380,7 +380,6 @@ fn a_root_transform_that_does_not_decompose_is_refused() {
                 rest: Transform::IDENTITY,
             }],
             root_transform: root,
-            ..Default::default()
         }
         .build()
         .unwrap();
