@@ -689,12 +689,18 @@ pub fn write_animation(
     let mut pose = skelett::Pose::rest(s);
     for f in 0..=frames {
         let _ = skelett::sample_uncached(clip, clip.start() + f as f32 / fps, &mut pose);
-        rotations.extend(
-            pose.0
-                .iter()
-                .zip(&inverse_rest)
-                .map(|(p, inv)| (*inv * p.rotation).normalize()),
-        );
+        rotations.extend(pose.0.iter().zip(&inverse_rest).map(|(p, inv)| {
+            // Degenerate keys (a hostile file's nearly-zero rotations) can sample to a
+            // rotation with no direction; the rest rotation is written there, as the
+            // RAA reader refuses it.
+            let q = *inv * p.rotation;
+            let l = q.length_squared();
+            if l.is_finite() && l >= 1e-12 {
+                q.normalize()
+            } else {
+                Quat::IDENTITY
+            }
+        }));
     }
     let mut w = std::io::BufWriter::new(out);
     use std::io::Write as _;

@@ -7,7 +7,7 @@
 //! |---|---|
 //! | the root transform | refused when not a finite, invertible affine transform (a glTF root node's matrix must decompose) |
 //! | joint rest transforms, inverse bind matrices, clip base poses and keys, event times, vertex positions, skin weights, morph offsets | refused when not finite, on reading and before writing |
-//! | rotations (rest pose, keys) | refused when zero (shorter than 1e-6), on reading and before writing: no direction can be recovered |
+//! | rotations (rest pose, keys) | refused when zero (shorter than 1e-6) or so long that normalising overflows, on reading and before writing: no direction can be recovered |
 //! | normals, tangents, texture coordinates, base colours | repaired on reading with a warning that names the mesh, primitive, attribute and how many ([`repair`]): a normal from the triangles around its vertex, a tangent along +X, a coordinate of 0, a white colour; refused before writing |
 //!
 //! ```text
@@ -54,11 +54,18 @@ fn problem(element: String, problem: String) -> Problem {
     Problem { element, problem }
 }
 
+/// A rotation that normalises to a unit quaternion: not zero, and not so long that its
+/// squared length overflows (normalising it would give zero).
+fn rotation_ok(q: glam::Quat) -> bool {
+    let l = q.length_squared();
+    l.is_finite() && l >= MIN_ROTATION_LENGTH_SQUARED
+}
+
 fn transform_problem(t: &Transform) -> Option<&'static str> {
     if !t.is_finite() {
         Some("is not finite")
-    } else if t.rotation.length_squared() < MIN_ROTATION_LENGTH_SQUARED {
-        Some("has a zero rotation")
+    } else if !rotation_ok(t.rotation) {
+        Some("has a zero rotation (or one too long to normalise)")
     } else {
         None
     }
@@ -126,9 +133,7 @@ pub fn check(asset: &Asset) -> Result<(), Problem> {
                 ChannelValues::Quat(q) => {
                     let cubic = ch.interpolation == skelett::Interpolation::CubicSpline;
                     q.iter().enumerate().position(|(k, q)| {
-                        !q.is_finite()
-                            || (!(cubic && k % 3 != 1)
-                                && q.length_squared() < MIN_ROTATION_LENGTH_SQUARED)
+                        !q.is_finite() || (!(cubic && k % 3 != 1) && !rotation_ok(*q))
                     })
                 }
             };
