@@ -133,7 +133,9 @@ pub fn check(asset: &Asset) -> Result<(), Problem> {
                 ChannelValues::Quat(q) => {
                     let cubic = ch.interpolation == skelett::Interpolation::CubicSpline;
                     q.iter().enumerate().position(|(k, q)| {
-                        !q.is_finite() || (!(cubic && k % 3 != 1) && !rotation_ok(*q))
+                        // Cubic tangents (all but every third value) may be zero.
+                        let tangent = cubic && k % 3 != 1;
+                        !q.is_finite() || !(tangent || rotation_ok(*q))
                     })
                 }
             };
