@@ -1053,7 +1053,9 @@ const MAX_STEPS: usize = 10_368_000;
 
 /// Runs `skelett play`, writing each step to `out` as it is computed: a long run at a small
 /// `--dt` with `--joints` never holds its whole output (text or JSON) in memory. A closed pipe
-/// (`skelett play ... | head`) ends the run quietly.
+/// (`skelett play ... | head`) ends the run quietly. A script error found during the run
+/// (a command that cannot run at its time) ends it with the steps so far already printed (the
+/// JSON then unclosed) and the error on standard error.
 pub fn run(
     out: &mut dyn std::io::Write,
     file: Option<&Path>,

@@ -693,8 +693,6 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
     Ok(asset)
 }
 
-/// Whether a baked key is one of the file's own keys or a half of one of its steps (not
-/// resampled).
 /// ufbx's error with its context: the error's type, its description, where in its parser it
 /// failed (innermost first: the node or element being read) and the detail it gives.
 fn load_error(e: &ufbx::Error, name: &Path) -> Error {
@@ -774,7 +772,8 @@ fn ascii_truncation(bytes: &[u8], name: &Path) -> Option<Error> {
 /// is reported with its byte offset and its path of node names.
 fn binary_structure(bytes: &[u8], name: &Path) -> Option<Error> {
     const MAGIC: &[u8] = b"Kaydara FBX Binary  \0";
-    if !bytes.starts_with(MAGIC) || bytes.len() < 27 {
+    // Big-endian files (byte 22 set) are left to ufbx.
+    if !bytes.starts_with(MAGIC) || bytes.len() < 27 || bytes[22] != 0 {
         return None;
     }
     let version = u32::from_le_bytes(bytes[23..27].try_into().ok()?);
@@ -800,35 +799,52 @@ fn binary_structure(bytes: &[u8], name: &Path) -> Option<Error> {
             },
         })
     };
-    // (position, end of the enclosing list, path), depth first.
-    let mut stack: Vec<(usize, usize, Vec<String>)> = vec![(27, bytes.len(), Vec::new())];
+    // (position, end of the enclosing list, path), depth first. A path is only cloned for a
+    // record with children; names are quoted only for a message.
+    type NamePath = Vec<(usize, usize)>;
+    let mut stack: Vec<(usize, usize, NamePath)> = vec![(27, bytes.len(), Vec::new())];
+    let names = |path: &[(usize, usize)]| -> Vec<String> {
+        path.iter()
+            .map(|&(s, e)| crate::error::quote(&String::from_utf8_lossy(&bytes[s..e])))
+            .collect()
+    };
     while let Some((mut at, end, path)) = stack.pop() {
+        let top = path.is_empty();
         loop {
+            // A nested list may end exactly at its parent's end without a null record (ufbx
+            // reads such files); the top-level list needs its null record.
+            if !top && at == end {
+                break;
+            }
             if at + header > end {
-                let what = if path.is_empty() {
+                let what = if top {
                     "the FBX null record that ends the top-level nodes; the file ends early"
                 } else {
                     "an FBX node record or the null record that ends the list"
                 };
-                return bad(at, &path, what.into());
+                return bad(at, &names(&path), what.into());
             }
             let w = if wide { 8 } else { 4 };
             let record_end = read(at, wide)? as usize;
             let plen = read(at + 2 * w, wide)? as usize;
             let name_len = bytes[at + 3 * w] as usize;
-            if record_end == 0 {
+            if record_end == 0 && name_len == 0 {
                 // The null record closing this list.
                 break;
             }
             let name_end = at + header + name_len;
-            let node = String::from_utf8_lossy(bytes.get(at + header..name_end.min(end))?);
-            let mut here = path.clone();
-            here.push(crate::error::quote(&node));
+            let here = |path: &[(usize, usize)]| {
+                let mut h = names(path);
+                h.push(crate::error::quote(&String::from_utf8_lossy(
+                    &bytes[at + header..name_end.min(end)],
+                )));
+                h
+            };
             if record_end > end || record_end < name_end {
-                let parent = if path.is_empty() { "file" } else { "parent" };
+                let parent = if top { "file" } else { "parent" };
                 return bad(
                     at,
-                    &here,
+                    &here(&path),
                     format!(
                         "an FBX node record that ends inside its {parent} (it claims byte \
                          {record_end}, the {parent} ends at {end})"
@@ -839,7 +855,7 @@ fn binary_structure(bytes: &[u8], name: &Path) -> Option<Error> {
             if props_end > record_end {
                 return bad(
                     name_end,
-                    &here,
+                    &here(&path),
                     format!(
                         "{plen} bytes of FBX properties inside the record (it ends at byte \
                          {record_end})"
@@ -847,10 +863,12 @@ fn binary_structure(bytes: &[u8], name: &Path) -> Option<Error> {
                 );
             }
             if props_end < record_end {
-                if here.len() > 64 {
-                    return bad(at, &here, "FBX nodes nested at most 64 deep".into());
+                if path.len() >= 64 {
+                    return bad(at, &here(&path), "FBX nodes nested at most 64 deep".into());
                 }
-                stack.push((props_end, record_end, here));
+                let mut child = path.clone();
+                child.push((at + header, name_end));
+                stack.push((props_end, record_end, child));
             }
             at = record_end;
         }
@@ -858,6 +876,8 @@ fn binary_structure(bytes: &[u8], name: &Path) -> Option<Error> {
     None
 }
 
+/// Whether a baked key is one of the file's own keys or a half of one of its steps (not
+/// resampled).
 fn own_key(f: ufbx::BakedKeyFlags) -> bool {
     [
         ufbx::BakedKeyFlags::KEYFRAME,

@@ -338,8 +338,10 @@ static MAX_OUTPUT_BYTES: std::sync::atomic::AtomicU64 =
     std::sync::atomic::AtomicU64::new(DEFAULT_MAX_OUTPUT_BYTES);
 
 /// Sets the largest file any writer of this crate writes, in bytes, for the whole process (the
-/// CLI's `--max-output-mb`). A larger output is refused before it is written (for `.raa`,
-/// before it is sampled).
+/// CLI's `--max-output-mb`). A larger output is refused before it is written: `.skl`, `.glb`
+/// and `.ram` by their exact size; a `.raa` by an estimate made before it is sampled
+/// (keyframe lines times [`rite::RAA_LINE_BYTES`]), which lines of unusually long numbers can
+/// exceed.
 pub fn set_max_output_bytes(bytes: u64) {
     MAX_OUTPUT_BYTES.store(bytes, std::sync::atomic::Ordering::Relaxed);
 }

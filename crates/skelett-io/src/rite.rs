@@ -483,7 +483,12 @@ pub fn save(asset: &Asset, ram: impl AsRef<Path>) -> Result<(), Error> {
             source,
         };
         let mut file = std::fs::File::create(&raa).map_err(io)?;
-        write_animation(asset, 0, DEFAULT_FPS, &mut file).map_err(io)?;
+        if let Err(e) = write_animation(asset, 0, DEFAULT_FPS, &mut file) {
+            // No partial file left behind.
+            drop(file);
+            let _ = std::fs::remove_file(&raa);
+            return Err(io(e));
+        }
     }
     crate::write_file(ram, text.as_bytes())
 }
@@ -665,7 +670,8 @@ pub fn animation_to_string(asset: &Asset, index: usize, fps: f32) -> Option<Stri
 /// `Ok(false)` without clip `index`.
 ///
 /// # Errors
-/// The writer's.
+/// The writer's; `InvalidInput` when the lines' rotations (16 bytes each) would pass
+/// [`crate::max_output_bytes`] in memory.
 pub fn write_animation(
     asset: &Asset,
     index: usize,
@@ -677,6 +683,19 @@ pub fn write_animation(
     };
     let s = &asset.skeleton;
     let n = s.len();
+    // The rotations are held (16 bytes a line) between sampling and writing: bounded like the
+    // output, before anything is allocated.
+    let keys = raa_key_count(asset, index, fps).unwrap_or(0);
+    if keys.saturating_mul(16) > crate::max_output_bytes() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "{keys} keyframe lines would hold more than the output limit of {} bytes in \
+                 memory",
+                crate::max_output_bytes()
+            ),
+        ));
+    }
     let frames = usize::try_from(raa_frames(clip, fps)).unwrap_or(usize::MAX - 1);
     // Sampled frame by frame, written joint by joint (the file is track-major): only the
     // rotations, relative to the rest rotation, are kept between the two.

@@ -114,6 +114,8 @@ struct Lexer<'a> {
     pos: usize,
     line: usize,
     line_start: usize,
+    /// The column where the last token returned starts.
+    tok_column: usize,
     file: &'a Path,
 }
 
@@ -149,6 +151,7 @@ impl<'a> Lexer<'a> {
             let Some(&c) = self.b.get(self.pos) else {
                 return Ok(Tok::Eof);
             };
+            self.tok_column = self.pos.saturating_sub(self.line_start) + 1;
             match c {
                 b'\n' => {
                     self.newline();
@@ -274,8 +277,8 @@ impl<'a> Lexer<'a> {
         // Whether the last token was a number still waiting for its separator.
         let mut open_num = false;
         loop {
-            let column = (self.pos.saturating_sub(self.line_start) + 1) as u32;
             let tok = self.next()?;
+            let column = u32::try_from(self.tok_column).unwrap_or(u32::MAX);
             if let Tok::Sep(c) = tok {
                 if open_num {
                     if let Some(Value::Num(n)) = o.values.last_mut() {
@@ -378,6 +381,7 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
         pos: 16,
         line: 1,
         line_start: 0,
+        tok_column: 1,
         file: name,
     };
     let mut top = Vec::new();

@@ -175,6 +175,10 @@ fn counts_are_whole_numbers_read_exactly() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("a count (a whole number"), "{e}");
+    assert!(
+        e.starts_with("bad.x: line 5, column 3: "),
+        "the count's own place: {e}"
+    );
     let e = load(
         MESH.replacen(
             "4;0,1,2,3;;\n  MeshNormals",
