@@ -8,14 +8,11 @@ use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
 
+#[path = "common/reseal.rs"]
+mod reseal;
+
 fuzz_target!(|data: &[u8]| {
-    let mut b = data.to_vec();
-    if b.len() >= 20 {
-        let payload_len = (b.len() - 20) as u64;
-        b[8..16].copy_from_slice(&payload_len.to_le_bytes());
-        let crc = crc32fast::hash(&b[20..]);
-        b[16..20].copy_from_slice(&crc.to_le_bytes());
-    }
+    let b = reseal::reseal(data);
     if let Ok(asset) = skelett_io::native::from_bytes(&b, Path::new("fuzz.skl")) {
         let mut pose = skelett::Pose::rest(&asset.skeleton);
         for clip in &asset.clips {

@@ -1367,6 +1367,25 @@ fn bad_graphs_and_graph_scripts_fail_with_their_place_named() {
 }
 
 /// Runs `skelett ARGS` with a 10 s limit (killed past it): (exit code, stdout, stderr).
+/// Waits for `child` to end, killing it and failing the test once 10 s have passed since
+/// `start`; `what` names it in the failure.
+fn wait_limited(
+    child: &mut std::process::Child,
+    start: std::time::Instant,
+    what: &str,
+) -> std::process::ExitStatus {
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(10) {
+            child.kill().ok();
+            panic!("{what} ran past 10 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 fn skelett_limited(args: &[&str]) -> (Option<i32>, String, String) {
     use std::io::Read;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_skelett"))
@@ -1375,17 +1394,11 @@ fn skelett_limited(args: &[&str]) -> (Option<i32>, String, String) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let start = std::time::Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed() > std::time::Duration::from_secs(10) {
-            child.kill().ok();
-            panic!("skelett {args:?} ran past 10 s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let status = wait_limited(
+        &mut child,
+        std::time::Instant::now(),
+        &format!("skelett {args:?}"),
+    );
     let (mut out, mut err) = (String::new(), String::new());
     child
         .stdout
@@ -1524,16 +1537,7 @@ fn play_streams_its_output() {
     child.stdout.take().unwrap().read_exact(&mut head).unwrap();
     assert!(head.starts_with(b"{\"dt\":"), "{:?}", &head[..40]);
     // The pipe is closed here (the reader dropped).
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed() > std::time::Duration::from_secs(10) {
-            child.kill().ok();
-            panic!("play went on after its reader left");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let status = wait_limited(&mut child, start, "play after its reader left");
     let mut err = String::new();
     child
         .stderr
