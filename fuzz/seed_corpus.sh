@@ -70,3 +70,9 @@ cp "$here"/../examples/*.graph.json "$here/corpus/graph_file/"
 # Every writer round trip starts from the .skl files above.
 mkdir -p "$here/corpus/writers_round_trip"
 cp "$here/corpus/native_import/"*.skl "$here/corpus/writers_round_trip/"
+# Play scripts: the repository's (the Fox's runs to its end; the others name joints and
+# clips the Fox lacks, which exercises the checks) and the README's.
+mkdir -p "$here/corpus/play_script"
+cp "$here"/../scripts/*.json "$here"/../examples/*.script.json "$here/corpus/play_script/"
+awk '/^### `skelett play` scripts/{s=1} s&&/^```json/{p=1;next} p&&/^```/{exit} p' \
+  "$here/../README.md" > "$here/corpus/play_script/readme.json"

@@ -3,14 +3,13 @@
 //!
 //! Every subcommand that takes a FILE falls back to the embedded default character
 //! (`Fox.glb`, see `assets/Fox.LICENSE.md`) when none is given, so the binary needs nothing
-//! outside itself.
+//! outside itself. FILE `-` is standard input (`skelett_io::load_with`).
 
 mod batch;
 mod bench;
 mod compress;
 mod convert;
 mod inspect;
-mod play;
 mod render;
 mod retarget;
 mod sample;
@@ -20,22 +19,16 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use skelett_io::Asset;
-
-/// The error every command returns: any error, with its message for the user (Send + Sync so
-/// that batch work on rayon's pool can return it).
-pub(crate) type Error = Box<dyn std::error::Error + Send + Sync>;
-/// What every command returns.
-pub(crate) type Result<T> = std::result::Result<T, Error>;
-
-/// The embedded default character: Khronos' Fox (CC-BY 4.0, see `--help`).
-pub const DEFAULT_ASSET: &[u8] = include_bytes!("../assets/Fox.glb");
-const DEFAULT_NAME: &str = "Fox.glb (embedded)";
+// The library half (`lib.rs`), under the names the subcommands use (`crate::load`, ...).
+pub(crate) use skelett_cli::{
+    load, load_options, play, set_load_options, term_safe, term_text, Result,
+};
 
 const ABOUT: &str = "skelett: load, inspect, sample, compress and benchmark skeletal animation.";
 const LONG_ABOUT: &str = "\
 skelett loads animated characters (glTF, FBX, BVH, DirectX .x, RAM/RAA, .skl), plays their clips and reports what it
-finds. Every command that takes a FILE uses the embedded default character when none is given.
+finds. Every command that takes a FILE uses the embedded default character when none is given;
+FILE `-` reads standard input, recognising the format from its first bytes.
 
 Examples:
   skelett demo                          the main job: the Fox walks into a run, footsteps
@@ -43,6 +36,8 @@ Examples:
   skelett render model.glb --clip Walk --to Run --skeleton --out walk_run.gif
   skelett inspect                       the embedded Fox: joints, clips, meshes
   skelett inspect model.glb --json      the same for your file, as JSON
+  curl -s URL/model.glb | skelett inspect -
+                                        a file from standard input
   skelett sample model.glb --clip Run --times 0,0.5,1 --json
                                         world matrix of every joint at those times
   skelett play model.glb --script walk_to_run.json
@@ -105,17 +100,6 @@ impl LoadArgs {
             },
         }
     }
-}
-
-/// The load options of this run, set once from the command line before any command runs:
-/// they apply to every file a command reads, so they are process-wide rather than threaded
-/// through each command.
-static LOAD_OPTIONS: std::sync::OnceLock<skelett_io::LoadOptions> = std::sync::OnceLock::new();
-
-/// How to read files: what the command line asked for (the files' own units and axes by
-/// default).
-pub fn load_options() -> skelett_io::LoadOptions {
-    LOAD_OPTIONS.get().copied().unwrap_or_default()
 }
 
 #[derive(Subcommand)]
@@ -429,46 +413,6 @@ fn parse_cm(s: &str) -> std::result::Result<f32, String> {
     }
 }
 
-/// A name from a file made safe for a terminal, on one line: control characters (escape
-/// sequences and newlines among them) are written as Rust escapes instead of reaching the
-/// terminal.
-pub fn term_safe(s: &str) -> String {
-    escape_controls(s, |_| true).into_owned()
-}
-
-/// `s` with the control characters `escape` picks written as Rust escapes (`\u{1b}`).
-fn escape_controls(s: &str, escape: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
-    let hit = |c: char| c.is_control() && escape(c);
-    if !s.chars().any(hit) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    std::borrow::Cow::Owned(
-        s.chars()
-            .flat_map(|c| {
-                if hit(c) {
-                    c.escape_default().collect::<Vec<_>>()
-                } else {
-                    vec![c]
-                }
-            })
-            .collect(),
-    )
-}
-
-/// Loads FILE, or the embedded default when `None`; returns the asset and a display name.
-pub fn load(file: Option<&Path>) -> std::result::Result<(Asset, String), skelett_io::Error> {
-    match file {
-        Some(f) => Ok((
-            skelett_io::load_with(f, &load_options())?,
-            f.display().to_string(),
-        )),
-        None => Ok((
-            skelett_io::gltf::from_bytes(DEFAULT_ASSET, Path::new(DEFAULT_NAME))?,
-            DEFAULT_NAME.to_string(),
-        )),
-    }
-}
-
 /// `skelett view`.
 #[cfg(feature = "viewer")]
 fn view(
@@ -536,7 +480,7 @@ macro_rules! outln {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let _ = LOAD_OPTIONS.set(cli.load.options());
+    set_load_options(cli.load.options());
     if let Some(mb) = cli.load.max_input_mb {
         skelett_io::set_max_input_bytes(mb << 20);
     }
@@ -761,10 +705,4 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// Text for a terminal: control characters other than newline and tab written as Rust
-/// escapes (`\u{1b}`), so a joint named with an escape sequence cannot drive the terminal.
-pub fn term_text(s: &str) -> std::borrow::Cow<'_, str> {
-    escape_controls(s, |c| c != '\n' && c != '\t')
 }

@@ -898,8 +898,39 @@ impl<'a> ScriptPlayer<'a> {
                 e.utf8_error().valid_up_to()
             )
         })?;
+        Self::parse_unnamed(asset, &text, path, graph)
+    }
+
+    /// Parses and checks the script `text` for `asset`, as [`ScriptPlayer::load`] does;
+    /// `path` is what errors call it (and only the graph, when given, is read from a file).
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// let (fox, _) = skelett_cli::load(None)?;
+    /// let script = r#"{"duration": 1, "commands": [{"at": 0, "play": "Walk"}]}"#;
+    /// let player = skelett_cli::play::ScriptPlayer::parse(&fox, script, Path::new("s.json"), None)?;
+    /// let mut state = player.start()?;
+    /// player.run_due(&mut state, 0.0)?;
+    /// state.update(0.5);
+    /// player.check_done(&state)?;
+    /// # Ok::<(), skelett_cli::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// The script is not the JSON described in the README, or names clips, joints or layers
+    /// the asset or graph lacks; the message names `path` and the element.
+    pub fn parse(asset: &'a Asset, text: &str, path: &Path, graph: Option<&Path>) -> Result<Self> {
+        Self::parse_unnamed(asset, text, path, graph).map_err(|e| named(path, graph, e))
+    }
+
+    fn parse_unnamed(
+        asset: &'a Asset,
+        text: &str,
+        path: &Path,
+        graph: Option<&Path>,
+    ) -> Result<Self> {
         let script: Script =
-            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            serde_json::from_str(text).map_err(|e| format!("{}: {e}", path.display()))?;
         let mut clips: Vec<Arc<Clip>> = asset.clips.clone();
         for (i, e) in script.events.iter().enumerate() {
             let ci = asset

@@ -1415,6 +1415,81 @@ fn skelett_limited(args: &[&str]) -> (Option<i32>, String, String) {
     (status.code(), out, err)
 }
 
+/// `skelett ARGS` with `input` on standard input, under the 10 s limit: (exit code, stdout,
+/// stderr).
+fn skelett_stdin(args: &[&str], input: Vec<u8>) -> (Option<i32>, String, String) {
+    use std::io::{Read, Write};
+    let start = std::time::Instant::now();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_skelett"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // A refused input closes the pipe early: a broken pipe here is the command's choice.
+    let writer = std::thread::spawn(move || stdin.write_all(&input).ok());
+    let mut out_pipe = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        out_pipe.read_to_string(&mut out).unwrap();
+        out
+    });
+    let status = wait_limited(&mut child, start, &format!("skelett {args:?} < input"));
+    writer.join().unwrap();
+    let out = reader.join().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (status.code(), out, err)
+}
+
+/// FILE `-` is standard input: each format skelett recognises by content gives what its path
+/// gives (apart from the name), under the same size limit; bytes of no known format are
+/// refused at byte 0 naming standard input.
+#[test]
+fn standard_input_reads_by_content() {
+    for rel in [
+        "gltf/Fox.glb",
+        "gltf/SimpleSkin.gltf",
+        "bvh/01_03.bvh",
+        "fbx/ozz_robot.fbx",
+        "x/anim_test.x",
+    ] {
+        let path = data(rel);
+        let (ok, want, err) = skelett(&["inspect", "--json", path.to_str().unwrap()]);
+        assert!(ok, "{err}");
+        // The name (and a BVH clip, named after its file) is standard input's.
+        let stem = path.file_stem().unwrap().to_str().unwrap();
+        let want = want
+            .replace(path.to_str().unwrap(), "(standard input)")
+            .replace(&format!("\"{stem}\""), "\"(standard input)\"");
+        let (code, got, err) =
+            skelett_stdin(&["inspect", "--json", "-"], std::fs::read(&path).unwrap());
+        assert_eq!(code, Some(0), "{rel}: {err}");
+        assert_eq!(got, want, "{rel}");
+    }
+    let (code, _, err) = skelett_stdin(&["inspect", "-"], b"not an asset\n".to_vec());
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("(standard input): byte 0") && err.contains("BVH"),
+        "{err}"
+    );
+    let capture = std::fs::read(data("bvh/01_01.bvh")).unwrap();
+    assert!(capture.len() > 1 << 20);
+    let (code, _, err) = skelett_stdin(&["inspect", "-", "--max-input-mb", "1"], capture);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("(standard input)") && err.contains("input limit"),
+        "{err}"
+    );
+}
+
 /// Hostile inputs end by themselves, quickly, with a clean error naming the problem: a link
 /// to /dev/zero and a FIFO (refused before opening: not regular files), a file over
 /// `--max-input-mb`, an absurd `bench --rounds`, a 999-joint BVH whose `Frame Time 1e30`

@@ -24,7 +24,8 @@
 //! | [`rite`] | `.ram` + `.raa` | which `.raa` | `.ram` + `.raa` |
 //! | [`native`] | `.skl` (skelett's own) | — | `.skl` |
 //!
-//! [`load`] and [`load_with`] pick the module by extension. Every reader returns
+//! [`load`] and [`load_with`] pick the module by extension ([`from_bytes_with`] and the path
+//! `-`, standard input, by content). Every reader returns
 //! [`Error`] (`#[non_exhaustive]`), whose variants name the file as a `PathBuf` and where in
 //! it the problem is.
 //!
@@ -293,7 +294,6 @@ pub fn max_input_bytes() -> u64 {
 /// # Errors
 /// [`Error::Io`] naming the file: it cannot be read, is not a regular file, or is too large.
 pub fn read_input(path: &Path) -> Result<Vec<u8>, Error> {
-    use std::io::Read;
     let io = |source: std::io::Error| Error::Io {
         file: path.to_path_buf(),
         source,
@@ -303,31 +303,138 @@ pub fn read_input(path: &Path) -> Result<Vec<u8>, Error> {
     if !meta.is_file() {
         return Err(refuse(
             std::io::ErrorKind::InvalidInput,
-            "not a regular file (a folder, device or pipe); skelett reads regular files".into(),
+            "not a regular file (a folder, device or pipe); skelett reads regular files (an \
+             asset may also come from standard input, given as `-`)"
+                .into(),
         ));
     }
-    let max = max_input_bytes();
-    let too_big = |len: u64| {
-        refuse(
-            std::io::ErrorKind::InvalidData,
-            format!(
-                "{len} bytes or more, above the input limit of {max} bytes (skelett's \
-                 --max-input-mb raises it)"
-            ),
-        )
-    };
-    if meta.len() > max {
-        return Err(too_big(meta.len()));
+    if meta.len() > max_input_bytes() {
+        return Err(too_big(path, meta.len()));
     }
     let file = std::fs::File::open(path).map_err(io)?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(max.saturating_add(1))
+    read_bounded(file, meta.len(), path)
+}
+
+/// Reads `from` to its end, refusing more than [`max_input_bytes`] (read up to one byte past
+/// the limit, so nothing larger is ever held).
+fn read_bounded(from: impl std::io::Read, hint: u64, name: &Path) -> Result<Vec<u8>, Error> {
+    use std::io::Read;
+    let max = max_input_bytes();
+    let mut bytes = Vec::with_capacity(hint.min(max) as usize);
+    from.take(max.saturating_add(1))
         .read_to_end(&mut bytes)
-        .map_err(io)?;
+        .map_err(|source| Error::Io {
+            file: name.to_path_buf(),
+            source,
+        })?;
     if bytes.len() as u64 > max {
-        return Err(too_big(bytes.len() as u64));
+        return Err(too_big(name, bytes.len() as u64));
     }
     Ok(bytes)
+}
+
+/// The error for an input of `len` bytes or more, past [`max_input_bytes`].
+fn too_big(name: &Path, len: u64) -> Error {
+    Error::Io {
+        file: name.to_path_buf(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{len} bytes or more, above the input limit of {} bytes (skelett's \
+                 --max-input-mb raises it)",
+                max_input_bytes()
+            ),
+        ),
+    }
+}
+
+/// The path that means standard input to [`load`] and [`load_with`]: `-`.
+pub const STDIN_PATH: &str = "-";
+
+/// The name errors give standard input.
+pub const STDIN_NAME: &str = "(standard input)";
+
+/// Reads standard input to its end, no more than [`max_input_bytes`].
+///
+/// # Errors
+/// [`Error::Io`] naming standard input: it cannot be read or is too large.
+pub fn read_stdin() -> Result<Vec<u8>, Error> {
+    read_bounded(std::io::stdin().lock(), 0, Path::new(STDIN_NAME))
+}
+
+/// A format [`sniff`] recognises from a file's first bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Binary glTF (`glTF` magic).
+    Glb,
+    /// glTF JSON (text that opens a JSON object).
+    Gltf,
+    /// skelett's own `.skl` ([`native::MAGIC`]).
+    Skl,
+    /// FBX, binary (`Kaydara FBX Binary`) or ASCII (`; FBX` or an `FBXHeaderExtension`).
+    Fbx,
+    /// BVH (`HIERARCHY`).
+    Bvh,
+    /// DirectX `.x` (`xof `).
+    X,
+}
+
+/// Recognises a format from the first bytes of a file, as [`from_bytes_with`] does for
+/// standard input; `None` when none matches (a RAM/RAA pair, which is two files, or
+/// something skelett does not read).
+///
+/// ```
+/// use skelett_io::{sniff, Format};
+/// assert_eq!(sniff(b"HIERARCHY\nROOT Hips"), Some(Format::Bvh));
+/// assert_eq!(sniff(b"xof 0303txt 0032\n"), Some(Format::X));
+/// assert_eq!(sniff(b"hello"), None);
+/// ```
+pub fn sniff(bytes: &[u8]) -> Option<Format> {
+    let head = &bytes[..bytes.len().min(4096)];
+    let text = String::from_utf8_lossy(head);
+    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+    if head.starts_with(b"glTF") {
+        Some(Format::Glb)
+    } else if head.starts_with(native::MAGIC) {
+        Some(Format::Skl)
+    } else if head.starts_with(b"Kaydara FBX Binary")
+        || trimmed.starts_with("; FBX")
+        || trimmed.starts_with("FBXHeaderExtension")
+    {
+        Some(Format::Fbx)
+    } else if trimmed.starts_with("HIERARCHY") {
+        Some(Format::Bvh)
+    } else if head.starts_with(b"xof ") {
+        Some(Format::X)
+    } else if trimmed.starts_with('{') {
+        Some(Format::Gltf)
+    } else {
+        None
+    }
+}
+
+/// Loads an asset from memory, choosing the format from its first bytes ([`sniff`]); `name`
+/// is what errors call it. A glTF JSON file read this way can only use embedded (`data:`)
+/// buffers, and a RAM/RAA pair, being two files, is not recognised.
+///
+/// # Errors
+/// [`Error::Malformed`] at byte 0 when no format matches, otherwise the format's errors.
+pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &LoadOptions) -> Result<Asset, Error> {
+    match sniff(bytes) {
+        Some(Format::Glb | Format::Gltf) => gltf::from_bytes(bytes, name),
+        Some(Format::Skl) => native::from_bytes(bytes, name),
+        Some(Format::Fbx) => fbx::from_bytes_with(bytes, name, &options.fbx),
+        Some(Format::Bvh) => bvh::from_bytes(bytes, name),
+        Some(Format::X) => x::from_bytes_with(bytes, name, &options.x),
+        None => Err(Error::Malformed {
+            file: name.to_path_buf(),
+            offset: 0,
+            expected: "the start of a format skelett recognises from its content: glTF \
+                       (binary, or JSON with embedded buffers), .skl, FBX, BVH or DirectX .x \
+                       (a RAM/RAA pair is two files: give the .ram's path)"
+                .into(),
+        }),
+    }
 }
 
 /// The output size limit every writer starts with: 1 GiB (the largest file the shared data
@@ -539,7 +646,8 @@ pub struct LoadOptions {
 }
 
 /// Loads an asset, choosing the format from the file's extension, with every file's own
-/// units and axes ([`LoadOptions::default`]).
+/// units and axes ([`LoadOptions::default`]). The path `-` reads standard input, choosing
+/// the format from its first bytes ([`from_bytes_with`]).
 ///
 /// # Errors
 /// [`Error::UnknownFormat`] for an unknown extension, otherwise the format's errors.
@@ -547,7 +655,8 @@ pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
     load_with(path, &LoadOptions::default())
 }
 
-/// Loads an asset, choosing the format from the file's extension, with format options.
+/// Loads an asset, choosing the format from the file's extension, with format options; the
+/// path `-` reads standard input ([`from_bytes_with`]).
 ///
 /// ```no_run
 /// use skelett_io::{fbx, LoadOptions};
@@ -560,6 +669,9 @@ pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
 /// [`Error::UnknownFormat`] for an unknown extension, otherwise the format's errors.
 pub fn load_with(path: impl AsRef<Path>, options: &LoadOptions) -> Result<Asset, Error> {
     let path = path.as_ref();
+    if path == Path::new(STDIN_PATH) {
+        return from_bytes_with(&read_stdin()?, Path::new(STDIN_NAME), options);
+    }
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
