@@ -1001,7 +1001,6 @@ fn mesh_primitive(
     let mut normals = Vec::with_capacity(corners.len());
     let mut uvs = Vec::with_capacity(corners.len());
     let mut tangents = Vec::with_capacity(if has_tangents { corners.len() } else { 0 });
-    let mut dropped = 0usize;
     let mut unweighted = 0usize;
     let mut per_vertex: Vec<Vec<(u16, f32)>> = Vec::with_capacity(corners.len());
     let mut control_points: Vec<u32> = Vec::with_capacity(corners.len());
@@ -1053,9 +1052,6 @@ fn mesh_primitive(
                 }
             }
         }
-        if inf.len() > 8 {
-            dropped += 1;
-        }
         if inf.is_empty() {
             if let Some(slot) = rigid {
                 unweighted += 1;
@@ -1064,18 +1060,18 @@ fn mesh_primitive(
         }
         per_vertex.push(inf);
     }
-    let (influences, joints, weights) = crate::pack_influences(&mut per_vertex);
+    let packed = crate::pack_influences(&mut per_vertex);
     if unweighted > 0 && deformer.is_some() {
         warnings.push(format!(
             "mesh {mesh_name:?}: {unweighted} face corners have no bone weights; they follow \
              the mesh's node"
         ));
     }
-    if dropped > 0 {
-        warnings.push(format!(
-            "mesh {mesh_name:?}: {dropped} face corners had more than 8 weights; the 8 heaviest were kept"
-        ));
-    }
+    warnings.extend(crate::reduced_warning(
+        mesh_name,
+        packed.reduced,
+        "face corners",
+    ));
     let n = positions.len() as u32;
     // Blend shapes: offsets per control point, spread to its face corners.
     if (corners.len() as u64).saturating_mul(shapes.len() as u64) > cap as u64 * 4 {
@@ -1127,9 +1123,9 @@ fn mesh_primitive(
         normals: nrm.exists.then_some(normals),
         tangents: has_tangents.then_some(tangents),
         uvs: uv.exists.then_some(uvs),
-        influences,
-        joints,
-        weights,
+        influences: packed.influences,
+        joints: packed.joints,
+        weights: packed.weights,
         indices: (0..n).collect(),
         base_color_texture: None,
         base_color: Vec4::ONE,

@@ -539,20 +539,50 @@ pub(crate) fn dedupe_names(names: &mut [String], tags: &[usize], warnings: &mut 
     }
 }
 
-/// Packs per-vertex influence lists (palette entry, weight) into `influences` slots per
-/// vertex (4, or 8 where a vertex has more than 4): the heaviest kept, weights normalised
-/// to sum to 1 (all 0 for a vertex without any). Returns (influences, joints, weights).
-pub(crate) fn pack_influences(per_vertex: &mut [Vec<(u16, f32)>]) -> (usize, Vec<u16>, Vec<f32>) {
+/// The most influences a vertex keeps (the runtime's widest layout, 8 per vertex).
+pub const MAX_INFLUENCES: usize = 8;
+
+/// Per-vertex influences packed into fixed slots by [`pack_influences`].
+pub(crate) struct Packed {
+    /// Slots per vertex: 4, or 8 where a vertex has more than 4.
+    pub influences: usize,
+    /// Palette entries, `influences` per vertex.
+    pub joints: Vec<u16>,
+    /// Weights, normalised to sum to 1 per vertex (all 0 for a vertex without any).
+    pub weights: Vec<f32>,
+    /// Vertices that had more than [`MAX_INFLUENCES`] influences, reduced to the heaviest.
+    pub reduced: usize,
+}
+
+/// The warning for `count` `what` ("vertices", "face corners") of `mesh` reduced to
+/// [`MAX_INFLUENCES`] by [`pack_influences`], if any.
+pub(crate) fn reduced_warning(mesh: &str, count: usize, what: &str) -> Option<String> {
+    (count > 0).then(|| {
+        format!(
+            "mesh {mesh:?}: {count} {what} had more than {MAX_INFLUENCES} bone weights; the \
+             {MAX_INFLUENCES} heaviest were kept and renormalised"
+        )
+    })
+}
+
+/// Packs per-vertex influence lists (palette entry, weight) into 4 or 8 slots per vertex:
+/// the heaviest kept, weights normalised to sum to 1, and the vertices that had more than
+/// [`MAX_INFLUENCES`] counted so the reader can say so.
+pub(crate) fn pack_influences(per_vertex: &mut [Vec<(u16, f32)>]) -> Packed {
     let per = if per_vertex.iter().all(|w| w.len() <= 4) {
         4
     } else {
-        8
+        MAX_INFLUENCES
     };
     let mut joints = Vec::with_capacity(per_vertex.len() * per);
     let mut weights = Vec::with_capacity(per_vertex.len() * per);
+    let mut reduced = 0;
     for inf in per_vertex.iter_mut() {
         inf.sort_by(|a, b| b.1.total_cmp(&a.1));
-        inf.truncate(per);
+        if inf.len() > per {
+            reduced += 1;
+            inf.truncate(per);
+        }
         let sum: f32 = inf.iter().map(|x| x.1).sum();
         for k in 0..per {
             let (j, w) = inf.get(k).copied().unwrap_or((0, 0.0));
@@ -560,7 +590,12 @@ pub(crate) fn pack_influences(per_vertex: &mut [Vec<(u16, f32)>]) -> (usize, Vec
             weights.push(if sum > 0.0 { w / sum } else { 0.0 });
         }
     }
-    (per, joints, weights)
+    Packed {
+        influences: per,
+        joints,
+        weights,
+        reduced,
+    }
 }
 
 impl Asset {
@@ -597,28 +632,31 @@ impl Asset {
 }
 
 /// An untextured white primitive (the formats without materials): positions, optional
-/// normals and UVs, each vertex's influences (packed by [`pack_influences`]), triangles.
+/// normals and UVs, each vertex's influences (packed by [`pack_influences`]), triangles;
+/// with the number of vertices that had more than [`MAX_INFLUENCES`] (see
+/// [`reduced_warning`]).
 pub(crate) fn plain_primitive(
     positions: Vec<glam::Vec3>,
     normals: Option<Vec<glam::Vec3>>,
     uvs: Option<Vec<glam::Vec2>>,
     per_vertex: &mut [Vec<(u16, f32)>],
     indices: Vec<u32>,
-) -> skelett::MeshPrimitive {
-    let (influences, joints, weights) = pack_influences(per_vertex);
-    skelett::MeshPrimitive {
+) -> (skelett::MeshPrimitive, usize) {
+    let packed = pack_influences(per_vertex);
+    let primitive = skelett::MeshPrimitive {
         positions,
         normals,
         tangents: None,
         uvs,
-        influences,
-        joints,
-        weights,
+        influences: packed.influences,
+        joints: packed.joints,
+        weights: packed.weights,
         indices,
         base_color_texture: None,
         base_color: glam::Vec4::ONE,
         morph_targets: Vec::new(),
-    }
+    };
+    (primitive, packed.reduced)
 }
 
 /// The file extensions [`load`] understands.

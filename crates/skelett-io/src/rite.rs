@@ -267,7 +267,11 @@ pub fn from_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
 
     let mut meshes = Vec::new();
     let mut skins = Vec::new();
+    let mut warnings = Vec::new();
     if t.peek().is_some() {
+        let mesh_name = ram_name
+            .file_stem()
+            .map_or("mesh".into(), |s| s.to_string_lossy().into_owned());
         let read_items = |t: &mut Tokens,
                           key: &str,
                           dims: usize|
@@ -346,7 +350,13 @@ pub fn from_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
             .iter()
             .map(|&(v, _, _)| per_vertex[v].clone())
             .collect();
-        let prim = crate::plain_primitive(
+        // Counted on the file's vertices (each is spread to its face corners below).
+        let reduced = per_vertex
+            .iter()
+            .filter(|v| v.len() > crate::MAX_INFLUENCES)
+            .count();
+        warnings.extend(crate::reduced_warning(&mesh_name, reduced, "vertices"));
+        let (prim, _) = crate::plain_primitive(
             corners
                 .iter()
                 .map(|c| Vec3::from_slice(&pos[c.0 * 3..]))
@@ -367,9 +377,7 @@ pub fn from_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
             indices,
         );
         let mesh = SkinnedMesh {
-            name: ram_name
-                .file_stem()
-                .map_or("mesh".into(), |s| s.to_string_lossy().into_owned()),
+            name: mesh_name,
             skin: 0,
             primitives: vec![prim],
             morph_channels: Vec::new(),
@@ -448,7 +456,7 @@ pub fn from_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
             .map_err(|e| Error::build(raa_name.to_path_buf(), "tracks", e))?;
         clips.push(Arc::new(clip));
     }
-    Asset::read(ram_name, skeleton, skins, meshes, clips, Vec::new())
+    Asset::read(ram_name, skeleton, skins, meshes, clips, warnings)
 }
 
 /// Writes an asset as a `.ram` file ([`to_string`]) and, if it has a clip, its first clip

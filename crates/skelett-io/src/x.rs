@@ -782,16 +782,13 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
         }
         let skin = Skin::new(format!("{mname} skin"), skin_joints, ibm)
             .map_err(|e| Error::build(name.to_path_buf(), format!("Mesh {mname}"), e))?;
+        let (primitive, reduced) =
+            crate::plain_primitive(positions, normals, uvs, &mut influences, indices);
+        warnings.extend(crate::reduced_warning(&mname, reduced, "vertices"));
         let mesh = SkinnedMesh {
             name: mname.clone(),
             skin: skins.len(),
-            primitives: vec![crate::plain_primitive(
-                positions,
-                normals,
-                uvs,
-                &mut influences,
-                indices,
-            )],
+            primitives: vec![primitive],
             morph_channels: Vec::new(),
             morph_full_weights: Vec::new(),
         };
