@@ -39,14 +39,18 @@ pub fn load_selected(
     Ok(asset.with_only_clip(i))
 }
 
-/// Every file below `dir`, sorted.
+/// Every file below `dir`, sorted. Links to folders are listed, not followed (so a walk
+/// stays inside `dir` and cannot loop); they are then skipped like any other entry that is
+/// not an animation file.
 fn files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))? {
-            let p = e?.path();
-            if p.is_dir() {
+            let e = e?;
+            let p = e.path();
+            // `DirEntry::file_type` does not follow links: a link to a folder is not a folder.
+            if e.file_type()?.is_dir() {
                 stack.push(p);
             } else {
                 out.push(p);

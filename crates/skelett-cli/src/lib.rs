@@ -75,6 +75,8 @@ pub fn load(file: Option<&Path>) -> std::result::Result<(Asset, String), skelett
 ///
 /// ```
 /// assert_eq!(skelett_cli::term_text("a\u{1b}[31m\tb\n"), "a\\u{1b}[31m\tb\n");
+/// // A right-to-left override, as a JSON-valid escape.
+/// assert_eq!(skelett_cli::term_text("x\u{202e}y"), "x\\u202ey");
 /// ```
 pub fn term_text(s: &str) -> std::borrow::Cow<'_, str> {
     escape_controls(s, |c| c != '\n' && c != '\t')
@@ -91,21 +93,29 @@ pub fn term_safe(s: &str) -> String {
     escape_controls(s, |_| true).into_owned()
 }
 
-/// `s` with the control characters `escape` picks written as Rust escapes (`\u{1b}`).
+/// `s` with the characters that can drive or mislead a terminal written as escapes: the
+/// control characters `escape` picks as Rust escapes (`\u{1b}`), and the C1 controls, the
+/// bidirectional overrides and isolates and the line and paragraph separators as `\u202e`.
+/// That second form is also a valid JSON escape: serde_json escapes C0 controls itself but
+/// leaves these raw inside strings, so JSON output stays valid JSON.
 fn escape_controls(s: &str, escape: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
-    let hit = |c: char| c.is_control() && escape(c);
+    let wide = |c: char| {
+        matches!(c, '\u{80}'..='\u{9f}' | '\u{061c}' | '\u{200e}' | '\u{200f}'
+            | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    let hit = |c: char| wide(c) || (c.is_control() && escape(c));
     if !s.chars().any(hit) {
         return std::borrow::Cow::Borrowed(s);
     }
-    std::borrow::Cow::Owned(
-        s.chars()
-            .flat_map(|c| {
-                if hit(c) {
-                    c.escape_default().collect::<Vec<_>>()
-                } else {
-                    vec![c]
-                }
-            })
-            .collect(),
-    )
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if wide(c) {
+            out += &format!("\\u{:04x}", c as u32);
+        } else if hit(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }

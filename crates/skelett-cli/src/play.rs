@@ -675,7 +675,15 @@ fn run_ik(
                         .map_err(|e| format!("ik chain {:?}: {e}", s.joints))?;
                     let mut reach = ik::Reach::new(point(s.target));
                     if let Some(n) = s.iterations {
-                        reach.iterations = n.min(10_000);
+                        if n > MAX_IK_ITERATIONS {
+                            return Err(format!(
+                                "ik chain: \"iterations\": {n}, more than the \
+                                 {MAX_IK_ITERATIONS} a step takes (FABRIK and CCD converge in \
+                                 tens)"
+                            )
+                            .into());
+                        }
+                        reach.iterations = n;
                     }
                     let solver = match s.solver.as_deref().unwrap_or("fabrik") {
                         "fabrik" => ChainSolver::Fabrik,
@@ -1082,6 +1090,9 @@ impl<'a> ScriptPlayer<'a> {
 /// The most steps one `play` run takes (a day at 120 Hz).
 const MAX_STEPS: usize = 10_368_000;
 
+/// The most iterations a script's chain IK takes per step (a bound on a step's cost).
+const MAX_IK_ITERATIONS: u32 = 1_000;
+
 /// Runs `skelett play`, writing each step to `out` as it is computed: a long run at a small
 /// `--dt` with `--joints` never holds its whole output (text or JSON) in memory. A closed pipe
 /// (`skelett play ... | head`) ends the run quietly. A script error found during the run
@@ -1115,7 +1126,11 @@ pub fn run(
     let skin_joints = asset.skin_joints(0);
     let root = asset.skeleton.root_transform();
     let mut model = vec![Mat4::IDENTITY; asset.skeleton.len()];
-    let mut sink = Sink { out, json };
+    let mut sink = Sink {
+        out,
+        json,
+        written: 0,
+    };
     let opened = if json {
         // The bytes serde_json's value writes for the whole object (keys sorted, numbers as
         // f64), with the steps streamed.
@@ -1239,12 +1254,27 @@ fn named(script: &Path, graph: Option<&Path>, e: crate::Error) -> crate::Error {
 struct Sink<'w> {
     out: &'w mut dyn std::io::Write,
     json: bool,
+    /// Bytes written so far, held to the output limit (`--max-output-mb`).
+    written: u64,
 }
 
 impl Sink<'_> {
-    /// Writes `s` with control characters escaped, as every command's output is.
+    /// Writes `s` with control characters escaped, as every command's output is; refuses
+    /// to pass the output limit.
     fn put(&mut self, s: &str) -> std::io::Result<()> {
-        self.out.write_all(crate::term_text(s).as_bytes())
+        let text = crate::term_text(s);
+        self.written = self.written.saturating_add(text.len() as u64);
+        let max = skelett_io::max_output_bytes();
+        if self.written > max {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::FileTooLarge,
+                format!(
+                    "the output passed the output limit of {max} bytes (--max-output-mb \
+                     raises it)"
+                ),
+            ));
+        }
+        self.out.write_all(text.as_bytes())
     }
 
     /// Step `i` as a JSON array element, or as text lines (steps with nothing to say are

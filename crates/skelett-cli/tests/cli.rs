@@ -1686,3 +1686,159 @@ fn hostile_play_scripts_end_cleanly() {
     }
     assert!(ok > 0 && refused > 10, "{ok} played, {refused} refused");
 }
+
+/// What a sceptical trial of the hostile-input work found, each ending cleanly now: a FIFO
+/// as an output (refused, not blocking); a link to the parent folder inside a folder being
+/// converted (not followed); a .gltf whose external buffer declares more than the input
+/// limit (refused before reading it); `play` output past `--max-output-mb`; chain IK asking
+/// for more iterations than a step takes; a .ram without its .raa (a warning); joint names
+/// with a C1 control and a right-to-left override (`inspect --json` stays valid JSON and
+/// gives the names back; the text shows them escaped).
+#[test]
+fn hostile_inputs_found_by_the_trial_end_cleanly() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("hostile_trial");
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::create_dir_all(&dir).unwrap();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let fox = data("gltf/Fox.glb");
+
+    let fifo = dir.join("out.glb");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let (code, _, err) = skelett_limited(&["convert", &s(&fox), &s(&fifo)]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("out.glb") && err.contains("not a regular file"),
+        "{err}"
+    );
+    let gif = dir.join("out.gif");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&gif)
+        .status()
+        .unwrap()
+        .success());
+    if have_gpu() {
+        let (code, _, err) = skelett_limited(&[
+            "render",
+            "--size",
+            "64x64",
+            "--seconds",
+            "0.1",
+            "--out",
+            &s(&gif),
+        ]);
+        assert_eq!(code, Some(1), "{err}");
+        assert!(err.contains("not a regular file"), "{err}");
+    }
+
+    let input = dir.join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::copy(data("gltf/RiggedSimple.glb"), input.join("a.glb")).unwrap();
+    std::os::unix::fs::symlink("..", input.join("up")).unwrap();
+    let (ok, out, err) = skelett(&[
+        "convert",
+        &s(&input),
+        &s(&dir.join("converted")),
+        "--to",
+        "skl",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("converted 1 of 2 files, skipped 1"), "{out}");
+    assert!(!dir.join("converted/up").exists());
+
+    let gltf = dir.join("big_buffer.gltf");
+    std::fs::write(
+        &gltf,
+        r#"{"asset":{"version":"2.0"},"buffers":[{"uri":"big.bin","byteLength":3221225472}]}"#,
+    )
+    .unwrap();
+    let (code, _, err) = skelett_limited(&["inspect", &s(&gltf), "--max-input-mb", "1"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("buffers[0]") && err.contains("input limit"),
+        "{err}"
+    );
+
+    let script = dir.join("long.json");
+    std::fs::write(
+        &script,
+        r#"{"duration": 100, "commands": [{"at": 0, "play": "Run"}]}"#,
+    )
+    .unwrap();
+    // Into a file (a pipe nobody reads while it runs would fill and block it).
+    let out_file = dir.join("long.out");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_skelett"))
+        .args([
+            "play",
+            "--script",
+            &s(&script),
+            "--joints",
+            "--json",
+            "--max-output-mb",
+            "1",
+        ])
+        .stdout(std::fs::File::create(&out_file).unwrap())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait_limited(&mut child, std::time::Instant::now(), "play past the limit");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("output limit") && err.contains("--max-output-mb"),
+        "{err}"
+    );
+    let written = std::fs::metadata(&out_file).unwrap().len();
+    assert!(written > 1 << 19 && written <= 1 << 20, "{written} bytes");
+    let ik = dir.join("ik.json");
+    std::fs::write(
+        &ik,
+        r#"{"commands": [{"at": 0, "play": "Run"}, {"at": 0.1, "ik": {"chain": {"joints": ["b_Hip_01", "b_Spine01_02", "b_Spine02_03"], "target": [0, 100, 0], "iterations": 4000000000}}}]}"#,
+    )
+    .unwrap();
+    let (code, _, err) = skelett_limited(&["play", "--script", &s(&ik)]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("iterations") && err.contains("1000"), "{err}");
+
+    let (ok, _, err) = skelett(&[
+        "convert",
+        &s(&data("gltf/RiggedSimple.glb")),
+        &s(&dir.join("m.ram")),
+    ]);
+    assert!(ok, "{err}");
+    std::fs::remove_file(dir.join("m.raa")).unwrap();
+    let (ok, out, err) = skelett(&["inspect", &s(&dir.join("m.ram"))]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("no animation") && out.contains("m.raa"),
+        "{out}"
+    );
+
+    let bvh = dir.join("names.bvh");
+    std::fs::write(
+        &bvh,
+        "HIERARCHY\nROOT a\u{85}b\n{\nOFFSET 0 0 0\nCHANNELS 3 Zrotation Xrotation Yrotation\nJOINT c\u{202e}d\n{\nOFFSET 0 1 0\nCHANNELS 3 Zrotation Xrotation Yrotation\nEnd Site\n{\nOFFSET 0 1 0\n}\n}\n}\nMOTION\nFrames: 1\nFrame Time: 0.1\n0 0 0 0 0 0\n",
+    )
+    .unwrap();
+    let (ok, out, err) = skelett(&["inspect", "--json", &s(&bvh)]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("valid JSON");
+    let names: Vec<&str> = v["skeleton"]["tree"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a\u{85}b", "c\u{202e}d", "c\u{202e}d_End"]);
+    let (ok, out, err) = skelett(&["inspect", &s(&bvh)]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("a\\u0085b") && out.contains("c\\u202ed"),
+        "{out}"
+    );
+    assert!(!out.contains('\u{85}') && !out.contains('\u{202e}'));
+}

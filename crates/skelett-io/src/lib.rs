@@ -494,12 +494,33 @@ pub(crate) fn check_for_writing(asset: &Asset, path: &Path) -> Result<(), Error>
     })
 }
 
-/// Writes a whole file; its errors name the file.
+/// Creates (or truncates) an output file, refusing a path that exists and is not a regular
+/// file: a FIFO would block until something reads it, a device would take the bytes.
+///
+/// # Errors
+/// The operating system's error, or `InvalidInput` for a path that is not a regular file.
+pub fn create_output(path: &Path) -> std::io::Result<std::fs::File> {
+    if let Ok(meta) = std::fs::metadata(path) {
+        if !meta.is_file() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "exists and is not a regular file (a folder, device or pipe); skelett writes \
+                 regular files",
+            ));
+        }
+    }
+    std::fs::File::create(path)
+}
+
+/// Writes a whole file ([`create_output`]); its errors name the file.
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    std::fs::write(path, bytes).map_err(|source| Error::Io {
-        file: path.to_path_buf(),
-        source,
-    })
+    use std::io::Write as _;
+    create_output(path)
+        .and_then(|mut f| f.write_all(bytes))
+        .map_err(|source| Error::Io {
+            file: path.to_path_buf(),
+            source,
+        })
 }
 
 /// `candidate(*next)` if `taken` lacks it, else the first `candidate(k)` for `k` counting up

@@ -205,7 +205,15 @@ pub fn load_with(ram: impl AsRef<Path>, options: &Options) -> Result<Asset, Erro
     let model = read(ram)?;
     let anim = raa.map(read).transpose()?;
     let raa_name = raa.map(Path::to_path_buf);
-    from_str(&model, ram, anim.as_deref().zip(raa_name.as_deref()))
+    let mut asset = from_str(&model, ram, anim.as_deref().zip(raa_name.as_deref()))?;
+    if raa.is_none() {
+        asset.warnings.push(format!(
+            "no animation: {} is not beside the model (a RAM file holds no clips; give the \
+             .raa with the .ram's name)",
+            beside.display()
+        ));
+    }
+    Ok(asset)
 }
 
 /// Reads RAM text (and RAA text with its name); names are used in errors.
@@ -490,7 +498,7 @@ pub fn save(asset: &Asset, ram: impl AsRef<Path>) -> Result<(), Error> {
             file: raa.clone(),
             source,
         };
-        let mut file = std::fs::File::create(&raa).map_err(io)?;
+        let mut file = crate::create_output(&raa).map_err(io)?;
         if let Err(e) = write_animation(asset, 0, DEFAULT_FPS, &mut file) {
             // No partial file left behind.
             drop(file);
@@ -712,7 +720,19 @@ pub fn write_animation(
         .iter()
         .map(|r| r.rotation.conjugate())
         .collect();
-    let mut rotations = Vec::with_capacity((frames + 1).saturating_mul(n));
+    // With the output limit raised past memory, refuse rather than abort on allocation.
+    let mut rotations: Vec<Quat> = Vec::new();
+    let lines = (frames + 1).saturating_mul(n);
+    rotations.try_reserve_exact(lines).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!(
+                "{lines} keyframe lines need {} bytes of memory between sampling and writing, \
+                 more than this machine can give",
+                lines.saturating_mul(16)
+            ),
+        )
+    })?;
     let mut pose = skelett::Pose::rest(s);
     for f in 0..=frames {
         let _ = skelett::sample_uncached(clip, clip.start() + f as f32 / fps, &mut pose);

@@ -358,3 +358,39 @@ fn external_buffers_cannot_leave_the_folder() {
         assert!(e.contains("relative path inside"), "{uri}: {e}");
     }
 }
+
+/// A NaN skin weight is read as 0 with a warning naming the primitive, and a vertex left
+/// with no positive weight is said too (before, both loaded without a word).
+#[test]
+fn nan_and_missing_skin_weights_are_said() {
+    let (json, mut bin) = split(&rigged_simple());
+    let weights = json["meshes"][0]["primitives"][0]["attributes"]["WEIGHTS_0"]
+        .as_u64()
+        .unwrap() as usize;
+    assert_eq!(
+        json["accessors"][weights]["componentType"], 5126,
+        "float weights"
+    );
+    let at = accessor_offset(&json, weights);
+    let a = load(&join(&json, &bin)).unwrap();
+    assert!(
+        a.warnings.iter().all(|w| !w.contains("weight")),
+        "{:?}",
+        a.warnings
+    );
+    // Vertex 0: a NaN weight; vertex 1: all four zero.
+    bin[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+    bin[at + 16..at + 32].fill(0);
+    let a = load(&join(&json, &bin)).unwrap();
+    let said = |what: &str| {
+        a.warnings
+            .iter()
+            .any(|w| w.contains("meshes[0]") && w.contains(what))
+    };
+    assert!(
+        said("1 vertices had non-finite or negative weights"),
+        "{:?}",
+        a.warnings
+    );
+    assert!(said("no positive weight"), "{:?}", a.warnings);
+}

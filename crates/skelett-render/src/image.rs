@@ -40,7 +40,7 @@ impl Image {
             path: path.to_path_buf(),
             source: e,
         };
-        let file = File::create(path).map_err(|e| err(Box::new(e)))?;
+        let file = create_output(path).map_err(|e| err(Box::new(e)))?;
         let mut enc = png::Encoder::new(BufWriter::new(file), self.width, self.height);
         enc.set_color(png::ColorType::Rgba);
         enc.set_depth(png::BitDepth::Eight);
@@ -90,7 +90,7 @@ impl GifWriter {
             u16::try_from(height)
                 .map_err(|_| RenderError::Invalid("GIF height over 65535".into()))?,
         );
-        let file = File::create(&path).map_err(|e| err(Box::new(e)))?;
+        let file = create_output(&path).map_err(|e| err(Box::new(e)))?;
         let mut encoder =
             gif::Encoder::new(BufWriter::new(file), w, h, &[]).map_err(|e| err(Box::new(e)))?;
         encoder
@@ -174,5 +174,18 @@ mod tests {
         assert!(g.push(&bad).is_err());
         drop(g);
         let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Creates (or truncates) an image file, refusing a path that exists and is not a regular
+/// file: a FIFO would block until something reads it. (skelett-io's writers do the same;
+/// this crate does not depend on it.)
+fn create_output(path: &Path) -> std::io::Result<File> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "exists and is not a regular file (a folder, device or pipe)",
+        )),
+        _ => File::create(path),
     }
 }

@@ -141,6 +141,8 @@ pub(crate) fn parse<'a>(
         .map_err(|e| invalid_doc(file, e))?;
 
     let mut buffers = Vec::new();
+    // External buffers count against the input limit together with the file itself.
+    let mut read = bytes.len() as u64;
     for buffer in doc.buffers() {
         let location = format!("buffers[{}]", buffer.index());
         let invalid = |problem: String| Error::Invalid {
@@ -148,6 +150,17 @@ pub(crate) fn parse<'a>(
             location: location.clone(),
             problem,
         };
+        if matches!(buffer.source(), gltf::buffer::Source::Uri(u) if !u.starts_with("data:")) {
+            read = read.saturating_add(buffer.length() as u64);
+            if read > crate::max_input_bytes() {
+                return Err(invalid(format!(
+                    "declares {} bytes, which with the file and the buffers before it is \
+                     above the input limit of {} bytes (skelett's --max-input-mb raises it)",
+                    buffer.length(),
+                    crate::max_input_bytes()
+                )));
+            }
+        }
         let data: Cow<'a, [u8]> =
             match buffer.source() {
                 gltf::buffer::Source::Bin => Cow::Borrowed(bin.ok_or_else(|| {

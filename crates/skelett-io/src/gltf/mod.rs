@@ -824,12 +824,14 @@ impl Importer<'_, '_> {
         let influences = 4 * sets.len();
         let mut joints = Vec::with_capacity(n * influences);
         let mut weights = Vec::with_capacity(n * influences);
-        let mut renormalised = 0usize;
+        let (mut renormalised, mut bad, mut unweighted) = (0usize, 0usize, 0usize);
         for v in 0..n {
             let start = weights.len();
+            let mut vertex_bad = false;
             for (js, ws) in &sets {
                 for k in 0..4 {
                     let w = ws[v * 4 + k];
+                    vertex_bad |= !(w.is_finite() && w >= 0.0);
                     let w = if w.is_finite() && w > 0.0 { w } else { 0.0 };
                     // Unweighted slots often hold any index; point them at entry 0.
                     let j = if w == 0.0 { 0 } else { js[v * 4 + k] };
@@ -842,7 +844,9 @@ impl Importer<'_, '_> {
                     weights.push(w);
                 }
             }
+            bad += usize::from(vertex_bad);
             let sum: f32 = weights[start..].iter().sum();
+            unweighted += usize::from(sum == 0.0);
             if sum > 0.0 && (sum - 1.0).abs() > 1e-6 {
                 if (sum - 1.0).abs() > 1e-2 {
                     renormalised += 1;
@@ -855,6 +859,17 @@ impl Importer<'_, '_> {
         if renormalised > 0 {
             self.warnings.push(format!(
                 "{location}: {renormalised} vertices had weights not summing to 1; normalised"
+            ));
+        }
+        if bad > 0 {
+            self.warnings.push(format!(
+                "{location}: {bad} vertices had non-finite or negative weights; read as 0"
+            ));
+        }
+        if unweighted > 0 {
+            self.warnings.push(format!(
+                "{location}: {unweighted} vertices have no positive weight; they skin to the \
+                 model's origin"
             ));
         }
         let indices = match prim.indices() {
