@@ -90,7 +90,7 @@ fn a_dot_x_vertex_with_ten_weights_keeps_the_heaviest_eight() {
         };
         x += &format!(
             "  SkinWeights {{\n   \"j{j}\";\n   {count};\n   {verts};\n   {weights};\n   1,0,0,0, 0,1,0,0, 0,0,1,0, {},0,0,1;;\n  }}\n",
-            -(j as i32)
+            -j
         );
     }
     x += " }\n}\n";

@@ -150,6 +150,19 @@ impl GifWriter {
     }
 }
 
+/// Creates (or truncates) an image file, refusing a path that exists and is not a regular
+/// file: a FIFO would block until something reads it. (skelett-io's writers do the same;
+/// this crate does not depend on it.)
+fn create_output(path: &Path) -> std::io::Result<File> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "exists and is not a regular file (a folder, device or pipe)",
+        )),
+        _ => File::create(path),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,18 +187,5 @@ mod tests {
         assert!(g.push(&bad).is_err());
         drop(g);
         let _ = std::fs::remove_file(path);
-    }
-}
-
-/// Creates (or truncates) an image file, refusing a path that exists and is not a regular
-/// file: a FIFO would block until something reads it. (skelett-io's writers do the same;
-/// this crate does not depend on it.)
-fn create_output(path: &Path) -> std::io::Result<File> {
-    match std::fs::metadata(path) {
-        Ok(meta) if !meta.is_file() => Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "exists and is not a regular file (a folder, device or pipe)",
-        )),
-        _ => File::create(path),
     }
 }
