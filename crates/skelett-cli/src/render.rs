@@ -160,6 +160,10 @@ struct Timing {
     events: usize,
 }
 
+/// The widest and tallest image `render` makes: a 4096x4096 frame is 64 MiB of RGBA, read
+/// back from the GPU once a frame (8192 failed to allocate under a 4 GB address-space limit).
+const MAX_SIDE: u32 = 4096;
+
 /// Parses `WxH`.
 pub fn parse_size(s: &str) -> std::result::Result<(u32, u32), String> {
     let (w, h) = s
@@ -169,8 +173,8 @@ pub fn parse_size(s: &str) -> std::result::Result<(u32, u32), String> {
         v.trim()
             .parse::<u32>()
             .ok()
-            .filter(|&n| (16..=8192).contains(&n))
-            .ok_or_else(|| format!("size {s:?}: each side must be 16 to 8192 pixels"))
+            .filter(|&n| (16..=MAX_SIDE).contains(&n))
+            .ok_or_else(|| format!("size {s:?}: each side must be 16 to {MAX_SIDE} pixels"))
     };
     Ok((parse(w)?, parse(h)?))
 }
@@ -191,6 +195,26 @@ fn run_shot(out_text: &mut String, asset: &Asset, shot: &Shot, out: &Path) -> Re
     }
     if !(shot.seconds >= 0.0 && shot.seconds <= 600.0) {
         return Err("--seconds must be 0 to 600".into());
+    }
+    // A GIF holds every frame, at most a byte a pixel before compression: checked against
+    // the output limit before anything is rendered.
+    let gif_frames = if gif {
+        ((f64::from(shot.seconds) * f64::from(shot.fps)).round()).max(1.0)
+    } else {
+        1.0
+    };
+    let bound = gif_frames * f64::from(shot.options.width) * f64::from(shot.options.height);
+    let max = skelett_io::max_output_bytes();
+    if bound > max as f64 {
+        return Err(format!(
+            "{}: {gif_frames} frames of {}x{} can be up to {bound} bytes, above the output \
+             limit of {max} bytes (--max-output-mb raises it; or fewer --seconds, --fps or a \
+             smaller --size)",
+            out.display(),
+            shot.options.width,
+            shot.options.height
+        )
+        .into());
     }
     let gpu = Gpu::new()?;
     let sk = asset.skeleton.clone();

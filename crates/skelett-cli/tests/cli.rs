@@ -1734,6 +1734,30 @@ fn hostile_inputs_found_by_the_trial_end_cleanly() {
         assert!(err.contains("not a regular file"), "{err}");
     }
 
+    // A GIF past the output limit is refused before anything renders (no GPU needed); a side
+    // past 4096 pixels is refused by the argument parser.
+    let big = dir.join("big.gif");
+    let (code, _, err) = skelett_limited(&[
+        "render",
+        "--size",
+        "4096x4096",
+        "--seconds",
+        "600",
+        "--fps",
+        "120",
+        "--out",
+        &s(&big),
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("big.gif") && err.contains("output limit"),
+        "{err}"
+    );
+    assert!(!big.exists());
+    let (code, _, err) = skelett_limited(&["render", "--size", "8192x64", "--out", &s(&big)]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("16 to 4096"), "{err}");
+
     let input = dir.join("in");
     std::fs::create_dir_all(&input).unwrap();
     std::fs::copy(data("gltf/RiggedSimple.glb"), input.join("a.glb")).unwrap();
