@@ -55,14 +55,14 @@ pub fn load_options() -> skelett_io::LoadOptions {
 /// The format's errors ([`skelett_io::load_with`]).
 pub fn load(file: Option<&Path>) -> std::result::Result<(Asset, String), skelett_io::Error> {
     match file {
-        Some(f) if f == Path::new(skelett_io::STDIN_PATH) => Ok((
-            skelett_io::load_with(f, &load_options())?,
-            skelett_io::STDIN_NAME.to_string(),
-        )),
-        Some(f) => Ok((
-            skelett_io::load_with(f, &load_options())?,
-            f.display().to_string(),
-        )),
+        Some(f) => {
+            let name = if f == Path::new(skelett_io::STDIN_PATH) {
+                skelett_io::STDIN_NAME.to_string()
+            } else {
+                f.display().to_string()
+            };
+            Ok((skelett_io::load_with(f, &load_options())?, name))
+        }
         None => Ok((
             skelett_io::gltf::from_bytes(DEFAULT_ASSET, Path::new(DEFAULT_NAME))?,
             DEFAULT_NAME.to_string(),
