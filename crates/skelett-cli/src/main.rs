@@ -119,7 +119,7 @@ enum Command {
         #[arg(long, default_value = "480x360", value_parser = render::parse_size)]
         size: (u32, u32),
         /// Frames per second of the GIF.
-        #[arg(long, default_value_t = 15.0)]
+        #[arg(long, default_value_t = 15.0, value_parser = parse_positive)]
         fps: f32,
     },
     /// Open the interactive viewer: clips, play/pause/stop, speed, scrubber, cross-fades,
@@ -163,16 +163,16 @@ enum Command {
         #[arg(long)]
         to: Option<String>,
         /// Cross-fade duration, seconds.
-        #[arg(long, default_value_t = 0.5)]
+        #[arg(long, default_value_t = 0.5, value_parser = parse_non_negative)]
         crossfade: f32,
         /// Seconds to render (default: the clips' length); a PNG shows the last frame.
-        #[arg(long)]
+        #[arg(long, value_parser = parse_positive)]
         seconds: Option<f32>,
         /// Image size, WIDTHxHEIGHT.
         #[arg(long, default_value = "640x480", value_parser = render::parse_size)]
         size: (u32, u32),
         /// Frames per second (GIF).
-        #[arg(long, default_value_t = 20.0)]
+        #[arg(long, default_value_t = 20.0, value_parser = parse_positive)]
         fps: f32,
         /// Draw the skeleton overlay (bones and joint axes).
         #[arg(long)]
@@ -185,10 +185,10 @@ enum Command {
         no_skin: bool,
         /// Camera yaw, degrees: 0 looks from the front (+Z), 90 from the character's left
         /// (+X, the side view that shows a slope); default 35.
-        #[arg(long, allow_negative_numbers = true)]
+        #[arg(long, allow_negative_numbers = true, value_parser = parse_finite)]
         yaw: Option<f32>,
         /// Camera pitch, degrees above the horizon (default 15).
-        #[arg(long, allow_negative_numbers = true)]
+        #[arg(long, allow_negative_numbers = true, value_parser = parse_finite)]
         pitch: Option<f32>,
         /// Output file: .gif (animated) or .png.
         #[arg(long)]
@@ -216,7 +216,7 @@ enum Command {
         clip: Vec<String>,
         /// Source time (seconds, in the first clip) whose pose is the common reference
         /// pose the target is aligned to; the source's rest pose when omitted.
-        #[arg(long, value_name = "T")]
+        #[arg(long, value_name = "T", value_parser = parse_finite)]
         reference_frame: Option<f32>,
         /// Print the joint map as JSON (to edit and pass back with --map) and stop.
         #[arg(long)]
@@ -225,14 +225,14 @@ enum Command {
         #[arg(long, conflicts_with_all = ["map", "reference_frame", "root_scale", "bone_axis"])]
         by_name: bool,
         /// Factor for the root's translation (default: the ratio of hip heights).
-        #[arg(long)]
+        #[arg(long, value_parser = parse_finite)]
         root_scale: Option<f32>,
         /// The axis the target's bones point along (y for Blender exports), to align joints
         /// with no mapped child, such as one-bone legs.
         #[arg(long, value_parser = retarget::parse_axis, allow_hyphen_values = true)]
         bone_axis: Option<glam::Vec3>,
         /// Bake at this many frames per second instead of the source's key times.
-        #[arg(long)]
+        #[arg(long, value_parser = parse_positive)]
         rate: Option<f32>,
         /// Hold the target's feet where they land through the source's foot contacts
         /// (two-bone IK on its legs, hips lowered where a leg cannot reach), so that a
@@ -250,7 +250,7 @@ enum Command {
         #[arg(long, value_name = "GIF_OR_PNG")]
         render: Option<PathBuf>,
         /// Seconds of the clip to render (default: all of it, at most 10).
-        #[arg(long, requires = "render")]
+        #[arg(long, requires = "render", value_parser = parse_positive)]
         render_seconds: Option<f32>,
         /// Size of each half of the render, WIDTHxHEIGHT.
         #[arg(long, default_value = "400x400", value_parser = render::parse_size, requires = "render")]
@@ -281,7 +281,8 @@ enum Command {
             long,
             value_delimiter = ',',
             required = true,
-            allow_hyphen_values = true
+            allow_hyphen_values = true,
+            value_parser = parse_finite
         )]
         times: Vec<f32>,
         /// Also skin a mesh primitive (morph targets first) and print N of its vertices,
@@ -343,7 +344,7 @@ enum Command {
         #[arg(long)]
         clip: Option<String>,
         /// Multiply every length by this (0.01: centimetres to metres).
-        #[arg(long)]
+        #[arg(long, value_parser = parse_finite)]
         scale: Option<f32>,
     },
     /// Compress clips within an error bound and write them as a .skl file (a folder: every
@@ -368,10 +369,10 @@ enum Command {
         shell: f32,
         /// Length of one skeleton unit in centimetres (e.g. 6.822 for the CMU captures taken
         /// as 1.75 m tall).
-        #[arg(long)]
+        #[arg(long, value_parser = parse_positive)]
         cm_per_unit: Option<f32>,
         /// Resample every clip at this rate first (samples at i / RATE s), as ACL does.
-        #[arg(long)]
+        #[arg(long, value_parser = parse_positive)]
         rate: Option<f32>,
         /// Keep only this clip (name or index).
         #[arg(long)]
@@ -458,6 +459,35 @@ fn view(
          cargo run --release -p skelett-cli --features viewer -- view [FILE]"
             .into(),
     )
+}
+
+/// A finite number (NaN and infinities are refused by name, not passed on).
+fn parse_finite(s: &str) -> std::result::Result<f32, String> {
+    s.trim()
+        .parse::<f32>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| format!("{s:?}: a finite number is needed"))
+}
+
+/// A finite number, zero or more (a duration).
+fn parse_non_negative(s: &str) -> std::result::Result<f32, String> {
+    let v = parse_finite(s)?;
+    if v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("{s:?}: zero or more is needed"))
+    }
+}
+
+/// A finite number above zero (a rate or a factor).
+fn parse_positive(s: &str) -> std::result::Result<f32, String> {
+    let v = parse_finite(s)?;
+    if v > 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("{s:?}: a number above zero is needed"))
+    }
 }
 
 /// A ground slope for the viewer: -40 to 40 degrees.

@@ -937,8 +937,20 @@ impl<'a> ScriptPlayer<'a> {
         path: &Path,
         graph: Option<&Path>,
     ) -> Result<Self> {
+        // Typed first, for messages with a line and column; then the numbers' range.
         let script: Script =
             serde_json::from_str(text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("{}: {e}", path.display()))?;
+        if let Some((at, x)) = skelett_io::json_past_f32(&value) {
+            return Err(format!(
+                "{}: {at}: {x:e} is outside the range of the 32-bit numbers skelett uses \
+                 (at most {:e})",
+                path.display(),
+                f32::MAX
+            )
+            .into());
+        }
         let mut clips: Vec<Arc<Clip>> = asset.clips.clone();
         for (i, e) in script.events.iter().enumerate() {
             let ci = asset

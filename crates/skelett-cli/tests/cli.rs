@@ -1687,6 +1687,54 @@ fn hostile_play_scripts_end_cleanly() {
     assert!(ok > 0 && refused > 10, "{ok} played, {refused} refused");
 }
 
+/// The trial's wording findings: NaN and infinite numbers in arguments are refused by the
+/// argument's name, a script number past the 32-bit range by its place (it read as "inf s"),
+/// and a RAM error points at the token's column.
+#[test]
+fn numbers_out_of_range_are_named_where_they_are() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("wording_trial");
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::create_dir_all(&dir).unwrap();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let fox = s(&data("gltf/Fox.glb"));
+    for args in [
+        vec!["sample", fox.as_str(), "--times", "0,nan"],
+        vec!["render", "--crossfade", "nan", "--out", "x.png"],
+        vec!["render", "--crossfade=-1", "--out", "x.png"],
+        vec!["render", "--fps", "inf", "--out", "x.gif"],
+        vec!["compress", fox.as_str(), "--rate", "0"],
+    ] {
+        let (code, _, err) = skelett_limited(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        let flag = args.iter().find(|a| a.starts_with("--")).unwrap();
+        let flag = flag.split('=').next().unwrap();
+        assert!(err.contains(flag), "{args:?}: {err}");
+    }
+    let script = dir.join("far.json");
+    std::fs::write(
+        &script,
+        r#"{"duration": 2, "commands": [{"at": 0, "play": "Walk"},
+            {"at": 1, "crossfade": "Run", "duration": 1e300}]}"#,
+    )
+    .unwrap();
+    let (code, _, err) = skelett_limited(&["play", "--script", &s(&script)]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("far.json") && err.contains("commands[1].duration") && err.contains("1e300"),
+        "{err}"
+    );
+    assert!(!err.contains("inf"), "{err}");
+    let ram = dir.join("bad.ram");
+    std::fs::write(
+        &ram,
+        "joints 1\n0 \"Root\"\n parent -1\n orientation 0 0 0 x\n",
+    )
+    .unwrap();
+    let (code, _, err) = skelett_limited(&["inspect", &s(&ram)]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("bad.ram: line 4, column 20"), "{err}");
+}
+
 /// What a sceptical trial of the hostile-input work found, each ending cleanly now: a FIFO
 /// as an output (refused, not blocking); a link to the parent folder inside a folder being
 /// converted (not followed); a .gltf whose external buffer declares more than the input

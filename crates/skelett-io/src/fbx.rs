@@ -718,18 +718,41 @@ fn load_error(e: &ufbx::Error, name: &Path) -> Error {
     }
 }
 
+/// The longest unquoted ASCII FBX token read (a number, a name or a keyword; strings are
+/// quoted and not bounded by this).
+const MAX_ASCII_TOKEN: usize = 1024;
+
 /// ufbx reads an ASCII FBX that ends early as if its open sections closed there (a file cut
 /// at 92 % loaded with no animation): count the braces outside strings and `;` comments, and
 /// refuse a file that ends inside a section, naming the line where the innermost one opened.
+/// An unquoted token longer than [`MAX_ASCII_TOKEN`] bytes (ufbx says only "Failed to load")
+/// is refused with its line and column.
 fn ascii_truncation(bytes: &[u8], name: &Path) -> Option<Error> {
     if bytes.starts_with(b"Kaydara FBX Binary") {
         return None;
     }
     let (mut line, mut open) = (1usize, Vec::new());
+    let (mut line_start, mut token_start) = (0usize, 0usize);
     let mut i = 0;
     while i < bytes.len() {
-        match bytes[i] {
-            b'\n' => line += 1,
+        let c = bytes[i];
+        if c.is_ascii_whitespace() || b";\"{},:".contains(&c) {
+            token_start = i + 1;
+        } else if i - token_start >= MAX_ASCII_TOKEN {
+            return Some(Error::Syntax {
+                file: name.to_path_buf(),
+                line,
+                column: token_start - line_start + 1,
+                expected: format!(
+                    "an FBX token of at most {MAX_ASCII_TOKEN} bytes (this one is longer)"
+                ),
+            });
+        }
+        match c {
+            b'\n' => {
+                line += 1;
+                line_start = i + 1;
+            }
             b';' => {
                 while i < bytes.len() && bytes[i] != b'\n' {
                     i += 1;
@@ -741,9 +764,11 @@ fn ascii_truncation(bytes: &[u8], name: &Path) -> Option<Error> {
                 while i < bytes.len() && bytes[i] != b'"' {
                     if bytes[i] == b'\n' {
                         line += 1;
+                        line_start = i + 1;
                     }
                     i += 1;
                 }
+                token_start = i + 1;
             }
             b'{' => open.push(line),
             b'}' => {
@@ -766,9 +791,10 @@ fn ascii_truncation(bytes: &[u8], name: &Path) -> Option<Error> {
     })
 }
 
-/// A binary FBX's node records, walked without reading their properties: every record must
+/// A binary FBX's node records, walked without decoding their values: every record must
 /// end inside its parent (the file, at the top), its name and property list must fit in it,
-/// and the top-level list must end with its null record. The first record that breaks this
+/// each property must be well-formed ([`properties`]), and the top-level list must end with
+/// its null record. The first record that breaks this
 /// is reported with its byte offset and its path of node names.
 fn binary_structure(bytes: &[u8], name: &Path) -> Option<Error> {
     const MAGIC: &[u8] = b"Kaydara FBX Binary  \0";
@@ -862,6 +888,10 @@ fn binary_structure(bytes: &[u8], name: &Path) -> Option<Error> {
                     ),
                 );
             }
+            let count = read(at + w, wide)?;
+            if let Err((offset, expected)) = properties(bytes, name_end, props_end, count) {
+                return bad(offset, &here(&path), expected);
+            }
             if props_end < record_end {
                 if path.len() >= 64 {
                     return bad(at, &here(&path), "FBX nodes nested at most 64 deep".into());
@@ -874,6 +904,89 @@ fn binary_structure(bytes: &[u8], name: &Path) -> Option<Error> {
         }
     }
     None
+}
+
+/// A binary FBX record's `count` properties, between `start` and `end`: each needs a known
+/// type code and must fit; a raw array's byte length must be its element count times the
+/// element size, and a zlib array's compressed length must fit. The first property that
+/// breaks this is reported with its byte offset and what was expected there.
+fn properties(bytes: &[u8], start: usize, end: usize, count: u64) -> Result<(), (usize, String)> {
+    let u32_at = |at: usize| -> Option<usize> {
+        Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?) as usize)
+    };
+    let mut at = start;
+    for index in 0..count {
+        if at >= end {
+            return Err((
+                at,
+                format!("FBX property {index} of {count} inside the record's property list"),
+            ));
+        }
+        let code = bytes[at];
+        let body = at + 1;
+        let size = match code {
+            b'C' => Some(1),
+            b'Y' => Some(2),
+            b'I' | b'F' => Some(4),
+            b'D' | b'L' => Some(8),
+            b'S' | b'R' => u32_at(body).map(|n| 4 + n),
+            b'f' | b'd' | b'l' | b'i' | b'b' => {
+                let element = match code {
+                    b'b' => 1,
+                    b'f' | b'i' => 4,
+                    _ => 8,
+                };
+                match (u32_at(body), u32_at(body + 4), u32_at(body + 8)) {
+                    (Some(len), Some(encoding), Some(stored)) => {
+                        if encoding > 1 {
+                            return Err((
+                                body + 4,
+                                format!(
+                                    "an FBX array encoding of 0 (raw) or 1 (zlib), not \
+                                     {encoding}"
+                                ),
+                            ));
+                        }
+                        if encoding == 0 && stored as u64 != len as u64 * element {
+                            return Err((
+                                body + 8,
+                                format!(
+                                    "{} bytes for a raw FBX array of {len} elements of {element} \
+                                     bytes, not {stored}",
+                                    len as u64 * element
+                                ),
+                            ));
+                        }
+                        Some(12 + stored)
+                    }
+                    _ => None,
+                }
+            }
+            _ => {
+                return Err((
+                    at,
+                    format!(
+                        "an FBX property type code (one of C Y I F D L S R f d l i b), not \
+                         byte 0x{code:02x}"
+                    ),
+                ))
+            }
+        };
+        match size.map(|s| body.saturating_add(s)) {
+            Some(next) if next <= end => at = next,
+            _ => {
+                return Err((
+                    at,
+                    format!(
+                        "FBX property {index} ('{}') ending inside the record's property list \
+                         (it ends at byte {end})",
+                        code as char
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether a baked key is one of the file's own keys or a half of one of its steps (not

@@ -47,7 +47,8 @@ pub const MAX_FILE_SIZE: u64 = 16 << 20;
 ///
 /// # Errors
 /// [`Error::Syntax`] with line and column for text that is not a graph of this format;
-/// [`Error::Invalid`] for another format version.
+/// [`Error::Invalid`] for another format version, or a number past the 32-bit range (named
+/// by its place).
 pub fn from_str(text: &str, name: &Path) -> Result<GraphDef, Error> {
     #[derive(Deserialize)]
     struct Version {
@@ -68,7 +69,21 @@ pub fn from_str(text: &str, name: &Path) -> Result<GraphDef, Error> {
             })
         }
     }
-    serde_json::from_str(text).map_err(|e| crate::json_syntax(name, &e, "an animation graph"))
+    let def: GraphDef = serde_json::from_str(text)
+        .map_err(|e| crate::json_syntax(name, &e, "an animation graph"))?;
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| crate::json_syntax(name, &e, "a JSON object"))?;
+    if let Some((at, x)) = crate::json_past_f32(&value) {
+        return Err(Error::Invalid {
+            file: name.to_path_buf(),
+            location: at,
+            problem: format!(
+                "{x:e} is outside the range of 32-bit numbers (at most {:e})",
+                f32::MAX
+            ),
+        });
+    }
+    Ok(def)
 }
 
 /// The definition as pretty-printed JSON (what [`from_str`] reads back).
@@ -124,4 +139,22 @@ pub fn build(
 pub fn load_for(path: impl AsRef<Path>, asset: &Asset) -> Result<Graph, Error> {
     let path = path.as_ref();
     build(&load(path)?, asset, &asset.clips, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A number past f32's range is refused by its place instead of becoming infinity.
+    #[test]
+    fn a_number_past_f32_is_refused_by_place() {
+        let text = r#"{"version": 1, "layers": [{"name": "Base", "weight": 1e300,
+            "machine": {"entry": "Idle", "states": [{"name": "Idle", "motion": {"clip": "idle"}}]}}]}"#;
+        let e = from_str(text, Path::new("g.json")).unwrap_err().to_string();
+        assert!(
+            e.contains("g.json") && e.contains("layers[0].weight") && e.contains("1e300"),
+            "{e}"
+        );
+        assert!(from_str(&text.replace("1e300", "1"), Path::new("g.json")).is_ok());
+    }
 }

@@ -268,6 +268,39 @@ pub(crate) fn json_syntax(file: &Path, e: &serde_json::Error, expected: &str) ->
     }
 }
 
+/// The first number in parsed JSON that a 32-bit float cannot hold (serde reads it as
+/// infinity, so a `duration` of 1e300 would read as "inf s"), with its place, such as
+/// `commands[2].duration`. The graph reader and the CLI's `play` scripts refuse it by place.
+///
+/// ```
+/// let v: serde_json::Value = serde_json::from_str(r#"{"a": [1, {"b": 1e300}]}"#).unwrap();
+/// assert_eq!(skelett_io::json_past_f32(&v), Some(("a[1].b".to_string(), 1e300)));
+/// ```
+pub fn json_past_f32(value: &serde_json::Value) -> Option<(String, f64)> {
+    fn walk(v: &serde_json::Value, at: String) -> Option<(String, f64)> {
+        match v {
+            serde_json::Value::Number(n) => n
+                .as_f64()
+                .filter(|x| x.abs() > f64::from(f32::MAX))
+                .map(|x| (at, x)),
+            serde_json::Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .find_map(|(i, x)| walk(x, format!("{at}[{i}]"))),
+            serde_json::Value::Object(fields) => fields.iter().find_map(|(k, x)| {
+                let place = if at.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{at}.{k}")
+                };
+                walk(x, place)
+            }),
+            _ => None,
+        }
+    }
+    walk(value, String::new())
+}
+
 /// The input size limit every reader starts with: 2 GiB (the largest shared capture is
 /// 24 MB). [`set_max_input_bytes`] raises or lowers it.
 pub const DEFAULT_MAX_INPUT_BYTES: u64 = 2 << 30;
@@ -318,15 +351,56 @@ pub fn read_input(path: &Path) -> Result<Vec<u8>, Error> {
 /// Reads `from` to its end, refusing more than [`max_input_bytes`] (read up to one byte past
 /// the limit, so nothing larger is ever held).
 fn read_bounded(from: impl std::io::Read, hint: u64, name: &Path) -> Result<Vec<u8>, Error> {
+    read_at_most(from, hint, name, max_input_bytes())
+}
+
+/// [`read_bounded`] with the limit `max` given.
+fn read_at_most(
+    from: impl std::io::Read,
+    hint: u64,
+    name: &Path,
+    max: u64,
+) -> Result<Vec<u8>, Error> {
     use std::io::Read;
-    let max = max_input_bytes();
-    let mut bytes = Vec::with_capacity(hint.min(max) as usize);
-    from.take(max.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|source| Error::Io {
-            file: name.to_path_buf(),
-            source,
-        })?;
+    let io = |source| Error::Io {
+        file: name.to_path_buf(),
+        source,
+    };
+    // Grown by hand, never past the limit plus one byte: `read_to_end` doubles its buffer,
+    // so an input just under a 2 GiB limit asked for 4 GiB and ended in "out of memory"
+    // rather than the limit's message.
+    let bound = usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX);
+    // `bytes` is zeroed up to its length once per growth; `filled` counts what was read.
+    let (mut bytes, mut filled): (Vec<u8>, usize) = (Vec::new(), 0);
+    let mut from = from.take(max.saturating_add(1));
+    loop {
+        if filled == bytes.len() {
+            // The hinted size and a byte to see the end by, then doubling.
+            let want = if filled == 0 && hint > 0 {
+                (hint.min(max) as usize).saturating_add(1)
+            } else {
+                filled.max(64 * 1024)
+            };
+            let grow = want.min(bound.saturating_sub(filled)).max(1);
+            bytes.try_reserve_exact(grow).map_err(|_| {
+                io(std::io::Error::new(
+                    std::io::ErrorKind::OutOfMemory,
+                    format!(
+                        "out of memory after reading {filled} bytes (the input limit is \
+                         {max} bytes; skelett's --max-input-mb lowers it)"
+                    ),
+                ))
+            })?;
+            bytes.resize(filled + grow, 0);
+        }
+        match from.read(&mut bytes[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io(e)),
+        }
+    }
+    bytes.truncate(filled);
     if bytes.len() as u64 > max {
         return Err(too_big(name, bytes.len() as u64));
     }
@@ -755,3 +829,38 @@ pub fn load_with(path: impl AsRef<Path>, options: &LoadOptions) -> Result<Asset,
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that hands out at most `step` bytes per call, as a pipe does.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+    }
+
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.step.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn bounded_reads_are_whole_and_stop_past_the_limit() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7) as u8).collect();
+        for (hint, step) in [(0, 1000), (0, 1 << 20), (300_000, 4096), (10, 77_777)] {
+            let read = read_bounded(Trickle { data: &data, step }, hint, Path::new("t")).unwrap();
+            assert_eq!(read, data, "hint {hint} step {step}");
+        }
+        // Past the limit: a reader that never ends stops one byte past it with the
+        // limit's message, having grown its buffer to no more than the limit plus one.
+        let e = read_at_most(std::io::repeat(1), 0, Path::new("endless"), 5_000_000).unwrap_err();
+        assert!(e.to_string().contains("above the input limit"), "{e}");
+        let exact = read_at_most(&data[..], 0, Path::new("exact"), data.len() as u64).unwrap();
+        assert_eq!(exact.len(), data.len());
+    }
+}

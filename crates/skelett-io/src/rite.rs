@@ -46,6 +46,11 @@ struct Tokens<'a> {
     text: &'a str,
     pos: usize,
     line: usize,
+    /// Where the current line starts.
+    line_start: usize,
+    /// The line and column (in characters, from 1) of the last token read, or of the end
+    /// of the text once it is reached: where an error points.
+    at: (usize, usize),
     file: &'a Path,
 }
 
@@ -55,6 +60,8 @@ impl<'a> Tokens<'a> {
             text,
             pos: 0,
             line: 1,
+            line_start: 0,
+            at: (1, 1),
             file,
         }
     }
@@ -62,16 +69,16 @@ impl<'a> Tokens<'a> {
     fn err(&self, expected: &str) -> Error {
         Error::Syntax {
             file: self.file.to_path_buf(),
-            line: self.line,
-            column: 1,
+            line: self.at.0,
+            column: self.at.1,
             expected: expected.into(),
         }
     }
 
     fn peek(&mut self) -> Option<&'a str> {
-        let save = (self.pos, self.line);
+        let save = (self.pos, self.line, self.line_start, self.at);
         let t = self.next();
-        (self.pos, self.line) = save;
+        (self.pos, self.line, self.line_start, self.at) = save;
         t
     }
 
@@ -80,9 +87,13 @@ impl<'a> Tokens<'a> {
         while self.pos < b.len() && b[self.pos].is_ascii_whitespace() {
             if b[self.pos] == b'\n' {
                 self.line += 1;
+                self.line_start = self.pos + 1;
             }
             self.pos += 1;
         }
+        // Positions are at whitespace or the end, so they are character boundaries.
+        let column = self.text[self.line_start..self.pos].chars().count() + 1;
+        self.at = (self.line, column);
         if self.pos >= b.len() {
             return None;
         }
@@ -484,7 +495,13 @@ pub fn save(asset: &Asset, ram: impl AsRef<Path>) -> Result<(), Error> {
             &raa,
             keys.saturating_mul(RAA_LINE_BYTES),
             &format!(
-                "clip {} needs {keys} keyframe lines ({} joints at {DEFAULT_FPS} fps over {} s)",
+                "clip {} needs {} keyframe lines ({} joints at {DEFAULT_FPS} fps over {} s)",
+                if keys == u64::MAX {
+                    // Saturated: the count itself would be a made-up number.
+                    format!("more than {:e}", u64::MAX as f64)
+                } else {
+                    keys.to_string()
+                },
                 quote(asset.clips[0].name()),
                 asset.skeleton.len(),
                 asset.clips[0].duration()

@@ -6,6 +6,7 @@
 //! | value | rule |
 //! |---|---|
 //! | the root transform | refused when not a finite, invertible affine transform (a glTF root node's matrix must decompose) |
+//! | inverse bind matrices | refused when one overflows f32 at the rest pose (its joint's rest matrix times it), or when a vertex skinned at the rest pose does |
 //! | joint rest transforms, inverse bind matrices, clip base poses and keys, event times, vertex positions, skin weights, morph offsets | refused when not finite, on reading and before writing |
 //! | rotations (rest pose, keys) | refused when zero (shorter than 1e-6) or so long that normalising overflows, on reading and before writing: no direction can be recovered |
 //! | normals, tangents, texture coordinates, base colours | repaired on reading with a warning that names the mesh, primitive, attribute and how many ([`repair`]): a normal from the triangles around its vertex, a tangent along +X, a coordinate of 0, a white colour; refused before writing |
@@ -102,6 +103,10 @@ pub fn check(asset: &Asset) -> Result<(), Problem> {
             return Err(problem(joint(j), format!("rest transform {p}")));
         }
     }
+    // The rest pose's skinning matrices: an inverse bind matrix can be finite and still
+    // overflow f32 once a joint's rest matrix multiplies it (entries near 3e38).
+    let rest_model = sk.rest_model();
+    let mut palettes = Vec::with_capacity(asset.skins.len());
     for (s, skin) in asset.skins.iter().enumerate() {
         if let Some(i) = skin.inverse_bind().iter().position(|m| !m.is_finite()) {
             return Err(problem(
@@ -109,6 +114,27 @@ pub fn check(asset: &Asset) -> Result<(), Problem> {
                 format!("inverse bind matrix {i} is not finite"),
             ));
         }
+        let palette: Vec<glam::Mat4> = skin
+            .joints()
+            .iter()
+            .zip(skin.inverse_bind())
+            .map(|(&j, ibm)| rest_model.get(j as usize).map_or(*ibm, |m| *m * *ibm))
+            .collect();
+        if let Some(i) = palette.iter().position(|m| !m.is_finite()) {
+            return Err(problem(
+                format!("skin {s}"),
+                format!(
+                    "inverse bind matrix {i} overflows f32 at the rest pose (its largest \
+                     entry is {:e})",
+                    skin.inverse_bind()[i]
+                        .abs()
+                        .to_cols_array()
+                        .iter()
+                        .fold(0f32, |a, &b| a.max(b))
+                ),
+            ));
+        }
+        palettes.push(palette);
     }
     for clip in &asset.clips {
         let element = || format!("clip {}", crate::error::quote(clip.name()));
@@ -173,6 +199,15 @@ pub fn check(asset: &Asset) -> Result<(), Problem> {
             )
         })?;
         for (p, prim) in mesh.primitives.iter().enumerate() {
+            if let Some(v) = first_overflowing_vertex(prim, &palettes[mesh.skin]) {
+                return Err(problem(
+                    element(p),
+                    format!(
+                        "vertex {v} overflows f32 when skinned at the rest pose (its inverse \
+                         bind matrices or position are too large)"
+                    ),
+                ));
+            }
             if let Some((what, i)) = first_repairable(prim) {
                 return Err(problem(
                     element(p),
@@ -182,6 +217,24 @@ pub fn check(asset: &Asset) -> Result<(), Problem> {
         }
     }
     Ok(())
+}
+
+/// The first vertex whose position, skinned with `palette` (the rest pose's skinning
+/// matrices), is not finite. Joint indices were checked by `SkinnedMesh::validate`.
+fn first_overflowing_vertex(p: &MeshPrimitive, palette: &[glam::Mat4]) -> Option<usize> {
+    let n = p.influences.max(1);
+    p.positions.iter().enumerate().position(|(v, &x)| {
+        let joints = p.joints.get(v * n..v * n + n).unwrap_or(&[]);
+        let weights = p.weights.get(v * n..v * n + n).unwrap_or(&[]);
+        let skinned = joints
+            .iter()
+            .zip(weights)
+            .filter(|(_, &w)| w != 0.0)
+            .fold(Vec3::ZERO, |acc, (&j, &w)| {
+                acc + w * palette.get(j as usize).map_or(x, |m| m.transform_point3(x))
+            });
+        !skinned.is_finite()
+    })
 }
 
 /// The first attribute value [`repair`] would change: (attribute, vertex).

@@ -85,6 +85,18 @@ struct Num {
     column: u32,
 }
 
+impl std::fmt::Display for Num {
+    /// The number as a message quotes it: a whole number past 2^53, which f64 cannot hold
+    /// exactly, is written as "about 1e20" rather than a rounded string of digits.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.int && self.v.abs() >= 9_007_199_254_740_992.0 {
+            write!(f, "about {:e}", self.v)
+        } else {
+            write!(f, "{}", self.v)
+        }
+    }
+}
+
 /// The separator that followed a number in a text file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Sep {
@@ -489,7 +501,7 @@ impl Cursor<'_> {
                 at,
                 format!(
                     "a count (a whole number followed by ';'), found {}{}",
-                    n.v,
+                    n,
                     if n.sep == Sep::Comma { "," } else { "" }
                 ),
             ));
@@ -499,7 +511,7 @@ impl Cursor<'_> {
                 at,
                 format!(
                     "a count of {} does not fit the data ({left} numbers left)",
-                    n.v
+                    n
                 ),
             ));
         }
@@ -511,7 +523,7 @@ impl Cursor<'_> {
         let at = self.i;
         let n = self.take(1)?[0];
         if !(n.int && n.v >= 0.0 && n.v < bound as f64) {
-            return Err(self.err_at(at, format!("a {what} index below {bound}, found {}", n.v)));
+            return Err(self.err_at(at, format!("a {what} index below {bound}, found {n}")));
         }
         Ok(n.v as usize)
     }

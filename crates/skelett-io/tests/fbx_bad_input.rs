@@ -70,6 +70,61 @@ fn not_an_fbx_is_a_clear_error() {
     }
 }
 
+/// ufbx's own errors carry no position: damage inside a binary record's properties (a raw
+/// array whose byte length disagrees with its count, an unknown type code) and an absurd
+/// ASCII token are found first and reported with the byte or line.
+#[test]
+fn damaged_properties_and_huge_tokens_are_placed() {
+    let binary =
+        std::fs::read(common::data("fbx/maya_game_sausage_7500_binary_wiggle.fbx")).unwrap();
+    // The first array property: a type code `d` or `i` followed by a count, encoding 0 or 1
+    // and a stored length that fits in the file.
+    let array = (27..binary.len() - 13)
+        .find(|&i| {
+            let u = |k: usize| u32::from_le_bytes(binary[k..k + 4].try_into().unwrap()) as usize;
+            matches!(binary[i], b'd' | b'i')
+                && u(i + 1) > 0
+                && u(i + 5) <= 1
+                && u(i + 9) > 0
+                && i + 13 + u(i + 9) < binary.len()
+                && (u(i + 5) == 1 || u(i + 9) == u(i + 1) * if binary[i] == b'd' { 8 } else { 4 })
+        })
+        .unwrap();
+    let mut long = binary.clone();
+    long[array + 9..array + 13].copy_from_slice(&0x7fff_fff0u32.to_le_bytes());
+    let e = from_bytes(&long, Path::new("long.fbx"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("long.fbx: byte ") && e.contains("(in "),
+        "{e}"
+    );
+    let mut bad_code = binary.clone();
+    bad_code[array] = b'?';
+    let e = from_bytes(&bad_code, Path::new("code.fbx"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(&format!("code.fbx: byte {array}: ")) && e.contains("type code"),
+        "{e}"
+    );
+
+    let ascii =
+        std::fs::read_to_string(common::data("fbx/maya_game_sausage_7500_ascii_wiggle.fbx"))
+            .unwrap();
+    // A 4 MB number at the start of the first array's values.
+    let huge = ascii.replacen("a: ", &format!("a: {}", "9".repeat(4 << 20)), 1);
+    let huge_line = ascii[..ascii.find("a: ").unwrap()].lines().count();
+    let e = from_bytes(huge.as_bytes(), Path::new("huge.fbx"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(&format!("huge.fbx: line {huge_line}")) && e.len() < 300,
+        "{}",
+        &e[..e.len().min(400)]
+    );
+}
+
 #[test]
 fn an_fbx_without_bones_is_refused_by_name() {
     // A valid ASCII FBX with one mesh node and no skeleton.

@@ -105,6 +105,44 @@ fn real_files_load_with_meshes_and_clips() {
 /// A skinned quad: four vertices, one face, normals, UVs and a bone.
 const MESH: &str = "xof 0303txt 0032\nFrame Root {\n FrameTransformMatrix { 1,0,0,0, 0,1,0,0, 0,0,1,0, 0,0,0,1;; }\n Mesh Quad {\n  4;\n  0;0;0;,\n  1;0;0;,\n  1;1;0;,\n  0;1;0;;\n  1;\n  4;0,1,2,3;;\n  MeshNormals {\n   4;\n   0;0;1;,\n   0;0;1;,\n   0;0;1;,\n   0;0;1;;\n   1;\n   4;0,1,2,3;;\n  }\n  MeshTextureCoords {\n   4;\n   0;0;,\n   1;0;,\n   1;1;,\n   0;1;;\n  }\n  SkinWeights {\n   \"Root\";\n   4;\n   0,1,2,3;\n   1,1,1,1;\n   1,0,0,0, 0,1,0,0, 0,0,1,0, 0,0,0,1;;\n  }\n }\n}\n";
 
+/// Finite inverse bind matrices so large that skinning leaves f32 (the campaign's 3e38
+/// matrices skinned to NaN vertices silently) are refused, naming the skin or the vertex.
+#[test]
+fn inverse_binds_that_overflow_when_skinned_are_refused() {
+    let huge = "3e38,0,0,0, 0,3e38,0,0, 0,0,3e38,0, 3e38,0,0,1;;";
+    let identity = "1,0,0,0, 0,1,0,0, 0,0,1,0, 0,0,0,1;;";
+    let ibm = MESH.replacen(identity, huge, 2).replacen(huge, identity, 1);
+    let e = load(ibm.as_bytes()).unwrap_err().to_string();
+    assert!(
+        e.contains("mesh \"Quad\" primitive 0")
+            && e.contains("vertex 1 overflows f32 when skinned at the rest pose"),
+        "{e}"
+    );
+    // A joint scaled by 2 at rest: its rest matrix times the inverse bind overflows.
+    let scaled = ibm.replacen(
+        "{ 1,0,0,0, 0,1,0,0, 0,0,1,0,",
+        "{ 2,0,0,0, 0,2,0,0, 0,0,2,0,",
+        1,
+    );
+    let e = load(scaled.as_bytes()).unwrap_err().to_string();
+    assert!(
+        e.contains("skin 0")
+            && e.contains("inverse bind matrix 0 overflows f32 at the rest pose")
+            && e.contains("3e38"),
+        "{e}"
+    );
+}
+
+/// A count too large for f64 to hold exactly is quoted as "about", not as a rounded string
+/// of digits that the file does not hold.
+#[test]
+fn a_huge_count_is_not_quoted_as_other_digits() {
+    let text = MESH.replacen("  4;\n  0;0;0;,", "  99999999999999999999;\n  0;0;0;,", 1);
+    let e = load(text.as_bytes()).unwrap_err().to_string();
+    assert!(e.contains("a count of about 1e20 does not fit"), "{e}");
+    assert!(!e.contains("100000000000000000000"), "{e}");
+}
+
 #[test]
 fn a_small_mesh_loads_whole() {
     let a = load(MESH.as_bytes()).unwrap();

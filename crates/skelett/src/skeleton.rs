@@ -508,6 +508,45 @@ impl Skeleton {
         s
     }
 
+    /// Each joint's rest (bind) pose in model space: its rest transform composed with its
+    /// ancestors', root first. Multiply by [`Skeleton::root_transform`] on the left for the
+    /// source scene's space. Computed on each call (one matrix product per joint).
+    ///
+    /// ```
+    /// use glam::{Mat4, Vec3};
+    /// use skelett::{RawJoint, RawSkeleton, Transform};
+    /// let skeleton = RawSkeleton { joints: vec![
+    ///     RawJoint { name: "hip".into(), parent: None, rest: Transform::new(Vec3::Y, Default::default(), Vec3::ONE) },
+    ///     RawJoint { name: "knee".into(), parent: Some(0), rest: Transform::new(Vec3::X, Default::default(), Vec3::ONE) },
+    /// ], ..Default::default() }.build()?;
+    /// let model = skeleton.rest_model();
+    /// assert_eq!(model[1].w_axis.truncate(), Vec3::new(1.0, 1.0, 0.0));
+    /// let inverse = skeleton.inverse_rest_model();
+    /// assert!((inverse[1] * model[1]).abs_diff_eq(Mat4::IDENTITY, 1e-6));
+    /// # Ok::<(), skelett::Error>(())
+    /// ```
+    pub fn rest_model(&self) -> Vec<Mat4> {
+        let mut model: Vec<Mat4> = Vec::with_capacity(self.len());
+        for (j, rest) in self.rest.iter().enumerate() {
+            let local = rest.to_mat4();
+            // Parents precede children (the skeleton's invariant), so a parent's matrix is
+            // already in `model`.
+            model.push(match self.parent(j as JointIndex) {
+                Some(p) => model[p as usize] * local,
+                None => local,
+            });
+        }
+        model
+    }
+
+    /// Each joint's inverse rest (bind) pose in model space: the per-bone inverse world
+    /// matrices the Animation Cycle Data article keeps, and the inverse bind matrices of a
+    /// skin whose source stores none ([`crate::inverse_bind_matrices`]). A joint whose rest
+    /// pose has a zero scale has no inverse; its matrix is then not finite.
+    pub fn inverse_rest_model(&self) -> Vec<Mat4> {
+        self.rest_model().iter().map(Mat4::inverse).collect()
+    }
+
     /// Depth of joint `j` (roots have depth 0).
     pub fn depth(&self, j: JointIndex) -> usize {
         let mut d = 0;

@@ -207,18 +207,14 @@ pub fn inverse_bind_matrices(
     skeleton: &Skeleton,
     joints: &[JointIndex],
 ) -> Result<Vec<Mat4>, Error> {
-    let mut model = vec![Mat4::IDENTITY; skeleton.len()];
-    local_to_model(skeleton, skeleton.rest_pose(), 0, &mut model)?;
+    let inverse = skeleton.inverse_rest_model();
     joints
         .iter()
         .map(|&j| {
-            model
-                .get(j as usize)
-                .map(|m| m.inverse())
-                .ok_or_else(|| Error::Mesh {
-                    mesh: "<inverse bind matrices from the rest pose>".into(),
-                    problem: format!("joint {j} is not in the {}-joint skeleton", skeleton.len()),
-                })
+            inverse.get(j as usize).copied().ok_or_else(|| Error::Mesh {
+                mesh: "<inverse bind matrices from the rest pose>".into(),
+                problem: format!("joint {j} is not in the {}-joint skeleton", skeleton.len()),
+            })
         })
         .collect()
 }
@@ -263,8 +259,9 @@ mod tests {
     }
 
     proptest! {
-        /// Model matrices equal the product of the local matrices along the chain, and the
-        /// palette of the rest pose is the identity.
+        /// Model matrices (and `Skeleton::rest_model`) equal the product of the local
+        /// matrices along the chain, and the palette of the rest pose, with inverse binds from
+        /// `Skeleton::inverse_rest_model`, is the identity.
         #[test]
         fn model_is_product_of_locals_and_rest_palette_is_identity(
             rests in proptest::collection::vec(transform(), 1..8)
@@ -273,9 +270,13 @@ mod tests {
             let mut model = vec![Mat4::IDENTITY; s.len()];
             local_to_model(&s, s.rest_pose(), 0, &mut model).unwrap();
             let mut acc = Mat4::IDENTITY;
+            let rest_model = s.rest_model();
             for (j, r) in rests.iter().enumerate() {
                 acc *= r.to_mat4();
-                prop_assert!(model[j].abs_diff_eq(acc, 1e-3 * (1.0 + acc.w_axis.length())));
+                let tolerance = 1e-3 * (1.0 + acc.w_axis.length());
+                prop_assert!(model[j].abs_diff_eq(acc, tolerance));
+                // The skeleton's own rest matrices, the same product.
+                prop_assert!(rest_model[j].abs_diff_eq(acc, tolerance));
             }
             let joints: Vec<JointIndex> = (0..s.len() as JointIndex).collect();
             let skin = Skin::new("s", joints.clone(), inverse_bind_matrices(&s, &joints).unwrap()).unwrap();
