@@ -124,6 +124,8 @@ struct Command {
     parameter: Option<f32>,
     set_speed: Option<f32>,
     layer_weight: Option<f32>,
+    /// Enables (`true`) or disables (`false`) the layer, keeping its state.
+    layer_enabled: Option<bool>,
     seek: Option<f32>,
     stop: Option<bool>,
     pause: Option<bool>,
@@ -158,6 +160,7 @@ impl Command {
             || self.parameter.is_some()
             || self.set_speed.is_some()
             || self.layer_weight.is_some()
+            || self.layer_enabled.is_some()
             || self.seek.is_some()
             || self.stop.is_some()
             || self.pause.is_some()
@@ -416,6 +419,7 @@ fn run_command(
         c.parameter.is_some() && c.blend_space.is_none(),
         c.set_speed.is_some(),
         c.layer_weight.is_some(),
+        c.layer_enabled.is_some(),
         c.seek.is_some(),
         c.stop.is_some(),
         c.pause.is_some(),
@@ -426,7 +430,7 @@ fn run_command(
     if n != 1 {
         return Err(format!(
             "needs exactly one action (play, crossfade, inertialize, queue, blend_space, parameter, \
-             set_speed, layer_weight, seek, stop, pause, ik, set), found {n}"
+             set_speed, layer_weight, layer_enabled, seek, stop, pause, ik, set), found {n}"
         )
         .into());
     }
@@ -483,6 +487,8 @@ fn run_command(
         anim.set_speed(l, s)?;
     } else if let Some(w) = c.layer_weight {
         anim.set_layer_weight(l, w)?;
+    } else if let Some(on) = c.layer_enabled {
+        anim.set_layer_enabled(l, on)?;
     } else if let Some(t) = c.seek {
         let fire = c.fire_events.unwrap_or(false);
         if c.normalized.unwrap_or(false) {

@@ -1914,3 +1914,63 @@ fn hostile_inputs_found_by_the_trial_end_cleanly() {
     );
     assert!(!out.contains('\u{85}') && !out.contains('\u{202e}'));
 }
+
+/// `layer_enabled` in a script: a disabled layer leaves the pose to the layers below it (the
+/// same bytes as a script without it), and enabled again it goes on where it stopped.
+#[test]
+fn scripts_disable_and_enable_layers() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("layer_enabled");
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |name: &str, extra: &str| {
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            format!(
+                r#"{{"layers": [{{"mode": "override", "weight": 1.0}}], "duration": 1.0,
+                "commands": [{{"at": 0, "play": "Walk"}}, {{"at": 0, "layer": 1, "play": "Survey"}}{extra}]}}"#
+            ),
+        )
+        .unwrap();
+        let (ok, out, err) = skelett(&[
+            "play",
+            "--script",
+            path.to_str().unwrap(),
+            "--dt",
+            "0.25",
+            "--joints",
+            "--json",
+        ]);
+        assert!(ok, "{err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        v["steps"].as_array().unwrap().clone()
+    };
+    let walk_only = run("walk.json", r#", {"at": 0, "layer": 1, "stop": true}"#);
+    let disabled = run(
+        "disabled.json",
+        r#", {"at": 0, "layer": 1, "layer_enabled": false}"#,
+    );
+    let survey = run("survey.json", "");
+    let back = run(
+        "back.json",
+        r#", {"at": 0, "layer": 1, "layer_enabled": false}, {"at": 0.5, "layer": 1, "layer_enabled": true}"#,
+    );
+    let joints = |s: &Value| s["joints"].clone();
+    for (a, b) in walk_only.iter().zip(&disabled) {
+        assert_eq!(joints(a), joints(b), "disabled = not there");
+    }
+    assert_ne!(joints(&survey[1]), joints(&walk_only[1]));
+    // Enabled at 0.5 after standing still from 0: the step at 0.75 shows Survey as the plain
+    // script's step at 0.25 does.
+    let time = |s: &Value| s["t"].as_f64().unwrap();
+    let at = |steps: &[Value], t: f64| {
+        steps
+            .iter()
+            .find(|s| (time(s) - t).abs() < 1e-6)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(joints(&at(&back, 0.25)), joints(&at(&walk_only, 0.25)));
+    assert_ne!(joints(&at(&back, 0.75)), joints(&at(&walk_only, 0.75)));
+    // Layer 1 has no mask and weight 1: the pose is Survey's alone, half a second behind.
+    assert_eq!(joints(&at(&back, 0.75)), joints(&at(&survey, 0.25)));
+}

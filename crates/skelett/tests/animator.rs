@@ -932,3 +932,59 @@ fn modifiers_run_after_blending_with_fading_weights() {
         Err(Error::NotFinite { .. })
     ));
 }
+
+/// DirectX's tracks: a disabled layer keeps its player's time and fires nothing; enabled
+/// again it goes on from there. A removed layer's state goes, and the layers above move
+/// down. The truth is the slide's closed form (x = time over duration times 10).
+#[test]
+fn layers_disable_without_losing_state_and_remove() {
+    let s = one_joint();
+    let base = slide(&s, 10.0, 0.0, 0.0, &[]);
+    let top = slide(&s, 1.0, 0.0, 10.0, &[0.25, 0.75]);
+    let mut a = Animator::new(s.clone());
+    a.set_event_policy(all_events());
+    a.play(0, base.clone(), PlayOptions::default()).unwrap();
+    let layer = a.add_layer(BlendMode::Override, 1.0, None).unwrap();
+    a.play(layer, top.clone(), PlayOptions::default()).unwrap();
+    assert_eq!(a.layer_enabled(layer), Some(true));
+    let x = |a: &Animator| a.pose()[0].translation.x;
+    let fired = a.update(0.3).events.len();
+    assert_eq!(fired, 1, "e0 at 0.25");
+    assert!((x(&a) - 3.0).abs() < 1e-4, "{}", x(&a));
+    a.set_layer_enabled(layer, false).unwrap();
+    assert_eq!(a.layer_enabled(layer), Some(false));
+    // Disabled: the pose is layer 0's alone, and the top clip's e1 (0.75) is not crossed.
+    for _ in 0..5 {
+        let r = a.update(0.2);
+        assert!(r.events.is_empty(), "{:?}", r.events);
+        assert!(x(&a).abs() < 1e-6, "{}", x(&a));
+    }
+    let players = a.players(layer);
+    assert!((players[0].0.local_time() - 0.3).abs() < 1e-6, "time kept");
+    // Enabled again: on from 0.3, crossing e1 at 0.75 in the next 0.5 s.
+    a.set_layer_enabled(layer, true).unwrap();
+    let r = a.update(0.5);
+    assert_eq!(r.events.len(), 1);
+    assert_eq!(r.events[0].name(), "e1");
+    assert!((x(&a) - 8.0).abs() < 1e-4, "{}", x(&a));
+    // Removed: layer 0 alone again; the index is gone.
+    let above = a.add_layer(BlendMode::Additive, 1.0, None).unwrap();
+    assert_eq!(above, 2);
+    a.remove_layer(layer).unwrap();
+    assert_eq!(a.layer_count(), 2);
+    a.update(0.1);
+    assert!(x(&a).abs() < 1e-6, "{}", x(&a));
+    assert!(matches!(
+        a.remove_layer(5),
+        Err(Error::NoSuchLayer {
+            layer: 5,
+            layers: 2
+        })
+    ));
+    assert!(a.set_layer_enabled(5, false).is_err());
+    assert_eq!(a.layer_enabled(5), None);
+    // Disabling layer 0 leaves the rest pose (nothing enabled plays).
+    a.set_layer_enabled(0, false).unwrap();
+    a.update(0.1);
+    assert_eq!(a.pose()[0], Transform::IDENTITY);
+}

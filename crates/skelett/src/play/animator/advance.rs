@@ -18,7 +18,7 @@ impl Animator {
         // Leaders of sync groups: (group, layer, slot, weight).
         let mut leaders: [(u32, usize, usize, f32); 8] = [(u32::MAX, 0, 0, -1.0); 8];
         let mut n_leaders = 0;
-        for (li, l) in self.layers.iter().enumerate() {
+        for (li, l) in self.layers.iter().enumerate().filter(|(_, l)| l.enabled) {
             for (si, s) in l.slots.iter().enumerate() {
                 let Some(g) = s.sync else {
                     continue;
@@ -76,7 +76,12 @@ impl Animator {
                 );
             }
         }
-        for (li, l) in self.layers.iter_mut().enumerate() {
+        for (li, l) in self
+            .layers
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, l)| l.enabled)
+        {
             let lw = l.weight;
             for (si, s) in l.slots.iter_mut().enumerate() {
                 let weight = lw * s.weight;

@@ -17,6 +17,10 @@ impl Animator {
         let mut first = true;
         for li in 0..self.layers.len() {
             let l = &mut self.layers[li];
+            if !l.enabled {
+                // Kept as it was: enabled again, it goes on from its last output.
+                continue;
+            }
             if l.slots.is_empty() {
                 l.produced = false;
                 continue;

@@ -87,6 +87,9 @@ pub(crate) struct Layer {
     pub(super) produced: bool,
     /// The same buffers and outputs for morph weights.
     pub(super) morph: super::morph::LayerMorph,
+    /// A disabled layer keeps its players, fades, queue and times but neither advances,
+    /// fires events nor contributes to the pose ([`super::Animator::set_layer_enabled`]).
+    pub(super) enabled: bool,
 }
 
 /// A layer weight: 0..=1 for override layers, -1..=1 for additive ones; NaN as 0.

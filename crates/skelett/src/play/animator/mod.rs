@@ -183,6 +183,7 @@ impl Animator {
             morph: LayerMorph::new(self.skeleton.morph_rest()),
             inertial_pending: None,
             produced: false,
+            enabled: true,
         });
         Ok(self.layers.len() - 1)
     }
@@ -209,6 +210,48 @@ impl Animator {
         self.layers
             .get_mut(layer)
             .ok_or(Error::NoSuchLayer { layer, layers })
+    }
+
+    /// Removes a layer: what it played, its queue and its state go with it, and the layers
+    /// above it move down one index. Removing every layer leaves the rest pose.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use skelett::{*, animator::*};
+    /// # let skeleton = Arc::new(RawSkeleton { joints: vec![RawJoint { name: "root".into(), parent: None,
+    /// #     rest: Transform::IDENTITY }], ..Default::default() }.build().unwrap());
+    /// let mut animator = Animator::new(skeleton);
+    /// let wave = animator.add_layer(BlendMode::Additive, 1.0, None)?;
+    /// let look = animator.add_layer(BlendMode::Override, 0.5, None)?;
+    /// animator.remove_layer(wave)?;
+    /// assert_eq!(animator.layer_count(), 2); // `look` is layer 1 now
+    /// assert!(animator.remove_layer(look).is_err());
+    /// # Ok::<(), skelett::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NoSuchLayer`] if there is no such layer (nothing changes then).
+    pub fn remove_layer(&mut self, layer: usize) -> Result<(), Error> {
+        self.layer(layer)?;
+        self.layers.remove(layer);
+        Ok(())
+    }
+
+    /// Enables or disables a layer without losing its state (DirectX's track enable): a
+    /// disabled layer's players keep their times, fades, sync groups and queued clips, but
+    /// do not advance, fire events, give root motion or contribute to the pose; enabled
+    /// again, it goes on from where it stopped.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchLayer`] if there is no such layer.
+    pub fn set_layer_enabled(&mut self, layer: usize, enabled: bool) -> Result<(), Error> {
+        self.layer(layer)?.enabled = enabled;
+        Ok(())
+    }
+
+    /// Whether a layer is enabled (`None`: no such layer).
+    pub fn layer_enabled(&self, layer: usize) -> Option<bool> {
+        self.layers.get(layer).map(|l| l.enabled)
     }
 
     /// Sets a layer's weight: 0..=1 for override layers; -1..=1 for additive ones, where a
@@ -293,7 +336,7 @@ impl Animator {
         // Events of seeks with fire_events since the last update stay at the front.
         let seeded = self.events.len();
         let mut root = RootMotion::default();
-        for l in &mut self.layers {
+        for l in self.layers.iter_mut().filter(|l| l.enabled) {
             l.fade(dt);
         }
         self.advance(dt);

@@ -361,7 +361,7 @@ impl Animator {
         }
         let _ = local_to_model(&self.skeleton, &self.pose, 0, &mut self.model);
         let skeleton = &*self.skeleton;
-        let layer0 = self.layers.first();
+        let layer0 = self.layers.first().filter(|l| l.enabled);
         for s in &mut self.modifiers {
             s.error = None;
             if s.weight <= 0.0 {

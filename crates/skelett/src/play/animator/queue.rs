@@ -35,6 +35,9 @@ impl Animator {
     /// Starts queued clips whose moment came during this update's advance.
     pub(super) fn run_queues(&mut self) {
         for li in 0..self.layers.len() {
+            if !self.layers[li].enabled {
+                continue;
+            }
             let Some(q) = self.layers[li].queue.first().cloned() else {
                 continue;
             };

@@ -11,7 +11,7 @@ use crate::{sample_joint, Transform};
 impl Animator {
     /// The root motion of this update from layer 0's players, by weight.
     pub(super) fn root_motion(&self, cfg: &RootMotionConfig) -> RootMotion {
-        let Some(l) = self.layers.first() else {
+        let Some(l) = self.layers.first().filter(|l| l.enabled) else {
             return RootMotion::default();
         };
         let mut out = RootMotion::default();
