@@ -89,6 +89,9 @@ struct MaskSpec {
     /// Sub-trees taken out again.
     #[serde(default)]
     exclude: Vec<String>,
+    /// A dominant layer: the joints this clip (a name or index) animates, and no others;
+    /// stands alone.
+    animated_by: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -820,6 +823,15 @@ fn feet_modifier(
 }
 
 fn mask(asset: &Asset, spec: &MaskSpec) -> Result<JointMask> {
+    if let Some(name) = &spec.animated_by {
+        if !(spec.subtree.is_empty() && spec.joints.is_empty() && spec.exclude.is_empty()) {
+            return Err("mask: animated_by stands alone (no subtree, joints or exclude)".into());
+        }
+        let c = asset
+            .clip_index(name)
+            .ok_or_else(|| format!("mask: animated_by: no clip {name:?}"))?;
+        return Ok(JointMask::animated_by(&asset.skeleton, &asset.clips[c])?);
+    }
     JointMask::from_names(&asset.skeleton, &spec.subtree, &spec.joints, &spec.exclude).map_err(
         |(list, i)| {
             let names = match list {

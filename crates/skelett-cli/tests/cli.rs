@@ -1974,3 +1974,32 @@ fn scripts_disable_and_enable_layers() {
     // Layer 1 has no mask and weight 1: the pose is Survey's alone, half a second behind.
     assert_eq!(joints(&at(&back, 0.75)), joints(&at(&survey, 0.25)));
 }
+
+/// A dominant layer in a script (`"mask": {"animated_by": CLIP}`): it runs, and a clip the
+/// asset lacks, or other mask keys beside it, are errors naming the layer.
+#[test]
+fn scripts_take_dominant_layer_masks() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dominant");
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |mask: &str| {
+        let path = dir.join("dominant.json");
+        std::fs::write(
+            &path,
+            format!(
+                r#"{{"layers": [{{"mode": "override", "mask": {mask}}}], "duration": 0.5,
+                "commands": [{{"at": 0, "play": "Walk"}}, {{"at": 0, "layer": 1, "play": "Survey"}}]}}"#
+            ),
+        )
+        .unwrap();
+        skelett(&["play", "--script", path.to_str().unwrap()])
+    };
+    let (ok, _, err) = run(r#"{"animated_by": "Survey"}"#);
+    assert!(ok, "{err}");
+    let (ok, _, err) = run(r#"{"animated_by": "Dance"}"#);
+    assert!(
+        !ok && err.contains("layers[0]") && err.contains("no clip \"Dance\""),
+        "{err}"
+    );
+    let (ok, _, err) = run(r#"{"animated_by": "Survey", "joints": ["b_Neck_04"]}"#);
+    assert!(!ok && err.contains("stands alone"), "{err}");
+}

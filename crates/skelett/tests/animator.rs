@@ -988,3 +988,96 @@ fn layers_disable_without_losing_state_and_remove() {
     a.update(0.1);
     assert_eq!(a.pose()[0], Transform::IDENTITY);
 }
+
+/// RiTE's dominant animations: a layer masked by `JointMask::animated_by` overrides exactly
+/// the joints its clip animates (here the arm's rotation track, and the hand it holds away
+/// from rest) and leaves the hips to the layer below, at full weight. The truth is the two
+/// clips' own keys.
+#[test]
+fn dominant_layer_overrides_only_what_its_clip_animates() {
+    let s = Arc::new(
+        RawSkeleton {
+            joints: ["hips", "arm", "hand", "tip"]
+                .iter()
+                .enumerate()
+                .map(|(i, n)| RawJoint {
+                    name: n.to_string(),
+                    parent: i.checked_sub(1),
+                    rest: Transform::new(Vec3::Y, Quat::IDENTITY, Vec3::ONE),
+                })
+                .collect(),
+            ..Default::default()
+        }
+        .build()
+        .unwrap(),
+    );
+    let channel = |joint: &str, target, values| RawChannel {
+        joint: joint.into(),
+        target,
+        interpolation: Interpolation::Linear,
+        times: vec![0.0, 1.0],
+        values,
+    };
+    let walk = RawClip {
+        name: "walk".into(),
+        start: 0.0,
+        duration: 1.0,
+        channels: ["hips", "arm", "hand", "tip"]
+            .iter()
+            .map(|j| {
+                channel(
+                    j,
+                    Target::Translation,
+                    RawValues::Vec3(vec![Vec3::Y, Vec3::new(1.0, 1.0, 0.0)]),
+                )
+            })
+            .collect(),
+    }
+    .build(&s)
+    .unwrap();
+    let turn = Quat::from_rotation_z(0.8);
+    let wave = RawClip {
+        name: "wave".into(),
+        start: 0.0,
+        duration: 1.0,
+        channels: vec![
+            channel(
+                "arm",
+                Target::Rotation,
+                RawValues::Quat(vec![Quat::IDENTITY, turn]),
+            ),
+            // Held away from rest: a constant channel.
+            channel(
+                "hand",
+                Target::Scale,
+                RawValues::Vec3(vec![Vec3::splat(2.0); 2]),
+            ),
+        ],
+    }
+    .build(&s)
+    .unwrap();
+    let mask = JointMask::animated_by(&s, &wave).unwrap();
+    assert_eq!(mask.weights(), [0.0, 1.0, 1.0, 0.0]);
+    let mut a = Animator::new(s.clone());
+    a.play(0, Arc::new(walk.clone()), PlayOptions::default())
+        .unwrap();
+    let top = a.add_layer(BlendMode::Override, 1.0, Some(mask)).unwrap();
+    a.play(top, Arc::new(wave.clone()), PlayOptions::default())
+        .unwrap();
+    a.update(0.5);
+    let p = a.pose();
+    let walked = Vec3::new(0.5, 1.0, 0.0);
+    assert!(p[0].translation.abs_diff_eq(walked, 1e-5), "hips walk");
+    assert!(p[3].translation.abs_diff_eq(walked, 1e-5), "tip walks");
+    assert!(p[1].rotation.abs_diff_eq(Quat::from_rotation_z(0.4), 1e-5));
+    assert!(
+        p[1].translation.abs_diff_eq(Vec3::Y, 1e-5),
+        "the whole joint is the wave's: its rest translation"
+    );
+    assert!(p[2].scale.abs_diff_eq(Vec3::splat(2.0), 1e-5));
+    // A clip for another skeleton is refused.
+    assert!(matches!(
+        JointMask::animated_by(&one_joint(), &wave),
+        Err(Error::SkeletonMismatch { .. })
+    ));
+}

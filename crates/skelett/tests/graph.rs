@@ -815,6 +815,27 @@ fn validation_names_the_json_path_of_each_problem() {
         ),
         (
             Box::new(|d| {
+                d.layers[1].mask = Some(MaskDef {
+                    animated_by: Some("nope".into()),
+                    ..Default::default()
+                })
+            }),
+            "layers[1].mask.animated_by",
+            "nope",
+        ),
+        (
+            Box::new(|d| {
+                d.layers[1].mask = Some(MaskDef {
+                    animated_by: Some("a".into()),
+                    exclude: vec!["root".into()],
+                    ..Default::default()
+                })
+            }),
+            "layers[1].mask.animated_by",
+            "stands alone",
+        ),
+        (
+            Box::new(|d| {
                 d.layers[1].machine.states[0].motion = Some(Motion::Blend2d(Blend2dDef {
                     x: "speed".into(),
                     y: "jump".into(),

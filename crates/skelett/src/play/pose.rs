@@ -110,6 +110,61 @@ impl JointMask {
         Some(Self(m, vec![0.0; skeleton.morph_channel_count()]))
     }
 
+    /// Weight 1 on the joints `clip` moves, 0 elsewhere: a *dominant* layer (RiTE's term)
+    /// that overrides exactly what its clip animates and leaves every other joint to the
+    /// layers below, with no mask built by hand. A joint counts when one of its channels has
+    /// keys, or when the clip holds it constant away from the skeleton's rest pose (what a
+    /// built clip keeps of a constant channel; one that holds the rest pose exactly cannot
+    /// be told from no channel, and either way the joint is at rest). Morph channels the
+    /// clip has tracks for get weight 1 too.
+    ///
+    /// ```
+    /// # use skelett::*;
+    /// # use glam::{Quat, Vec3};
+    /// let skeleton = RawSkeleton { joints: ["hips", "arm", "hand"].iter().enumerate().map(|(i, n)|
+    ///     RawJoint { name: n.to_string(), parent: i.checked_sub(1), rest: Transform::IDENTITY })
+    ///     .collect(), ..Default::default() }.build()?;
+    /// let wave = RawClip { name: "wave".into(), start: 0.0, duration: 1.0, channels: vec![RawChannel {
+    ///     joint: "arm".into(), target: Target::Rotation, interpolation: Interpolation::Linear,
+    ///     times: vec![0.0, 1.0], values: RawValues::Quat(vec![Quat::IDENTITY, Quat::from_rotation_z(1.0)]) }] }
+    ///     .build(&skeleton)?;
+    /// let mask = JointMask::animated_by(&skeleton, &wave)?;
+    /// assert_eq!(mask.weights(), [0.0, 1.0, 0.0]); // the arm only, not the hand below it
+    /// # Ok::<(), skelett::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::SkeletonMismatch`] if the clip was built for another joint count.
+    pub fn animated_by(skeleton: &Skeleton, clip: &crate::Clip) -> Result<Self, Error> {
+        if clip.joint_count() != skeleton.len() {
+            return Err(Error::SkeletonMismatch {
+                clip: clip.joint_count(),
+                skeleton: skeleton.len(),
+            });
+        }
+        let mut m = vec![0.0; skeleton.len()];
+        for (j, _, _, _) in clip.channels() {
+            m[j as usize] = 1.0;
+        }
+        for (j, (base, rest)) in clip
+            .base_pose()
+            .iter()
+            .zip(skeleton.rest_pose())
+            .enumerate()
+        {
+            if base != rest {
+                m[j] = 1.0;
+            }
+        }
+        let mut morph = vec![0.0; skeleton.morph_channel_count()];
+        for t in clip.morph_tracks() {
+            if let Some(w) = morph.get_mut(t.channel) {
+                *w = 1.0;
+            }
+        }
+        Ok(Self(m, morph))
+    }
+
     /// A mask from explicit weights (clamped to 0..=1; NaN becomes 0).
     /// Morph channels get weight 0 (see [`JointMask::set_morph_weights`]).
     pub fn from_weights(weights: Vec<f32>) -> Self {

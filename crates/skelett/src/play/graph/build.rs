@@ -630,6 +630,16 @@ impl Builder<'_> {
     }
 
     fn mask(&self, path: &str, m: &MaskDef) -> Result<JointMask, GraphError> {
+        if let Some(name) = &m.animated_by {
+            if !(m.subtree.is_empty() && m.joints.is_empty() && m.exclude.is_empty()) {
+                return Err(err(
+                    &format!("{path}.animated_by"),
+                    GraphProblem::Value(
+                        "stands alone: no subtree, joints or exclude beside it".into(),
+                    ),
+                ));
+            }
+        }
         let mut mask = JointMask::from_names(self.skeleton, &m.subtree, &m.joints, &m.exclude)
             .map_err(|(list, i)| {
                 let names = match list {
@@ -642,6 +652,15 @@ impl Builder<'_> {
                     GraphProblem::UnknownJoint(names[i].clone()),
                 )
             })?;
+        if let Some(name) = &m.animated_by {
+            let clip = self.clip(&format!("{path}.animated_by"), name)?;
+            mask = JointMask::animated_by(self.skeleton, &clip).map_err(|e| {
+                err(
+                    &format!("{path}.animated_by"),
+                    GraphProblem::Value(e.to_string()),
+                )
+            })?;
+        }
         if let Some(i) = m
             .morph
             .iter()

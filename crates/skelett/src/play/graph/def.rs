@@ -174,6 +174,14 @@ pub struct MaskDef {
     /// no morph channel it does not name, so a body layer leaves the face to the layers below.
     #[cfg_attr(feature = "serde", serde(default))]
     pub morph: Vec<String>,
+    /// A dominant layer: the joints (and morph channels) this clip animates, and no others
+    /// ([`crate::JointMask::animated_by`]); with it, `subtree`, `joints` and `exclude` stay
+    /// empty (`morph` may add channels).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub animated_by: Option<String>,
 }
 
 /// A state machine: states, where it starts, and transitions from any state.
