@@ -630,7 +630,7 @@ impl Builder<'_> {
     }
 
     fn mask(&self, path: &str, m: &MaskDef) -> Result<JointMask, GraphError> {
-        if let Some(name) = &m.animated_by {
+        if m.animated_by.is_some() {
             if !(m.subtree.is_empty() && m.joints.is_empty() && m.exclude.is_empty()) {
                 return Err(err(
                     &format!("{path}.animated_by"),
