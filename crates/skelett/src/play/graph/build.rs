@@ -630,15 +630,12 @@ impl Builder<'_> {
     }
 
     fn mask(&self, path: &str, m: &MaskDef) -> Result<JointMask, GraphError> {
-        if m.animated_by.is_some() {
-            if !(m.subtree.is_empty() && m.joints.is_empty() && m.exclude.is_empty()) {
-                return Err(err(
-                    &format!("{path}.animated_by"),
-                    GraphProblem::Value(
-                        "stands alone: no subtree, joints or exclude beside it".into(),
-                    ),
-                ));
-            }
+        let named = !(m.subtree.is_empty() && m.joints.is_empty() && m.exclude.is_empty());
+        if m.animated_by.is_some() && named {
+            return Err(err(
+                &format!("{path}.animated_by"),
+                GraphProblem::Value("stands alone: no subtree, joints or exclude beside it".into()),
+            ));
         }
         let mut mask = JointMask::from_names(self.skeleton, &m.subtree, &m.joints, &m.exclude)
             .map_err(|(list, i)| {
