@@ -43,6 +43,9 @@ struct Script {
     /// Minimum player weight for events (default 0.5), and whether only sync leaders fire.
     event_min_weight: Option<f32>,
     sync_leader_only: Option<bool>,
+    /// Report loops, ends and finished transitions as events (`looped`, `ended`,
+    /// `transition_finished`).
+    notifications: Option<bool>,
     commands: Vec<Command>,
 }
 
@@ -1041,6 +1044,7 @@ impl<'a> ScriptPlayer<'a> {
             min_weight: script.event_min_weight.unwrap_or(0.5),
             sync_leader_only: script.sync_leader_only.unwrap_or(true),
         });
+        anim.set_notifications(script.notifications.unwrap_or(false));
         for (i, l) in script.layers.iter().enumerate() {
             let m = l
                 .mask

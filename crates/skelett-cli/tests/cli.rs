@@ -2003,3 +2003,37 @@ fn scripts_take_dominant_layer_masks() {
     let (ok, _, err) = run(r#"{"animated_by": "Survey", "joints": ["b_Neck_04"]}"#);
     assert!(!ok && err.contains("stands alone"), "{err}");
 }
+
+/// `"notifications": true` in a script: loops and finished transitions come out as events,
+/// once each (Run, 1.16 s long, loops once after the cross-fade at 0.5 s).
+#[test]
+fn scripts_report_loops_and_finished_transitions() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("notifications");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("notify.json");
+    std::fs::write(
+        &path,
+        r#"{"notifications": true, "duration": 2.5, "commands": [{"at": 0, "play": "Walk"},
+            {"at": 0.5, "crossfade": "Run", "duration": 0.3, "sync": 1}]}"#,
+    )
+    .unwrap();
+    let (ok, out, err) = skelett(&["play", "--script", path.to_str().unwrap(), "--json"]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let mut names = Vec::new();
+    for s in v["steps"].as_array().unwrap() {
+        for e in s["events"].as_array().into_iter().flatten() {
+            names.push(e["name"].as_str().unwrap().to_string());
+        }
+    }
+    assert_eq!(
+        names.iter().filter(|n| *n == "transition_finished").count(),
+        1,
+        "{names:?}"
+    );
+    assert_eq!(
+        names.iter().filter(|n| *n == "looped").count(),
+        1,
+        "{names:?}"
+    );
+}

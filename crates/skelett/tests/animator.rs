@@ -1081,3 +1081,130 @@ fn dominant_layer_overrides_only_what_its_clip_animates() {
         Err(Error::SkeletonMismatch { .. })
     ));
 }
+
+/// Playback notifications (the Animation Cycle Data article's "passed its end", DirectX's
+/// end callbacks): loops, ping-pong turns, the end of a clip played once and finished
+/// transitions come exactly once each, in crossing order with the clip's own events, and not
+/// at all unless asked for. The truth is the closed form of a 1 s clip with an event at 0.5.
+#[test]
+fn loops_ends_and_finished_transitions_are_notified_once_in_order() {
+    let s = one_joint();
+    let clip = slide(&s, 1.0, 0.0, 1.0, &[0.5]);
+    let names = |a: &mut Animator, dt: f32, steps: usize| -> Vec<String> {
+        let mut out = Vec::new();
+        for _ in 0..steps {
+            out.extend(a.update(dt).events.iter().map(|e| e.name().to_string()));
+        }
+        out
+    };
+    // Off by default: the clip's events only.
+    let mut a = Animator::new(s.clone());
+    a.set_event_policy(all_events());
+    a.play(0, clip.clone(), PlayOptions::default()).unwrap();
+    assert_eq!(names(&mut a, 0.3, 8), ["e0", "e0"]);
+    // Looping, in steps that straddle the seams (2.4 s): e0 and the seam alternate.
+    let mut a = Animator::new(s.clone());
+    a.set_event_policy(all_events());
+    a.set_notifications(true);
+    a.play(0, clip.clone(), PlayOptions::default()).unwrap();
+    let got = names(&mut a, 0.3, 8);
+    assert_eq!(got, ["e0", "looped", "e0", "looped"]);
+    // One step over two seams: both, in order, with their place in the step.
+    let r = a.update(2.0);
+    let seen: Vec<(&str, f32)> = r.events.iter().map(|e| (e.name(), e.at)).collect();
+    // From 2.4: e0 at 2.5, seam at 3, e0 at 3.5, seam at 4 (of a 2 s step).
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    for ((name, at), (want_name, want_at)) in
+        seen.iter()
+            .zip([("e0", 0.05), ("looped", 0.3), ("e0", 0.55), ("looped", 0.8)])
+    {
+        assert_eq!(*name, want_name);
+        assert!((at - want_at).abs() < 1e-5, "{seen:?}");
+    }
+    assert!(r.events[1].kind == EventKind::Looped { at_end: true });
+    assert_eq!(r.events[1].time(), 1.0);
+
+    // Played once: `ended` exactly once, then nothing.
+    let once = PlayOptions {
+        wrap: Wrap::Once,
+        ..Default::default()
+    };
+    let mut a = Animator::new(s.clone());
+    a.set_event_policy(all_events());
+    a.set_notifications(true);
+    a.play(0, clip.clone(), once).unwrap();
+    assert_eq!(names(&mut a, 0.4, 6), ["e0", "ended"]);
+    // Backwards from the end: the start is an end too.
+    let back = PlayOptions {
+        wrap: Wrap::Once,
+        speed: -1.0,
+        start: 1.0,
+        ..Default::default()
+    };
+    a.play(0, clip.clone(), back).unwrap();
+    let r = a.update(2.0);
+    let kinds: Vec<EventKind> = r.events.iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [EventKind::Clip, EventKind::Ended { at_end: false }],
+        "{:?}",
+        r.events
+    );
+
+    // Ping-pong: every turn, alternately at the end and the start.
+    let mut a = Animator::new(s.clone());
+    a.set_notifications(true);
+    a.set_event_policy(all_events());
+    let pp = PlayOptions {
+        wrap: Wrap::PingPong,
+        ..Default::default()
+    };
+    a.play(0, clip.clone(), pp).unwrap();
+    let r = a.update(3.2);
+    let turns: Vec<EventKind> = r
+        .events
+        .iter()
+        .filter(|e| e.kind != EventKind::Clip)
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(
+        turns,
+        [true, false, true].map(|at_end| EventKind::Looped { at_end })
+    );
+
+    // A 0.5 s cross-fade finishes once, 0.2 s into the third 0.2 s step; an inertial
+    // transition of 0.3 s once, when its offsets end.
+    let other = slide(&s, 1.0, 5.0, 6.0, &[]);
+    let mut a = Animator::new(s.clone());
+    a.set_notifications(true);
+    a.play(0, clip.clone(), PlayOptions::default()).unwrap();
+    a.update(0.1);
+    a.crossfade(0, other.clone(), 0.5, Curve::Linear, PlayOptions::default())
+        .unwrap();
+    let mut finished = Vec::new();
+    for step in 0..6 {
+        for e in a.update(0.2).events {
+            if e.kind == EventKind::TransitionFinished {
+                finished.push((step, e.at, e.clip.name().to_string()));
+            }
+        }
+    }
+    assert_eq!(finished.len(), 1, "{finished:?}");
+    assert_eq!(finished[0].0, 2);
+    assert!((finished[0].1 - 0.5).abs() < 1e-5, "{finished:?}");
+    assert_eq!(finished[0].2, other.name());
+    a.inertialize(0, clip.clone(), 0.3, PlayOptions::default())
+        .unwrap();
+    let mut steps = Vec::new();
+    for step in 0..6 {
+        if a.update(0.2)
+            .events
+            .iter()
+            .any(|e| e.kind == EventKind::TransitionFinished)
+        {
+            steps.push(step);
+        }
+    }
+    // Captured on the first update (no time passes for the offsets), done 0.3 s later.
+    assert_eq!(steps, [2], "{steps:?}");
+}

@@ -15,6 +15,7 @@ impl Animator {
     /// their own speed; collects events.
     pub(super) fn advance(&mut self, dt: f32) {
         let policy = self.policy;
+        let notify = self.notify;
         // Leaders of sync groups: (group, layer, slot, weight).
         let mut leaders: [(u32, usize, usize, f32); 8] = [(u32::MAX, 0, 0, -1.0); 8];
         let mut n_leaders = 0;
@@ -55,7 +56,7 @@ impl Animator {
                 let delta = t.own_step(dt);
                 let (a, b) = t.advance(
                     delta,
-                    fires,
+                    (fires, notify),
                     &mut self.crossings,
                     &mut self.events,
                     li,
@@ -67,7 +68,7 @@ impl Animator {
                 let d = p.clip.duration() as f64;
                 let delta = own_step(p, dt);
                 let out = (&mut self.crossings, &mut self.events);
-                let (a, b) = step(p, delta, fires, out, li, weight, Some(delta));
+                let (a, b) = step(p, delta, (fires, notify), out, li, weight, Some(delta));
                 l.slots[si].advanced = (a, b);
                 group_pos[k] = (
                     g,
@@ -102,7 +103,7 @@ impl Animator {
                             None => t.own_step(dt),
                         };
                         let out = (&mut self.crossings, &mut self.events);
-                        s.advanced = t.advance(delta, fires, out.0, out.1, li, weight);
+                        s.advanced = t.advance(delta, (fires, notify), out.0, out.1, li, weight);
                     }
                     Source::Clip(p) => {
                         let d = p.clip.duration() as f64;
@@ -115,7 +116,7 @@ impl Animator {
                             None => own_step(p, dt),
                         };
                         let out = (&mut self.crossings, &mut self.events);
-                        s.advanced = step(p, delta, fires, out, li, weight, None);
+                        s.advanced = step(p, delta, (fires, notify), out, li, weight, None);
                     }
                     Source::Space(space) => {
                         // Normalised rate from the blended duration; every entry keeps the
@@ -136,7 +137,7 @@ impl Animator {
                             let d = p.clip.duration() as f64;
                             let fires = i == heaviest && weight >= policy.min_weight;
                             let out = (&mut self.crossings, &mut self.events);
-                            let (a, b) = step(p, nd * d, fires, out, li, weight, None);
+                            let (a, b) = step(p, nd * d, (fires, notify), out, li, weight, None);
                             if i == 0 {
                                 s.advanced = (a, b);
                             }
@@ -161,6 +162,7 @@ fn push_events(
             layer,
             clip: clip.clone(),
             index: c.event,
+            kind: c.kind,
             at: if delta != 0.0 {
                 (c.distance / delta.abs()).clamp(0.0, 1.0) as f32
             } else {
@@ -182,19 +184,20 @@ fn own_step(p: &Player, dt: f32) -> f64 {
 }
 
 /// Advances `p` by `delta` seconds of clip time and, when it `fires`, turns the events it
-/// crossed into [`FiredEvent`]s (their place in the update measured against `span`, or the
-/// distance actually moved when `None`). Returns the unwrapped positions before and after.
+/// crossed (and with `notify` its seams and ends) into [`FiredEvent`]s (their place in the
+/// update measured against `span`, or the distance actually moved when `None`). Returns the
+/// unwrapped positions before and after.
 fn step(
     p: &mut Player,
     delta: f64,
-    fires: bool,
+    (fires, notify): (bool, bool),
     (crossings, events): (&mut Vec<Crossing>, &mut Vec<FiredEvent>),
     layer: usize,
     weight: f32,
     span: Option<f64>,
 ) -> (f64, f64) {
     crossings.clear();
-    let (a, b) = p.advance(delta, fires.then_some(&mut *crossings));
+    let (a, b) = p.advance(delta, fires.then_some(&mut *crossings), notify);
     push_events(
         events,
         crossings,

@@ -394,6 +394,7 @@ impl Animator {
                     layer,
                     clip: clip.clone(),
                     index: c.event,
+                    kind: c.kind,
                     at: 0.0,
                     backward: c.backward,
                     weight,

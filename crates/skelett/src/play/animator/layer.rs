@@ -18,6 +18,15 @@ pub(crate) enum Source {
 }
 
 impl Source {
+    /// The clip a notification names for this source: the player's, or a blend's first.
+    pub(crate) fn first_clip(&self) -> Option<Arc<Clip>> {
+        match self {
+            Source::Clip(p) => Some(p.clip.clone()),
+            Source::Space(b) => b.entries.first().map(|(_, p)| p.clip.clone()),
+            Source::Tree(t) => t.players.first().map(|p| p.clip.clone()),
+        }
+    }
+
     /// The unwrapped normalised position (1 per cycle) of a clip or tree.
     pub(crate) fn normalized_position(&self) -> Option<f64> {
         match self {
@@ -232,10 +241,20 @@ impl Layer {
         }
     }
 
-    /// Moves every slot's fading weight on by `dt` and drops the slots that faded out.
-    pub(super) fn fade(&mut self, dt: f32) {
+    /// Moves every slot's fading weight on by `dt` and drops the slots that faded out. Each
+    /// fade-in that completes, and an inertial transition whose offsets end in this step,
+    /// goes to `finished` as (how far into the step, 0..=1; the clip that came in).
+    pub(super) fn fade(&mut self, dt: f32, finished: &mut Vec<(f32, Arc<Clip>)>) {
+        let at = |left: f32| {
+            if dt > 0.0 {
+                (left / dt).clamp(0.0, 1.0)
+            } else {
+                0.0
+            }
+        };
         for s in &mut self.slots {
             if let Some(f) = &mut s.fade {
+                let left = f.duration - f.elapsed;
                 f.elapsed += dt;
                 let x = if f.duration > 0.0 {
                     f.elapsed / f.duration
@@ -245,8 +264,20 @@ impl Layer {
                 s.weight = f.from + (f.to - f.from) * f.curve.at(x);
                 if x >= 1.0 {
                     s.weight = f.to;
+                    if f.to > 0.0 {
+                        if let Some(c) = s.source.first_clip() {
+                            finished.push((at(left), c));
+                        }
+                    }
                     s.fade = None;
                 }
+            }
+        }
+        // The inertial offsets advance in `evaluate` (not on the step that captures them).
+        let i = &self.inertial;
+        if self.inertial_pending.is_none() && i.active() && i.elapsed + dt >= i.duration {
+            if let Some(c) = self.slots.last().and_then(|s| s.source.first_clip()) {
+                finished.push((at(i.duration - i.elapsed), c));
             }
         }
         self.retain(|s| s.weight > 0.0 || s.fade.is_some());

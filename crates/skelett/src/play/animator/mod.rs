@@ -84,8 +84,8 @@ pub use blend_space::BlendSpace1D;
 pub use layer::MAX_SLOTS;
 pub use modifiers::{ChainSolver, Modifier, SharedGround};
 pub use options::{
-    BlendMode, Curve, EventPolicy, FiredEvent, PlayOptions, RootMotion, RootMotionConfig,
-    Transition, UpdateResult, When,
+    BlendMode, Curve, EventKind, EventPolicy, FiredEvent, PlayOptions, RootMotion,
+    RootMotionConfig, Transition, UpdateResult, When,
 };
 pub use player::{Player, Wrap, MAX_EVENTS_PER_UPDATE};
 pub use tree::{weights_1d, weights_2d, BlendTree, Space2D, TreeNode, TreeShape, TreeValue};
@@ -119,6 +119,10 @@ pub struct Animator {
     model: Vec<Mat4>,
     /// Morph weights of the last update, one per skeleton morph channel.
     morph: Vec<f32>,
+    /// Playback notifications (loops, ends, finished transitions) join the events.
+    notify: bool,
+    /// Transitions finished in this update's fades (reused).
+    finished: Vec<(f32, Arc<crate::Clip>)>,
     /// Zero morph weights: additive layers' neutral.
     morph_zero: Vec<f32>,
 }
@@ -142,6 +146,8 @@ impl Animator {
             model: vec![Mat4::IDENTITY; n],
             morph_zero: vec![0.0; skeleton_morph_rest.len()],
             morph: skeleton_morph_rest,
+            notify: false,
+            finished: Vec::with_capacity(8),
         };
         // A layer without a mask always fits the skeleton.
         let _ = a.add_layer(BlendMode::Override, 1.0, None);
@@ -274,6 +280,36 @@ impl Animator {
         self.policy = policy;
     }
 
+    /// Turns playback notifications on or off (off by default): with them, updates also
+    /// report, in the same stream and order as clip events and exactly once each, a looping
+    /// player passing its seam ([`EventKind::Looped`]; a ping-pong's every turn), a player
+    /// that plays once reaching its end ([`EventKind::Ended`]), and a cross-fade or inertial
+    /// transition finishing ([`EventKind::TransitionFinished`]): the Animation Cycle Data
+    /// article's "passed its end" and DirectX's end callbacks. Loops and ends follow the
+    /// [`EventPolicy`] as clip events do (the sync leader, players weighted enough).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use skelett::{*, animator::*};
+    /// # use glam::Vec3;
+    /// # let skeleton = Arc::new(RawSkeleton { joints: vec![RawJoint { name: "root".into(), parent: None,
+    /// #     rest: Transform::IDENTITY }], ..Default::default() }.build().unwrap());
+    /// # let clip = Arc::new(RawClip { name: "walk".into(), start: 0.0, duration: 1.0,
+    /// #     channels: vec![RawChannel { joint: "root".into(), target: Target::Translation,
+    /// #     interpolation: Interpolation::Linear, times: vec![0.0, 1.0],
+    /// #     values: RawValues::Vec3(vec![Vec3::ZERO, Vec3::X]) }] }.build(&skeleton).unwrap());
+    /// let mut animator = Animator::new(skeleton);
+    /// animator.set_notifications(true);
+    /// animator.play(0, clip, PlayOptions::default())?;
+    /// let r = animator.update(2.5); // two and a half loops of a 1 s clip
+    /// let names: Vec<&str> = r.events.iter().map(|e| e.name()).collect();
+    /// assert_eq!(names, ["looped", "looped"]);
+    /// # Ok::<(), skelett::Error>(())
+    /// ```
+    pub fn set_notifications(&mut self, on: bool) {
+        self.notify = on;
+    }
+
     /// Takes the root's horizontal motion and yaw out of the pose and reports them per update
     /// (from layer 0's players, by their weights); `None` leaves the pose as sampled.
     ///
@@ -336,8 +372,25 @@ impl Animator {
         // Events of seeks with fire_events since the last update stay at the front.
         let seeded = self.events.len();
         let mut root = RootMotion::default();
-        for l in self.layers.iter_mut().filter(|l| l.enabled) {
-            l.fade(dt);
+        for (li, l) in self.layers.iter_mut().enumerate() {
+            if !l.enabled {
+                continue;
+            }
+            self.finished.clear();
+            l.fade(dt, &mut self.finished);
+            if self.notify {
+                for (at, clip) in self.finished.drain(..) {
+                    self.events.push(FiredEvent {
+                        layer: li,
+                        clip,
+                        index: usize::MAX,
+                        kind: EventKind::TransitionFinished,
+                        at,
+                        backward: false,
+                        weight: l.weight,
+                    });
+                }
+            }
         }
         self.advance(dt);
         self.events[seeded..].sort_by(|a, b| a.at.total_cmp(&b.at));

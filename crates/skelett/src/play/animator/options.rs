@@ -121,15 +121,40 @@ impl Default for EventPolicy {
     }
 }
 
+/// What a [`FiredEvent`] reports: one of the clip's own events, or a playback notification
+/// (with [`Animator::set_notifications`](super::Animator::set_notifications) on).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum EventKind {
+    /// One of the clip's events ([`FiredEvent::index`] in [`Clip::events`]).
+    Clip,
+    /// A looping or ping-ponging player passed a seam: from the clip's end back to its start
+    /// (`at_end`), or, playing backwards or bouncing there, at its start.
+    Looped {
+        /// The seam is the clip's end (else its start).
+        at_end: bool,
+    },
+    /// A player that plays once reached its end (`at_end`), or its start playing backwards.
+    Ended {
+        /// It ended at the clip's end (else at its start).
+        at_end: bool,
+    },
+    /// A transition on the layer finished: the clip (or blend) faded in reached its full
+    /// weight, or an inertial transition's offsets decayed away.
+    TransitionFinished,
+}
+
 /// An event crossed during an update.
 #[derive(Clone, Debug)]
 pub struct FiredEvent {
     /// The layer it came from.
     pub layer: usize,
-    /// The clip it belongs to.
+    /// The clip it belongs to (for a transition: the clip that came in; a blend's first).
     pub clip: Arc<Clip>,
-    /// Its index in [`Clip::events`].
+    /// Its index in [`Clip::events`] ([`usize::MAX`] for a notification).
     pub index: usize,
+    /// A clip event or a playback notification.
+    pub kind: EventKind,
     /// How far into the update it was crossed, 0..=1 (events are sorted by it).
     pub at: f32,
     /// `true` when crossed while playing backwards.
@@ -139,19 +164,34 @@ pub struct FiredEvent {
 }
 
 impl FiredEvent {
-    /// The event's name.
+    /// The event's name; for notifications `looped`, `ended` or `transition_finished`.
     pub fn name(&self) -> &str {
-        &self.clip.events()[self.index].name
+        match self.kind {
+            EventKind::Clip => self.clip.events().get(self.index).map_or("", |e| &e.name),
+            EventKind::Looped { .. } => "looped",
+            EventKind::Ended { .. } => "ended",
+            EventKind::TransitionFinished => "transition_finished",
+        }
     }
 
-    /// The event's time in its clip's time base.
+    /// The event's time in its clip's time base; for a seam or an end, the clip's end or
+    /// start; for a finished transition, the clip's start.
     pub fn time(&self) -> f32 {
-        self.clip.events()[self.index].time
+        match self.kind {
+            EventKind::Clip => self.clip.events().get(self.index).map_or(0.0, |e| e.time),
+            EventKind::Looped { at_end: true } | EventKind::Ended { at_end: true } => {
+                self.clip.end()
+            }
+            _ => self.clip.start(),
+        }
     }
 
-    /// The event's payload.
+    /// The event's payload (none for notifications).
     pub fn payload(&self) -> Option<&str> {
-        self.clip.events()[self.index].payload.as_deref()
+        match self.kind {
+            EventKind::Clip => self.clip.events().get(self.index)?.payload.as_deref(),
+            _ => None,
+        }
     }
 }
 

@@ -53,6 +53,7 @@ pub(crate) struct Crossing {
     pub event: usize,
     pub distance: f64,
     pub backward: bool,
+    pub kind: super::EventKind,
 }
 
 impl Player {
@@ -179,7 +180,7 @@ impl Player {
     /// playthrough would), after which events at `pos` count as fired.
     pub(crate) fn seek_through(&mut self, pos: f64, out: &mut Vec<Crossing>) {
         let a = self.pos;
-        self.crossings(a, pos, out);
+        self.crossings(a, pos, out, false);
         self.pos = pos;
         if a != pos {
             self.fresh = false;
@@ -208,8 +209,14 @@ impl Player {
     }
 
     /// Advances by `delta` seconds of clip time (signed), appending every event crossed to
-    /// `out` (in travel order) when given. Returns the unwrapped positions before and after.
-    pub(crate) fn advance(&mut self, delta: f64, out: Option<&mut Vec<Crossing>>) -> (f64, f64) {
+    /// `out` (in travel order) when given, with the seams and ends passed when `notify`.
+    /// Returns the unwrapped positions before and after.
+    pub(crate) fn advance(
+        &mut self,
+        delta: f64,
+        out: Option<&mut Vec<Crossing>>,
+        notify: bool,
+    ) -> (f64, f64) {
         let a = self.pos;
         let d = self.duration();
         let mut b = a + if delta.is_finite() { delta } else { 0.0 };
@@ -217,7 +224,7 @@ impl Player {
             b = b.clamp(0.0, d.max(0.0));
         }
         if let Some(out) = out {
-            self.crossings(a, b, out);
+            self.crossings(a, b, out, notify);
         }
         self.pos = b;
         if a != b {
@@ -226,10 +233,12 @@ impl Player {
         (a, b)
     }
 
-    /// Every event position in the travel from `a` to `b`.
-    pub(crate) fn crossings(&mut self, a: f64, b: f64, out: &mut Vec<Crossing>) {
+    /// Every event position in the travel from `a` to `b`, and with `notify` the seams
+    /// (multiples of the duration, looping or ping-ponging) and the end reached (playing
+    /// once) as [`super::EventKind::Looped`] and [`super::EventKind::Ended`].
+    pub(crate) fn crossings(&mut self, a: f64, b: f64, out: &mut Vec<Crossing>, notify: bool) {
         let events = self.clip.events();
-        if events.is_empty() || a == b {
+        if (events.is_empty() && !notify) || a == b {
             return;
         }
         let start = out.len();
@@ -243,15 +252,52 @@ impl Player {
             let before_end = if backward { p >= lo } else { p <= hi };
             (after_start || (self.fresh && p == a)) && before_end
         };
-        let push = |event: usize, p: f64, out: &mut Vec<Crossing>| {
+        let push_kind = |event: usize, kind, p: f64, out: &mut Vec<Crossing>| {
             if inside(p) && out.len() - start < MAX_EVENTS_PER_UPDATE {
                 out.push(Crossing {
                     event,
                     distance: (p - a).abs(),
                     backward,
+                    kind,
                 });
             }
         };
+        let push = |event: usize, p: f64, out: &mut Vec<Crossing>| {
+            push_kind(event, super::EventKind::Clip, p, out)
+        };
+        if notify && d > 0.0 {
+            if self.wrap == Wrap::Once {
+                // Clamped travel reaches an end only by stopping on it (not from a fresh
+                // start there).
+                let end = if backward { 0.0 } else { d };
+                if b == end && a != end {
+                    push_kind(
+                        usize::MAX,
+                        super::EventKind::Ended { at_end: !backward },
+                        end,
+                        out,
+                    );
+                }
+            } else {
+                // Seams at every multiple of the duration; a fresh start on one is not a
+                // seam passed.
+                let kmin = (lo / d).floor() as i64;
+                let kmax = ((hi / d).ceil() as i64)
+                    .min(kmin.saturating_add(MAX_EVENTS_PER_UPDATE as i64 * 2));
+                for k in kmin..=kmax {
+                    let p = k as f64 * d;
+                    if p == a {
+                        continue;
+                    }
+                    let at_end = if self.wrap == Wrap::PingPong {
+                        k.rem_euclid(2) == 1
+                    } else {
+                        !backward
+                    };
+                    push_kind(usize::MAX, super::EventKind::Looped { at_end }, p, out);
+                }
+            }
+        }
         for (i, e) in events.iter().enumerate() {
             let e = (e.time - self.clip.start()) as f64;
             if d <= 0.0 || self.wrap == Wrap::Once {

@@ -557,7 +557,7 @@ impl BlendTree {
     pub(super) fn advance(
         &mut self,
         delta: f64,
-        fires: bool,
+        (fires, notify): (bool, bool),
         crossings: &mut Vec<Crossing>,
         events: &mut Vec<FiredEvent>,
         layer: usize,
@@ -576,7 +576,7 @@ impl BlendTree {
             let step = b * d - p.position();
             crossings.clear();
             let fire = fires && i == heaviest;
-            let r = p.advance(step, fire.then_some(&mut *crossings));
+            let r = p.advance(step, fire.then_some(&mut *crossings), notify);
             self.advanced[i] = r;
             if fire {
                 let span = (r.1 - r.0).abs();
@@ -585,6 +585,7 @@ impl BlendTree {
                         layer,
                         clip: p.clip.clone(),
                         index: c.event,
+                        kind: c.kind,
                         at: if span > 0.0 {
                             (c.distance / span).clamp(0.0, 1.0) as f32
                         } else {
