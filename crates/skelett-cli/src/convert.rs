@@ -16,6 +16,9 @@ pub struct Options {
     pub clip: Option<String>,
     /// Multiply every length by this.
     pub scale: Option<f32>,
+    /// Close every clip's cycle (`skelett::Clip::closed_loop`): one frame longer, back to
+    /// its first key.
+    pub close_loops: bool,
     /// How to read the sources (FBX units and axes, .x handedness).
     pub load: skelett_io::LoadOptions,
 }
@@ -43,6 +46,18 @@ fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
         asset = asset
             .scaled(s)
             .map_err(|p| format!("{}: --scale {s}: {p}", input.display()))?;
+    }
+    if opts.close_loops {
+        for c in asset.clips.iter_mut() {
+            let closed = c.closed_loop(&asset.skeleton).map_err(|e| {
+                format!(
+                    "{}: --close-loops: clip {:?}: {e}",
+                    input.display(),
+                    c.name()
+                )
+            })?;
+            *c = std::sync::Arc::new(closed);
+        }
     }
     match ext.as_str() {
         "skl" => skelett_io::native::save(&asset, output)?,

@@ -52,6 +52,8 @@ struct ClipInfo {
     name: String,
     start: f32,
     duration: f32,
+    /// Frames per second the file gives or its keys show (`null`: neither).
+    frame_rate: Option<f32>,
     /// Animated channels (more than one distinct key).
     channels: usize,
     /// Channels holding one value the whole clip (folded into the base pose).
@@ -104,6 +106,7 @@ fn clip_info(index: usize, c: &Clip) -> ClipInfo {
         name: c.name().to_string(),
         start: c.start(),
         duration: c.duration(),
+        frame_rate: c.frame_rate(),
         channels: c.track_count(),
         constant_channels: counts.constant,
         keys: KeysByInterpolation {
@@ -309,6 +312,9 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool) -> Result<()> {
             c.keys.cubic,
             kib(c.bytes)
         );
+        if let Some(rate) = c.frame_rate {
+            outln!(out, "      frame rate: {rate} fps");
+        }
         if let Some(rate) = c.compact_rate {
             outln!(out, "      compressed: {rate} fps grid (skelett compress)");
         }

@@ -346,6 +346,10 @@ enum Command {
         /// Multiply every length by this (0.01: centimetres to metres).
         #[arg(long, value_parser = parse_finite)]
         scale: Option<f32>,
+        /// Close each clip's cycle: one frame longer (at the clip's frame rate, else 30 fps),
+        /// interpolating from its last key back to its first, so it loops without a jump.
+        #[arg(long)]
+        close_loops: bool,
     },
     /// Compress clips within an error bound and write them as a .skl file (a folder: every
     /// file, in parallel), printing per clip the raw and compressed sizes, the ratio, the
@@ -678,6 +682,7 @@ fn main() -> ExitCode {
             to,
             clip,
             scale,
+            close_loops,
         } => convert::run(
             &mut out,
             &input,
@@ -686,6 +691,7 @@ fn main() -> ExitCode {
             &convert::Options {
                 clip,
                 scale,
+                close_loops,
                 load: load_options(),
             },
         ),

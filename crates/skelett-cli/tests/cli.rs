@@ -2037,3 +2037,25 @@ fn scripts_report_loops_and_finished_transitions() {
         "{names:?}"
     );
 }
+
+/// `inspect` says a clip's frame rate, and `convert --close-loops` writes clips one frame
+/// longer (at that rate) that come back to their first key.
+#[test]
+fn frame_rates_are_shown_and_loops_closed_on_conversion() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("close_loops");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bvh = data("bvh/01_01.bvh");
+    let bvh = bvh.to_str().unwrap();
+    let before = skelett_json(&["inspect", "--json", bvh]);
+    assert_eq!(num(&before["clips"][0]["frame_rate"]), 120.0);
+    let out = dir.join("closed.skl");
+    let (ok, _, err) = skelett(&["convert", bvh, out.to_str().unwrap(), "--close-loops"]);
+    assert!(ok, "{err}");
+    let after = skelett_json(&["inspect", "--json", out.to_str().unwrap()]);
+    let d0 = num(&before["clips"][0]["duration"]);
+    let d1 = num(&after["clips"][0]["duration"]);
+    assert!((d1 - d0 - 1.0 / 120.0).abs() < 1e-5, "{d0} -> {d1}");
+    assert_eq!(num(&after["clips"][0]["frame_rate"]), 120.0);
+    let (ok, text, _) = skelett(&["inspect", out.to_str().unwrap()]);
+    assert!(ok && text.contains("frame rate: 120 fps"), "{text}");
+}

@@ -420,7 +420,8 @@ fn build(
     };
     let clip = raw_clip
         .build(&skeleton)
-        .map_err(|e| build_err("MOTION", e))?;
+        .map_err(|e| build_err("MOTION", e))?
+        .with_frame_rate(Some(crate::snap_frame_rate(1.0 / frame_time)));
     let clips = vec![Arc::new(clip)];
     Asset::read(name, skeleton, Vec::new(), Vec::new(), clips, warnings)
 }

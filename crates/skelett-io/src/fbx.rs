@@ -674,7 +674,7 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
         });
         // One unusable stack (times f32 cannot tell apart, say) does not cost the others.
         let clip = match built {
-            Ok(c) => c,
+            Ok(c) => c.with_frame_rate(Some(fps as f32)),
             Err(e) => {
                 warnings.push(format!("animation stack {stack_name:?} skipped: {e}"));
                 continue;

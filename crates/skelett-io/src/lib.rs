@@ -301,6 +301,59 @@ pub fn json_past_f32(value: &serde_json::Value) -> Option<(String, f64)> {
     walk(value, String::new())
 }
 
+/// Frame rates [`infer_frame_rate`] tries, lowest first.
+pub const COMMON_FRAME_RATES: [f32; 8] = [24.0, 25.0, 30.0, 48.0, 50.0, 60.0, 120.0, 240.0];
+
+/// A rate read from a frame time, snapped to the common rate it rounds from (BVH's
+/// `Frame Time: 0.0083333` is 120 fps, not 120.00047); others are kept as they are.
+pub(crate) fn snap_frame_rate(rate: f32) -> f32 {
+    COMMON_FRAME_RATES
+        .into_iter()
+        .find(|&r| (rate - r).abs() <= r * 1e-3)
+        .unwrap_or(rate)
+}
+
+/// The frame rate a clip's keys show, for formats that do not store one (glTF, `.x`): the
+/// lowest of [`COMMON_FRAME_RATES`] on whose frames (counted from the clip's start) every
+/// key time falls, within a hundredth of a frame. `None` for a clip with fewer than two key
+/// times, or keys off every such grid.
+///
+/// ```
+/// # use skelett::*;
+/// # use glam::Vec3;
+/// # let skeleton = RawSkeleton { joints: vec![RawJoint { name: "root".into(), parent: None,
+/// #     rest: Transform::IDENTITY }], ..Default::default() }.build()?;
+/// let times: Vec<f32> = (0..10).map(|i| i as f32 / 25.0).collect();
+/// let clip = RawClip { name: "c".into(), start: 0.0, duration: 0.36, channels: vec![RawChannel {
+///     joint: "root".into(), target: Target::Translation, interpolation: Interpolation::Linear,
+///     values: RawValues::Vec3(times.iter().map(|&t| Vec3::X * t).collect()), times }] }
+///     .build(&skeleton)?;
+/// assert_eq!(skelett_io::infer_frame_rate(&clip), Some(25.0));
+/// # Ok::<(), skelett::Error>(())
+/// ```
+pub fn infer_frame_rate(clip: &skelett::Clip) -> Option<f32> {
+    let mut times: Vec<f64> = Vec::new();
+    let mut i = 0;
+    while let Some(ch) = clip.channel(i) {
+        times.extend(ch.times.iter().map(|&t| f64::from(t - clip.start())));
+        i += 1;
+    }
+    for t in clip.morph_tracks() {
+        times.extend(t.times.iter().map(|&x| f64::from(x - clip.start())));
+    }
+    times.sort_by(f64::total_cmp);
+    times.dedup();
+    if times.len() < 2 {
+        return None;
+    }
+    COMMON_FRAME_RATES.into_iter().find(|&r| {
+        times.iter().all(|&t| {
+            let f = t * f64::from(r);
+            (f - f.round()).abs() < 0.01
+        })
+    })
+}
+
 /// The input size limit every reader starts with: 2 GiB (the largest shared capture is
 /// 24 MB). [`set_max_input_bytes`] raises or lowers it.
 pub const DEFAULT_MAX_INPUT_BYTES: u64 = 2 << 30;

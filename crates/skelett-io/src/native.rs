@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! "SKLT" | version u32 | payload length u64 | CRC-32 of the payload u32 | payload
-//! payload (little-endian): skeleton, skins, meshes, clips, warnings, metres per unit
+//! payload (little-endian): skeleton, skins, meshes, clips, warnings, metres per unit,
+//!   (version 5) each clip's frame rate (f32, NaN: none)
 //!   skeleton: joints, root transform, morph channels (name, rest weight)
 //!   mesh primitive: attributes, influences, indices, material, morph targets (per target:
 //!         which of positions/normals/tangents it offsets, then one offset per vertex each)
@@ -18,8 +19,8 @@
 //! loading checks their invariants in one pass ([`skelett::Clip::from_parts`],
 //! [`skelett::Clip::from_compact_parts`]) instead of rebuilding them. Morph targets and weight
 //! tracks are stored exactly (every bit). Version 1 files (before compact clips: no kind
-//! byte, no unit), version 2 files (before morph targets) and version 3 files (before
-//! in-between shapes) are still read. Every
+//! byte, no unit), version 2 files (before morph targets), version 3 files (before
+//! in-between shapes) and version 4 files (before frame rates) are still read. Every
 //! count is checked against the bytes left before anything is allocated; a truncated,
 //! corrupted (checksum) or newer-version file is refused with the byte offset and what was
 //! expected. The format is versioned: readers refuse versions newer than theirs.
@@ -39,8 +40,8 @@ use crate::{Asset, Error};
 
 /// The file's magic bytes.
 pub const MAGIC: &[u8; 4] = b"SKLT";
-/// The format version this crate writes and the newest it reads (1 to 3 are read too).
-pub const VERSION: u32 = 4;
+/// The format version this crate writes and the newest it reads (1 to 4 are read too).
+pub const VERSION: u32 = 5;
 const HEADER: usize = 4 + 4 + 8 + 4;
 
 /// Writes `asset` as `.skl` bytes.
@@ -179,6 +180,10 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
     w.u32(asset.warnings.len() as u32);
     asset.warnings.iter().for_each(|s| w.str(s));
     w.f32(asset.meters_per_unit.unwrap_or(f32::NAN));
+    // Version 5: each clip's frame rate (NaN: none), after everything older versions have.
+    for c in &asset.clips {
+        w.f32(c.frame_rate().unwrap_or(f32::NAN));
+    }
 
     let payload = w.0;
     let mut out = Vec::with_capacity(HEADER + payload.len());
@@ -722,6 +727,13 @@ fn read_asset(r: &mut Reader, version: u32) -> Result<Asset, Error> {
     } else {
         None
     };
+    if version >= 5 {
+        for c in clips.iter_mut() {
+            let rate = r.f32("a clip's frame rate")?;
+            // The clip is not shared yet: no copy.
+            Arc::make_mut(c).set_frame_rate(Some(rate));
+        }
+    }
     if r.pos != r.b.len() {
         return Err(r.bad("the end of the payload".into()));
     }

@@ -472,7 +472,8 @@ pub fn from_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
         raw.fit_range_to_keys();
         let clip = raw
             .build(&skeleton)
-            .map_err(|e| Error::build(raa_name.to_path_buf(), "tracks", e))?;
+            .map_err(|e| Error::build(raa_name.to_path_buf(), "tracks", e))?
+            .with_frame_rate(Some(fps));
         clips.push(Arc::new(clip));
     }
     Asset::read(ram_name, skeleton, skins, meshes, clips, warnings)

@@ -966,7 +966,8 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
         let clip = raw
             .build(&skeleton)
             .map_err(|e| Error::build(name.to_path_buf(), format!("AnimationSet {cname}"), e))?;
-        clips.push(Arc::new(clip));
+        let rate = crate::infer_frame_rate(&clip);
+        clips.push(Arc::new(clip.with_frame_rate(rate)));
     }
     Asset::read(name, skeleton, skins, meshes, clips, warnings)
 }

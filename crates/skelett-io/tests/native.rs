@@ -210,8 +210,7 @@ fn morph_targets_and_weight_tracks_round_trip() {
 fn version_2_files_still_load() {
     let a = skelett_io::load(common::data("bvh/01_01.bvh")).unwrap();
     assert!(a.meshes.is_empty() && a.clips.len() == 1 && a.warnings.is_empty());
-    let v3 = native::to_bytes(&a);
-    let mut payload = v3[20..].to_vec();
+    let mut payload = payload_before_frame_rates(&a);
     // The last clip ends 8 bytes before the end (warning count 0, metres per unit).
     let end = payload.len() - 8;
     assert_eq!(&payload[end - 4..end], &[0; 4]);
@@ -249,8 +248,7 @@ fn version_3_files_still_load() {
     let a = skelett_io::load(common::data("morph/AnimatedMorphCube.glb")).unwrap();
     assert_eq!(a.meshes.len(), 1);
     assert_eq!(a.meshes[0].morph_channels, [0, 1]);
-    let v4 = native::to_bytes(&a);
-    let mut payload = v4[20..].to_vec();
+    let mut payload = payload_before_frame_rates(&a);
     let pattern: Vec<u8> = [2u32, 0, 1, 0]
         .iter()
         .flat_map(|v| v.to_le_bytes())
@@ -280,4 +278,52 @@ fn version_3_files_still_load() {
     let mut as_v4 = v3.clone();
     as_v4[4..8].copy_from_slice(&4u32.to_le_bytes());
     assert!(native::from_bytes(&as_v4, Path::new("v3.skl")).is_err());
+}
+
+/// The payload of `asset`'s `.skl` bytes as version 4 wrote it: version 5 only appends one
+/// frame rate (4 bytes) per clip at the end.
+fn payload_before_frame_rates(asset: &skelett_io::Asset) -> Vec<u8> {
+    let bytes = native::to_bytes(asset);
+    let mut payload = bytes[20..].to_vec();
+    let rates = 4 * asset.clips.len();
+    for (i, c) in asset.clips.iter().enumerate() {
+        let at = payload.len() - rates + 4 * i;
+        let stored = f32::from_le_bytes(payload[at..at + 4].try_into().unwrap());
+        match c.frame_rate() {
+            Some(r) => assert_eq!(stored, r),
+            None => assert!(stored.is_nan()),
+        }
+    }
+    payload.truncate(payload.len() - rates);
+    payload
+}
+
+fn seal(version: u32, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(native::MAGIC);
+    out.extend_from_slice(&version.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// Version 5 keeps each clip's frame rate (BVH's 120 fps here); a version 4 file (the same
+/// payload without the rates) still loads, with the clips equal and no rate.
+#[test]
+fn frame_rates_round_trip_and_version_4_files_still_load() {
+    let a = skelett_io::load(common::data("bvh/01_01.bvh")).unwrap();
+    assert_eq!(a.clips[0].frame_rate(), Some(120.0));
+    let back = native::from_bytes(&native::to_bytes(&a), Path::new("a.skl")).unwrap();
+    assert_eq!(back.clips[0].frame_rate(), Some(120.0));
+    let v4 = seal(4, &payload_before_frame_rates(&a));
+    let old = native::from_bytes(&v4, Path::new("v4.skl")).unwrap();
+    assert_eq!(old.clips, a.clips);
+    assert_eq!(old.clips[0].frame_rate(), None);
+    // The same bytes read as version 5 are refused, not misread.
+    assert!(native::from_bytes(
+        &seal(5, &payload_before_frame_rates(&a)),
+        Path::new("v4.skl")
+    )
+    .is_err());
 }

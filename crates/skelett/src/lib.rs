@@ -70,7 +70,7 @@ mod play;
 pub mod skeleton;
 pub mod transform;
 
-pub use build::{compress, contacts, retarget};
+pub use build::{compress, contacts, retarget, DEFAULT_CLOSING_INTERVAL};
 pub use play::{animator, graph, hierarchy, ik, morph, pose, sampling, skin};
 
 pub use clip::{

@@ -265,6 +265,7 @@ impl Clip {
                 .collect(),
             events: Box::new([]),
             morph: Default::default(),
+            frame_rate: None,
             storage: Storage::Keyed(Keys {
                 tracks: tracks.into(),
                 groups,

@@ -202,7 +202,13 @@ impl Importer<'_, '_> {
                     )
                 })?
             };
-            clips.push(Arc::new(clip));
+            // skelett's own exports say the rate; other files show it by their key times.
+            let rate = extras
+                .as_ref()
+                .and_then(|x| x["frame_rate"].as_f64())
+                .map(|r| r as f32)
+                .or_else(|| crate::infer_frame_rate(&clip));
+            clips.push(Arc::new(clip.with_frame_rate(rate)));
         }
         Ok(clips)
     }

@@ -500,6 +500,9 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
         if !events.is_empty() {
             anim["extras"]["skelett"]["events"] = json!(events);
         }
+        if let Some(rate) = clip.frame_rate() {
+            anim["extras"]["skelett"]["frame_rate"] = json!(rate);
+        }
         animations.push(anim);
     }
 

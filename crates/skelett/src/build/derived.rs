@@ -2,7 +2,7 @@
 //! translations ([`Clip::scaled`]) and compact clips decoded back to keys
 //! ([`Clip::decompressed`]). Each returns a new clip with its own identity.
 
-use glam::{Quat, Vec3A};
+use glam::{Quat, Vec3, Vec3A};
 
 use crate::clip::{Clip, Interpolation, Keys, RawChannel, RawClip, RawValues, Storage, Target};
 use crate::{Error, JointIndex, Transform};
@@ -145,6 +145,7 @@ impl Clip {
             k.morph = self.morph.clone();
             k.base = self.base.clone();
             k.skeleton = self.skeleton;
+            k.frame_rate = self.frame_rate;
             k
         });
         std::borrow::Cow::Owned(built.unwrap_or_else(|_| {
@@ -161,6 +162,7 @@ impl Clip {
                 events: self.events.clone(),
                 storage: Storage::Keyed(Keys::default()),
                 morph: self.morph.clone(),
+                frame_rate: self.frame_rate,
             }
         }))
     }
@@ -205,5 +207,198 @@ impl Clip {
             }
         }
         out
+    }
+}
+
+/// The closing interval [`Clip::closed_loop`] uses for a clip without a frame rate: one
+/// frame at 30 frames per second.
+pub const DEFAULT_CLOSING_INTERVAL: f32 = 1.0 / 30.0;
+
+impl Clip {
+    /// The clip as a *closed cycle* (RiTE's and the FBX article's looping): one frame
+    /// interval longer (`1 / frame_rate`, or [`DEFAULT_CLOSING_INTERVAL`]), every channel
+    /// (joints and morph weights) going from its last key back to its first over that
+    /// interval, so a clip whose last key differs from its first loops without a jump at the
+    /// seam. A channel that already ends where it starts only holds a little longer; a
+    /// constant one is unchanged. Events, the frame rate and the name are kept. Root motion
+    /// over a closed cycle comes back to where it started: close in-place cycles, not
+    /// clips that travel.
+    ///
+    /// ```
+    /// # use skelett::*;
+    /// # use glam::Vec3;
+    /// # let skeleton = RawSkeleton { joints: vec![RawJoint { name: "root".into(), parent: None,
+    /// #     rest: Transform::IDENTITY }], ..Default::default() }.build()?;
+    /// let sway = RawClip { name: "sway".into(), start: 0.0, duration: 0.9, channels: vec![RawChannel {
+    ///     joint: "root".into(), target: Target::Translation, interpolation: Interpolation::Linear,
+    ///     times: vec![0.0, 0.9], values: RawValues::Vec3(vec![Vec3::ZERO, Vec3::X * 0.9]) }] }
+    ///     .build(&skeleton)?
+    ///     .with_frame_rate(Some(10.0));
+    /// let closed = sway.closed_loop(&skeleton)?;
+    /// assert!((closed.duration() - 1.0).abs() < 1e-6); // one frame at 10 fps longer
+    /// let mut pose = vec![Transform::IDENTITY; 1];
+    /// sample_uncached(&closed, 0.95, &mut pose)?; // half way back from 0.9 to 0
+    /// assert!((pose[0].translation.x - 0.45).abs() < 1e-5);
+    /// # Ok::<(), skelett::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::SkeletonMismatch`] if the clip was not built for `skeleton`; the builders'
+    /// errors otherwise (none for a clip that built once).
+    pub fn closed_loop(&self, skeleton: &crate::Skeleton) -> Result<Clip, Error> {
+        if !self.fits(skeleton) {
+            return Err(Error::SkeletonMismatch {
+                clip: self.joint_count(),
+                skeleton: skeleton.len(),
+            });
+        }
+        let keyed = self.decompressed();
+        let interval = self
+            .frame_rate
+            .map_or(DEFAULT_CLOSING_INTERVAL, |r| 1.0 / r);
+        let end = self.end() + interval;
+        let mut animated = vec![[false; 3]; skeleton.len()];
+        let mut channels = Vec::new();
+        let mut i = 0;
+        while let Some(ch) = keyed.channel(i) {
+            i += 1;
+            let slot = match ch.target {
+                Target::Translation => 0,
+                Target::Rotation => 1,
+                Target::Scale => 2,
+            };
+            animated[ch.joint as usize][slot] = true;
+            let cubic = ch.interpolation == Interpolation::CubicSpline;
+            let mut times = ch.times.to_vec();
+            // A channel whose keys stop before the clip's end holds its last value there
+            // first: the closing interval is the clip's last frame, not the whole gap.
+            let hold = times.last().is_some_and(|&t| t < self.end());
+            if hold {
+                times.push(self.end());
+            }
+            times.push(end);
+            // The key to add: (value index to copy) as a flat cubic key or a plain one.
+            fn close<T: Copy>(v: &mut Vec<T>, cubic: bool, hold: bool, zero: T) {
+                let (first, last) = if cubic {
+                    (1, v.len() - 2)
+                } else {
+                    (0, v.len() - 1)
+                };
+                let keys = if hold {
+                    vec![v[last], v[first]]
+                } else {
+                    vec![v[first]]
+                };
+                for k in keys {
+                    if cubic {
+                        v.extend([zero, k, zero]);
+                    } else {
+                        v.push(k);
+                    }
+                }
+            }
+            let values = match ch.values {
+                crate::ChannelValues::Vec3(v) => {
+                    let mut v: Vec<Vec3> = v.iter().map(|&x| Vec3::from(x)).collect();
+                    close(&mut v, cubic, hold, Vec3::ZERO);
+                    RawValues::Vec3(v)
+                }
+                crate::ChannelValues::Quat(q) => {
+                    let mut q = q.to_vec();
+                    close(&mut q, cubic, hold, Quat::from_xyzw(0.0, 0.0, 0.0, 0.0));
+                    RawValues::Quat(q)
+                }
+            };
+            channels.push(RawChannel {
+                joint: skeleton.name(ch.joint).to_string(),
+                target: ch.target,
+                interpolation: ch.interpolation,
+                times,
+                values,
+            });
+        }
+        // What no track moves: the clip's base pose, as one-key channels.
+        for (j, (base, moved)) in keyed.base.iter().zip(&animated).enumerate() {
+            let joint = skeleton.name(j as JointIndex).to_string();
+            for (slot, target) in [Target::Translation, Target::Rotation, Target::Scale]
+                .into_iter()
+                .enumerate()
+            {
+                if moved[slot] {
+                    continue;
+                }
+                channels.push(RawChannel {
+                    joint: joint.clone(),
+                    target,
+                    interpolation: Interpolation::Linear,
+                    times: vec![self.start],
+                    values: match target {
+                        Target::Rotation => RawValues::Quat(vec![base.rotation]),
+                        Target::Translation => RawValues::Vec3(vec![base.translation]),
+                        Target::Scale => RawValues::Vec3(vec![base.scale]),
+                    },
+                });
+            }
+        }
+        let raw = RawClip {
+            name: self.name.clone(),
+            start: self.start,
+            duration: self.duration + interval,
+            channels,
+        };
+        let names = skeleton.morph_channel_names();
+        let mut tracks: Vec<crate::RawMorphTrack> = Vec::new();
+        let mut moved = vec![false; names.len()];
+        for t in keyed.morph_tracks() {
+            moved[t.channel] = true;
+            let cubic = t.interpolation == Interpolation::CubicSpline;
+            let mut times = t.times.to_vec();
+            let mut values = t.values.to_vec();
+            let (first, last) = if cubic {
+                (values[1], values[values.len() - 2])
+            } else {
+                (values[0], values[values.len() - 1])
+            };
+            let hold = times.last().is_some_and(|&x| x < self.end());
+            let mut add = |time: f32, v: f32| {
+                times.push(time);
+                if cubic {
+                    values.extend([0.0, v, 0.0]);
+                } else {
+                    values.push(v);
+                }
+            };
+            if hold {
+                add(self.end(), last);
+            }
+            add(end, first);
+            tracks.push(crate::RawMorphTrack {
+                channel: names[t.channel].clone(),
+                interpolation: t.interpolation,
+                times,
+                values,
+            });
+        }
+        for (c, (&w, _)) in keyed
+            .morph_base()
+            .iter()
+            .zip(&moved)
+            .enumerate()
+            .filter(|(_, (_, &m))| !m)
+        {
+            tracks.push(crate::RawMorphTrack {
+                channel: names[c].clone(),
+                interpolation: Interpolation::Linear,
+                times: vec![self.start],
+                values: vec![w],
+            });
+        }
+        let mut clip = raw.build(skeleton)?;
+        if !tracks.is_empty() {
+            clip = clip.with_morph_tracks(skeleton, tracks)?;
+        }
+        clip.events = self.events.clone();
+        clip.frame_rate = self.frame_rate;
+        Ok(clip)
     }
 }

@@ -13,6 +13,7 @@
 pub mod compress;
 pub mod contacts;
 mod derived;
+pub use derived::DEFAULT_CLOSING_INTERVAL;
 pub(crate) mod raw_clip;
 pub(crate) mod reduce;
 pub mod retarget;

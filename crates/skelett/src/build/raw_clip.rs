@@ -142,6 +142,7 @@ impl RawClip {
                 base: skeleton.morph_rest().into(),
                 tracks: Box::new([]),
             },
+            frame_rate: None,
         };
         let mut counts = ChannelCounts::default();
         let mut tracks = Vec::new();

@@ -124,6 +124,9 @@ pub struct Clip {
     pub(crate) storage: Storage,
     /// Morph-target weights: base and tracks, the same for both storages.
     pub(crate) morph: morph::MorphWeights,
+    /// The frame rate of the source, where the file says or its key times show it
+    /// ([`Clip::frame_rate`]); metadata, not part of equality.
+    pub(crate) frame_rate: Option<f32>,
 }
 
 /// How a [`Clip`] stores its animated channels. Sampling (`play/sampling`) dispatches on it
@@ -461,6 +464,38 @@ impl Clip {
         Ok(self)
     }
 
+    /// The frame rate the clip was made at, in frames per second: from the file (BVH's
+    /// `Frame Time`, FBX's time mode, RAA's `fps`) or, where the file has none, inferred from
+    /// its key times (glTF, `.x`: the common rates 24 to 240 whose frames every key falls
+    /// on). `None` when neither tells. It sets the closing interval of [`Clip::closed_loop`].
+    pub fn frame_rate(&self) -> Option<f32> {
+        self.frame_rate
+    }
+
+    /// The same clip with its frame rate set (`None`, or a rate that is not finite and
+    /// positive, clears it). Importers call this; it is metadata and does not change how the
+    /// clip samples or compares.
+    ///
+    /// ```
+    /// # use skelett::*;
+    /// # let skeleton = RawSkeleton { joints: vec![RawJoint { name: "root".into(), parent: None,
+    /// #     rest: Transform::IDENTITY }], ..Default::default() }.build()?;
+    /// let clip = RawClip { name: "idle".into(), start: 0.0, duration: 1.0, channels: vec![] }
+    ///     .build(&skeleton)?
+    ///     .with_frame_rate(Some(30.0));
+    /// assert_eq!(clip.frame_rate(), Some(30.0));
+    /// # Ok::<(), skelett::Error>(())
+    /// ```
+    pub fn with_frame_rate(mut self, rate: Option<f32>) -> Self {
+        self.set_frame_rate(rate);
+        self
+    }
+
+    /// Sets the frame rate in place, as [`Clip::with_frame_rate`] does.
+    pub fn set_frame_rate(&mut self, rate: Option<f32>) {
+        self.frame_rate = rate.filter(|r| r.is_finite() && *r > 0.0);
+    }
+
     /// Number of distinct key-time arrays (channels keyed at the same times share one).
     pub fn timeline_count(&self) -> usize {
         self.keys().map_or(0, |k| k.timelines.len())
@@ -494,6 +529,7 @@ impl Clip {
             events: events.into(),
             storage: Storage::Compact(Box::new(compact)),
             morph: morph::MorphWeights::default(),
+            frame_rate: None,
         }
     }
 }

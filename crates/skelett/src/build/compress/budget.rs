@@ -297,6 +297,7 @@ pub(super) fn assemble(
     );
     // Weight tracks are small and kept exact (see `clip/morph.rs`).
     clip.morph = reference.morph.clone();
+    clip.frame_rate = reference.frame_rate;
     Ok(Outcome {
         clip,
         plans: plans.to_vec(),
