@@ -933,7 +933,10 @@ fn distinct_points(n: usize) -> impl Strategy<Value = Vec<Vec2>> {
 
 /// Walks from `start` along `dir` in steps of 1e-3 and checks that the weights change
 /// continuously: where a step moves a weight by more than 0.005, the step is split in 100
-/// and every part must move it by less than a fifth of that (a jump would not shrink).
+/// and every part must move it by less than half of that (a jump would not shrink: it stays
+/// whole in one part). Half, not a fifth: a path passing 0.007 from the idle at the centre
+/// of a directional layout is steep there (the angle turns fast) and kept 26 % in one
+/// hundredth, while continuous (proptest found it; its case is in the regressions file).
 fn check_continuous(
     points: &[Vec2],
     mode: Space2D,
@@ -968,7 +971,7 @@ fn check_continuous(
                 a = b;
             }
             prop_assert!(
-                worst < jump * 0.2,
+                worst < jump * 0.5,
                 "a jump at {p}: {jump} over the step, {worst} over a hundredth of it"
             );
         }
