@@ -47,8 +47,23 @@ fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
             .scaled(s)
             .map_err(|p| format!("{}: --scale {s}: {p}", input.display()))?;
     }
+    let mut notes = Vec::new();
     if opts.close_loops {
         for c in asset.clips.iter_mut() {
+            if c.is_compact() {
+                notes.push(format!(
+                    "clip {:?} was compressed; closed, it is stored with keys (run skelett \
+                     compress on the output again)",
+                    c.name()
+                ));
+            }
+            if c.frame_rate().is_none() && c.track_count() > 0 {
+                notes.push(format!(
+                    "clip {:?} has no frame rate; closed over {} s (30 fps)",
+                    c.name(),
+                    skelett::DEFAULT_CLOSING_INTERVAL
+                ));
+            }
             let closed = c.closed_loop(&asset.skeleton).map_err(|e| {
                 format!(
                     "{}: --close-loops: clip {:?}: {e}",
@@ -92,8 +107,8 @@ fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
             .collect(),
         _ => Vec::new(),
     };
-    for l in lost {
-        msg.push_str(&format!("\n  warning: {}", crate::term_safe(&l)));
+    for l in notes.iter().chain(&lost) {
+        msg.push_str(&format!("\n  warning: {}", crate::term_safe(l)));
     }
     Ok(msg)
 }

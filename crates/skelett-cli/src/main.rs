@@ -231,8 +231,9 @@ enum Command {
         /// with no mapped child, such as one-bone legs.
         #[arg(long, value_parser = retarget::parse_axis, allow_hyphen_values = true)]
         bone_axis: Option<glam::Vec3>,
-        /// Bake at this many frames per second instead of the source's key times.
-        #[arg(long, value_parser = parse_positive)]
+        /// Bake at this many frames per second instead of the source's key times (1 to
+        /// 10000).
+        #[arg(long, value_parser = parse_frame_rate)]
         rate: Option<f32>,
         /// Hold the target's feet where they land through the source's foot contacts
         /// (two-bone IK on its legs, hips lowered where a leg cannot reach), so that a
@@ -375,8 +376,9 @@ enum Command {
         /// as 1.75 m tall).
         #[arg(long, value_parser = parse_positive)]
         cm_per_unit: Option<f32>,
-        /// Resample every clip at this rate first (samples at i / RATE s), as ACL does.
-        #[arg(long, value_parser = parse_positive)]
+        /// Resample every clip at this rate first (samples at i / RATE s), as ACL does (1 to
+        /// 10000).
+        #[arg(long, value_parser = parse_frame_rate)]
         rate: Option<f32>,
         /// Keep only this clip (name or index).
         #[arg(long)]
@@ -465,13 +467,27 @@ fn view(
     )
 }
 
-/// A finite number (NaN and infinities are refused by name, not passed on).
+/// A finite number (NaN, infinities and numbers past f32's range, which read as infinity,
+/// are refused by name, not passed on).
 fn parse_finite(s: &str) -> std::result::Result<f32, String> {
     s.trim()
         .parse::<f32>()
         .ok()
         .filter(|v| v.is_finite())
-        .ok_or_else(|| format!("{s:?}: a finite number is needed"))
+        .ok_or_else(|| format!("{s:?}: a finite number (at most 3.4e38 in size) is needed"))
+}
+
+/// A sampling or baking rate: 1 to 10000 frames per second (below, a clip flattens to a
+/// pose or two; above, baking and measuring run for minutes).
+fn parse_frame_rate(s: &str) -> std::result::Result<f32, String> {
+    let v = parse_finite(s)?;
+    if (1.0..=10_000.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!(
+            "{s:?}: a rate of 1 to 10000 frames per second is needed"
+        ))
+    }
 }
 
 /// A finite number, zero or more (a duration).

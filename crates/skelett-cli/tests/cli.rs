@@ -1703,6 +1703,17 @@ fn numbers_out_of_range_are_named_where_they_are() {
         vec!["render", "--crossfade=-1", "--out", "x.png"],
         vec!["render", "--fps", "inf", "--out", "x.gif"],
         vec!["compress", fox.as_str(), "--rate", "0"],
+        // Rates past 10000 baked for minutes; below 1, a clip flattened to a pose.
+        vec!["compress", fox.as_str(), "x.skl", "--rate", "100000"],
+        vec!["compress", fox.as_str(), "x.skl", "--rate", "0.1"],
+        vec![
+            "retarget",
+            fox.as_str(),
+            fox.as_str(),
+            "x.glb",
+            "--rate",
+            "1e6",
+        ],
     ] {
         let (code, _, err) = skelett_limited(&args);
         assert_eq!(code, Some(2), "{args:?}: {err}");

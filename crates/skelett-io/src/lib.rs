@@ -305,11 +305,12 @@ pub fn json_past_f32(value: &serde_json::Value) -> Option<(String, f64)> {
 pub const COMMON_FRAME_RATES: [f32; 8] = [24.0, 25.0, 30.0, 48.0, 50.0, 60.0, 120.0, 240.0];
 
 /// A rate read from a frame time, snapped to the common rate it rounds from (BVH's
-/// `Frame Time: 0.0083333` is 120 fps, not 120.00047); others are kept as they are.
+/// `Frame Time: 0.0083333` is 120 fps, not 120.00047: within 1e-4 of it); others, such as
+/// NTSC's 29.97, are kept as they are.
 pub(crate) fn snap_frame_rate(rate: f32) -> f32 {
     COMMON_FRAME_RATES
         .into_iter()
-        .find(|&r| (rate - r).abs() <= r * 1e-3)
+        .find(|&r| (rate - r).abs() <= r * 1e-4)
         .unwrap_or(rate)
 }
 

@@ -24,6 +24,11 @@ fn rates_come_from_the_files() {
     let rite = skelett_io::rite::from_str(ram, Path::new("a.ram"), Some((raa, Path::new("a.raa"))))
         .unwrap();
     assert_eq!(rite.clips[0].frame_rate(), Some(25.0));
+    // NTSC's 29.97 is not snapped to 30 (0.0083333 is snapped to 120, above).
+    let ntsc = "HIERARCHY\nROOT Hips\n{\n OFFSET 0 0 0\n CHANNELS 3 Zrotation Xrotation Yrotation\n End Site\n {\n  OFFSET 0 1 0\n }\n}\nMOTION\nFrames: 2\nFrame Time: 0.0333667\n0 0 0\n0 90 0\n";
+    let ntsc = skelett_io::bvh::from_bytes(ntsc.as_bytes(), Path::new("ntsc.bvh")).unwrap();
+    let rate = ntsc.clips[0].frame_rate().unwrap();
+    assert!((rate - 29.97).abs() < 0.001, "{rate}");
 }
 
 /// glTF stores no rate: the inferred one is the lowest common rate on whose frames every key
@@ -105,6 +110,16 @@ fn closed_loops_return_to_the_first_frame_over_one_frame() {
         );
         assert!(m.rotation.dot(a.rotation.slerp(b.rotation, 0.5)).abs() > 1.0 - 1e-4);
     }
+    // A pose (no tracks) has nothing to close.
+    let pose_only = skelett::RawClip {
+        name: "pose".into(),
+        start: 0.0,
+        duration: 0.0,
+        channels: vec![],
+    }
+    .build(sk)
+    .unwrap();
+    assert_eq!(pose_only.closed_loop(sk).unwrap().duration(), 0.0);
     // Another skeleton's clip is refused.
     let fox = skelett_io::load(common::data("gltf/Fox.glb")).unwrap();
     assert!(clip.closed_loop(&fox.skeleton).is_err());

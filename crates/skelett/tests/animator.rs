@@ -1151,6 +1151,31 @@ fn loops_ends_and_finished_transitions_are_notified_once_in_order() {
         r.events
     );
 
+    // Started on the end it plays towards (backwards from the start, forwards from the end):
+    // it has ended, and says so once, on the first update.
+    for (speed, start) in [(-1.0, 0.0), (1.0, 1.0)] {
+        a.play(
+            0,
+            clip.clone(),
+            PlayOptions {
+                wrap: Wrap::Once,
+                speed,
+                start,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let ends = |a: &mut Animator| {
+            a.update(0.2)
+                .events
+                .iter()
+                .filter(|e| matches!(e.kind, EventKind::Ended { .. }))
+                .count()
+        };
+        assert_eq!(ends(&mut a), 1, "speed {speed} start {start}");
+        assert_eq!(ends(&mut a) + ends(&mut a), 0);
+    }
+
     // Ping-pong: every turn, alternately at the end and the start.
     let mut a = Animator::new(s.clone());
     a.set_notifications(true);

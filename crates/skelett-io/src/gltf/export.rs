@@ -15,7 +15,8 @@
 //!             same channels, shared ones included)
 //! Clip     ─▶ animation: every channel with its keys and interpolation as built (STEP,
 //!             LINEAR, CUBICSPLINE kept), plus a one-key channel for each constant channel;
-//!             the clip's start and duration in the animation's extras; a `weights` channel
+//!             the clip's start, duration, events and frame rate in the animation's extras
+//!             (`extras.skelett`, which the reader takes back); a `weights` channel
 //!             per mesh node whose morph channels the clip animates: keys and interpolation
 //!             kept where the channels share them, else LINEAR at the union of their key
 //!             times (exact for LINEAR tracks, sampled for STEP and cubic ones)

@@ -220,7 +220,9 @@ impl Clip {
     /// (joints and morph weights) going from its last key back to its first over that
     /// interval, so a clip whose last key differs from its first loops without a jump at the
     /// seam. A channel that already ends where it starts only holds a little longer; a
-    /// constant one is unchanged. Events, the frame rate and the name are kept. Root motion
+    /// constant one is unchanged, and a clip without tracks (a pose) is returned as it is.
+    /// A compressed clip comes back with keys (compress it again). Events, the frame rate
+    /// and the name are kept. Root motion
     /// over a closed cycle comes back to where it started: close in-place cycles, not
     /// clips that travel.
     ///
@@ -251,6 +253,10 @@ impl Clip {
                 clip: self.joint_count(),
                 skeleton: skeleton.len(),
             });
+        }
+        if self.track_count() == 0 && !self.animates_morph_weights() {
+            // A pose: nothing to close.
+            return Ok(self.clone());
         }
         let keyed = self.decompressed();
         let interval = self

@@ -224,6 +224,25 @@ impl Player {
             b = b.clamp(0.0, d.max(0.0));
         }
         if let Some(out) = out {
+            // A fresh start on the end it plays towards has ended already: say so once.
+            let toward = if delta < 0.0 { 0.0 } else { d };
+            if notify
+                && self.wrap == Wrap::Once
+                && self.fresh
+                && d > 0.0
+                && delta != 0.0
+                && a == toward
+            {
+                out.push(Crossing {
+                    event: usize::MAX,
+                    distance: 0.0,
+                    backward: delta < 0.0,
+                    kind: super::EventKind::Ended {
+                        at_end: delta > 0.0,
+                    },
+                });
+                self.fresh = false;
+            }
             self.crossings(a, b, out, notify);
         }
         self.pos = b;
