@@ -1930,27 +1930,13 @@ fn hostile_inputs_found_by_the_trial_end_cleanly() {
 /// same bytes as a script without it), and enabled again it goes on where it stopped.
 #[test]
 fn scripts_disable_and_enable_layers() {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("layer_enabled");
-    std::fs::create_dir_all(&dir).unwrap();
     let run = |name: &str, extra: &str| {
-        let path = dir.join(name);
-        std::fs::write(
-            &path,
-            format!(
-                r#"{{"layers": [{{"mode": "override", "weight": 1.0}}], "duration": 1.0,
-                "commands": [{{"at": 0, "play": "Walk"}}, {{"at": 0, "layer": 1, "play": "Survey"}}{extra}]}}"#
-            ),
-        )
-        .unwrap();
-        let (ok, out, err) = skelett(&[
-            "play",
-            "--script",
-            path.to_str().unwrap(),
-            "--dt",
-            "0.25",
-            "--joints",
-            "--json",
-        ]);
+        let script = format!(
+            r#"{{"layers": [{{"mode": "override", "weight": 1.0}}], "duration": 1.0,
+            "commands": [{{"at": 0, "play": "Walk"}}, {{"at": 0, "layer": 1, "play": "Survey"}}{extra}]}}"#
+        );
+        let args = ["--dt", "0.25", "--joints", "--json"];
+        let (ok, out, err) = play_script("layer_enabled", name, &script, &args);
         assert!(ok, "{err}");
         let v: Value = serde_json::from_str(&out).unwrap();
         v["steps"].as_array().unwrap().clone()
@@ -1990,19 +1976,12 @@ fn scripts_disable_and_enable_layers() {
 /// asset lacks, or other mask keys beside it, are errors naming the layer.
 #[test]
 fn scripts_take_dominant_layer_masks() {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dominant");
-    std::fs::create_dir_all(&dir).unwrap();
     let run = |mask: &str| {
-        let path = dir.join("dominant.json");
-        std::fs::write(
-            &path,
-            format!(
-                r#"{{"layers": [{{"mode": "override", "mask": {mask}}}], "duration": 0.5,
-                "commands": [{{"at": 0, "play": "Walk"}}, {{"at": 0, "layer": 1, "play": "Survey"}}]}}"#
-            ),
-        )
-        .unwrap();
-        skelett(&["play", "--script", path.to_str().unwrap()])
+        let script = format!(
+            r#"{{"layers": [{{"mode": "override", "mask": {mask}}}], "duration": 0.5,
+            "commands": [{{"at": 0, "play": "Walk"}}, {{"at": 0, "layer": 1, "play": "Survey"}}]}}"#
+        );
+        play_script("dominant", "dominant.json", &script, &[])
     };
     let (ok, _, err) = run(r#"{"animated_by": "Survey"}"#);
     assert!(ok, "{err}");
@@ -2019,16 +1998,9 @@ fn scripts_take_dominant_layer_masks() {
 /// once each (Run, 1.16 s long, loops once after the cross-fade at 0.5 s).
 #[test]
 fn scripts_report_loops_and_finished_transitions() {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("notifications");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("notify.json");
-    std::fs::write(
-        &path,
-        r#"{"notifications": true, "duration": 2.5, "commands": [{"at": 0, "play": "Walk"},
-            {"at": 0.5, "crossfade": "Run", "duration": 0.3, "sync": 1}]}"#,
-    )
-    .unwrap();
-    let (ok, out, err) = skelett(&["play", "--script", path.to_str().unwrap(), "--json"]);
+    let script = r#"{"notifications": true, "duration": 2.5, "commands": [{"at": 0, "play": "Walk"},
+        {"at": 0.5, "crossfade": "Run", "duration": 0.3, "sync": 1}]}"#;
+    let (ok, out, err) = play_script("notifications", "notify.json", script, &["--json"]);
     assert!(ok, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     let mut names = Vec::new();
@@ -2069,4 +2041,16 @@ fn frame_rates_are_shown_and_loops_closed_on_conversion() {
     assert_eq!(num(&after["clips"][0]["frame_rate"]), 120.0);
     let (ok, text, _) = skelett(&["inspect", out.to_str().unwrap()]);
     assert!(ok && text.contains("frame rate: 120 fps"), "{text}");
+}
+
+/// Writes `script` as `name` in the test's scratch folder `dir` and runs `skelett play` on it
+/// (the embedded Fox) with `args` after the script.
+fn play_script(dir: &str, name: &str, script: &str, args: &[&str]) -> (bool, String, String) {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, script).unwrap();
+    let mut all = vec!["play", "--script", path.to_str().unwrap()];
+    all.extend_from_slice(args);
+    skelett(&all)
 }

@@ -224,12 +224,7 @@ fn version_2_files_still_load() {
         + 64;
     assert_eq!(&payload[root_end..root_end + 4], &[0; 4]);
     payload.drain(root_end..root_end + 4);
-    let mut v2 = Vec::new();
-    v2.extend_from_slice(native::MAGIC);
-    v2.extend_from_slice(&2u32.to_le_bytes());
-    v2.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    v2.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-    v2.extend_from_slice(&payload);
+    let v2 = seal(2, &payload);
     let b = native::from_bytes(&v2, Path::new("v2.skl")).unwrap();
     assert_eq!(a.clips, b.clips);
     assert_eq!(a.skeleton.names(), b.skeleton.names());
@@ -265,12 +260,7 @@ fn version_3_files_still_load() {
         "the channel list and the empty count are not unique"
     );
     payload.drain(at[0] + 12..at[0] + 16);
-    let mut v3 = Vec::new();
-    v3.extend_from_slice(native::MAGIC);
-    v3.extend_from_slice(&3u32.to_le_bytes());
-    v3.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    v3.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-    v3.extend_from_slice(&payload);
+    let v3 = seal(3, &payload);
     let b = native::from_bytes(&v3, Path::new("v3.skl")).unwrap();
     assert_eq!(a.meshes, b.meshes);
     assert_eq!(a.clips, b.clips);
@@ -298,6 +288,7 @@ fn payload_before_frame_rates(asset: &skelett_io::Asset) -> Vec<u8> {
     payload
 }
 
+/// `.skl` bytes around `payload`: magic, `version`, length and checksum.
 fn seal(version: u32, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(native::MAGIC);

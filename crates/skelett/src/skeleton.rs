@@ -526,16 +526,9 @@ impl Skeleton {
     /// # Ok::<(), skelett::Error>(())
     /// ```
     pub fn rest_model(&self) -> Vec<Mat4> {
-        let mut model: Vec<Mat4> = Vec::with_capacity(self.len());
-        for (j, rest) in self.rest.iter().enumerate() {
-            let local = rest.to_mat4();
-            // Parents precede children (the skeleton's invariant), so a parent's matrix is
-            // already in `model`.
-            model.push(match self.parent(j as JointIndex) {
-                Some(p) => model[p as usize] * local,
-                None => local,
-            });
-        }
+        let mut model = vec![Mat4::IDENTITY; self.len()];
+        // Both slices have the skeleton's length, the only error local_to_model has.
+        let _ = crate::local_to_model(self, &self.rest, 0, &mut model);
         model
     }
 

@@ -276,42 +276,16 @@ impl Clip {
             animated[ch.joint as usize][slot] = true;
             let cubic = ch.interpolation == Interpolation::CubicSpline;
             let mut times = ch.times.to_vec();
-            // A channel whose keys stop before the clip's end holds its last value there
-            // first: the closing interval is the clip's last frame, not the whole gap.
-            let hold = times.last().is_some_and(|&t| t < self.end());
-            if hold {
-                times.push(self.end());
-            }
-            times.push(end);
-            // The key to add: (value index to copy) as a flat cubic key or a plain one.
-            fn close<T: Copy>(v: &mut Vec<T>, cubic: bool, hold: bool, zero: T) {
-                let (first, last) = if cubic {
-                    (1, v.len() - 2)
-                } else {
-                    (0, v.len() - 1)
-                };
-                let keys = if hold {
-                    vec![v[last], v[first]]
-                } else {
-                    vec![v[first]]
-                };
-                for k in keys {
-                    if cubic {
-                        v.extend([zero, k, zero]);
-                    } else {
-                        v.push(k);
-                    }
-                }
-            }
             let values = match ch.values {
                 crate::ChannelValues::Vec3(v) => {
                     let mut v: Vec<Vec3> = v.iter().map(|&x| Vec3::from(x)).collect();
-                    close(&mut v, cubic, hold, Vec3::ZERO);
+                    close_keys(&mut times, &mut v, cubic, self.end(), end, Vec3::ZERO);
                     RawValues::Vec3(v)
                 }
                 crate::ChannelValues::Quat(q) => {
                     let mut q = q.to_vec();
-                    close(&mut q, cubic, hold, Quat::from_xyzw(0.0, 0.0, 0.0, 0.0));
+                    let zero = Quat::from_xyzw(0.0, 0.0, 0.0, 0.0);
+                    close_keys(&mut times, &mut q, cubic, self.end(), end, zero);
                     RawValues::Quat(q)
                 }
             };
@@ -360,24 +334,7 @@ impl Clip {
             let cubic = t.interpolation == Interpolation::CubicSpline;
             let mut times = t.times.to_vec();
             let mut values = t.values.to_vec();
-            let (first, last) = if cubic {
-                (values[1], values[values.len() - 2])
-            } else {
-                (values[0], values[values.len() - 1])
-            };
-            let hold = times.last().is_some_and(|&x| x < self.end());
-            let mut add = |time: f32, v: f32| {
-                times.push(time);
-                if cubic {
-                    values.extend([0.0, v, 0.0]);
-                } else {
-                    values.push(v);
-                }
-            };
-            if hold {
-                add(self.end(), last);
-            }
-            add(end, first);
+            close_keys(&mut times, &mut values, cubic, self.end(), end, 0.0);
             tracks.push(crate::RawMorphTrack {
                 channel: names[t.channel].clone(),
                 interpolation: t.interpolation,
@@ -407,4 +364,36 @@ impl Clip {
         clip.frame_rate = self.frame_rate;
         Ok(clip)
     }
+}
+
+/// Closes one channel's keys for [`Clip::closed_loop`]: a channel whose keys stop before
+/// `clip_end` first holds its last value there (so the closing interval is the clip's last
+/// frame, not the whole gap), then a key at `end` takes its first value back. Cubic keys are
+/// (in-tangent, value, out-tangent) triples; added ones are flat (`zero` tangents).
+fn close_keys<T: Copy>(
+    times: &mut Vec<f32>,
+    values: &mut Vec<T>,
+    cubic: bool,
+    clip_end: f32,
+    end: f32,
+    zero: T,
+) {
+    let (first, last) = if cubic {
+        (values[1], values[values.len() - 2])
+    } else {
+        (values[0], values[values.len() - 1])
+    };
+    let hold = times.last().is_some_and(|&t| t < clip_end);
+    let mut add = |time: f32, v: T| {
+        times.push(time);
+        if cubic {
+            values.extend([zero, v, zero]);
+        } else {
+            values.push(v);
+        }
+    };
+    if hold {
+        add(clip_end, last);
+    }
+    add(end, first);
 }
