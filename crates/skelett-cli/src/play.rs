@@ -25,7 +25,7 @@ use skelett::animator::{
     Transition, UpdateResult, When, Wrap,
 };
 use skelett::graph::{Graph, GraphInstance, StateEventKind, Value as GraphValue};
-use skelett::{local_to_model, Clip, ClipEvent, JointMask};
+use skelett::{local_to_model, Clip, ClipEvent, JointMask, RotationInterpolation};
 use skelett_io::Asset;
 
 use crate::Result;
@@ -145,6 +145,8 @@ struct Command {
     curve: Option<String>,
     speed: Option<f32>,
     wrap: Option<String>,
+    /// "slerp" (the default) or "nlerp": how the clip's rotation keys are interpolated.
+    rotation: Option<String>,
     sync: Option<u32>,
     start: Option<f32>,
     normalized: Option<bool>,
@@ -404,6 +406,11 @@ fn options(c: &Command) -> Result<PlayOptions> {
         },
         sync_group: c.sync,
         start: c.start.unwrap_or(0.0),
+        rotation: match c.rotation.as_deref().unwrap_or("slerp") {
+            "slerp" => RotationInterpolation::Slerp,
+            "nlerp" => RotationInterpolation::Nlerp,
+            other => return Err(format!("unknown rotation {other:?} (slerp, nlerp)").into()),
+        },
     })
 }
 

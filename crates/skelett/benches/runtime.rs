@@ -6,6 +6,9 @@
 //! forward sampling 8.8 ns/joint on Fox, 5.3 on robot_quaternius, 9.8 on CesiumMan; random
 //! seeks 23.6, 16.6 and 32.4; local-to-model 5.9-6.4; palette 3.3-3.4 ns/matrix.
 //!
+//! `sample_forward_60hz_nlerp` is the forward playback with [`RotationInterpolation::Nlerp`],
+//! to compare with slerp's `sample_forward_60hz` in the same run.
+//!
 //! `cargo bench -p skelett --bench runtime` runs them; `skelett bench FILE` runs the same
 //! workloads on any asset without criterion.
 
@@ -15,7 +18,9 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use glam::Mat4;
-use skelett::{local_to_model, sample, skinning_palette, Pose, SamplingCache};
+use skelett::{
+    local_to_model, sample, skinning_palette, Pose, RotationInterpolation, SamplingCache,
+};
 
 /// (label, file, clip) triples benchmarked.
 const CASES: &[(&str, &str, &str)] = &[
@@ -46,6 +51,17 @@ fn bench_runtime(c: &mut Criterion) {
             b.iter(|| {
                 i = if i + 1 < times.len() { i + 1 } else { 0 };
                 sample(clip, black_box(times[i]), &mut cache, &mut pose).unwrap();
+            })
+        });
+        // The same forward playback with nlerp rotations (RotationInterpolation): the
+        // per-player choice of speed over slerp's accuracy.
+        let mut fast = SamplingCache::for_clip(clip)
+            .with_rotation_interpolation(RotationInterpolation::Nlerp);
+        let mut j = 0;
+        group.bench_function("sample_forward_60hz_nlerp", |b| {
+            b.iter(|| {
+                j = if j + 1 < times.len() { j + 1 } else { 0 };
+                sample(clip, black_box(times[j]), &mut fast, &mut pose).unwrap();
             })
         });
         let seeks = random_times(clip.start(), clip.duration(), 256);

@@ -86,7 +86,10 @@ pub use pose::{
     additive_delta, apply_additive, blend, blend_override, make_additive, BlendInput, JointMask,
     Pose,
 };
-pub use sampling::{sample, sample_joint, sample_morph_weights, sample_uncached, SamplingCache};
+pub use sampling::{
+    sample, sample_joint, sample_morph_weights, sample_uncached, RotationInterpolation,
+    SamplingCache,
+};
 pub use skeleton::{
     JointIndex, MorphChannel, RawJoint, RawSkeleton, Skeleton, SkeletonId, MAX_JOINTS,
 };

@@ -197,6 +197,7 @@ impl Animator {
             1.0
         };
         p.wrap = options.wrap;
+        p.cache.set_rotation_interpolation(options.rotation);
         // Join a running sync group at its leader's (normalised, unwrapped) position;
         // otherwise start where asked.
         match options.sync_group.and_then(|g| self.group_position(g)) {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use glam::Vec3;
 
 use super::Wrap;
-use crate::{Clip, JointIndex};
+use crate::{Clip, JointIndex, RotationInterpolation};
 
 /// How a layer combines with the layers below it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -68,6 +68,9 @@ pub struct PlayOptions {
     pub sync_group: Option<u32>,
     /// Where to start, as a fraction of the clip (ignored when joining a running group).
     pub start: f32,
+    /// How this player interpolates rotation keys: slerp (the default) or the cheaper nlerp
+    /// ([`RotationInterpolation`] gives the error of each).
+    pub rotation: RotationInterpolation,
 }
 
 impl Default for PlayOptions {
@@ -77,6 +80,7 @@ impl Default for PlayOptions {
             wrap: Wrap::Loop,
             sync_group: None,
             start: 0.0,
+            rotation: RotationInterpolation::Slerp,
         }
     }
 }

@@ -665,6 +665,7 @@ impl GraphInstance {
             wrap: st.wrap,
             sync_group: st.sync,
             start: 0.0,
+            ..Default::default()
         };
         let motion = &st.motion;
         if matches!(motion, StateMotion::Empty) {

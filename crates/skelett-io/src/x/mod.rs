@@ -73,16 +73,94 @@ pub fn from_bytes(bytes: &[u8], name: &Path) -> Result<Asset, Error> {
     from_bytes_with(bytes, name, &Options::default())
 }
 
-/// A number as the file wrote it: its value, whether it was an integer literal (counts and
-/// indices must be), the separator after it (text files; a count must end with `;`), and
-/// where it is.
+mod binary;
+mod mszip;
+mod text;
+
+/// How deep data objects may nest.
+const MAX_DEPTH: usize = 128;
+
+/// A number as the file wrote it: its value, whether it was an integer (a literal without a
+/// point in text, an integer list in binary: counts and indices must be), the separator after
+/// it (text files; a count must end with `;`), and where it is.
 #[derive(Clone, Copy, Debug)]
 struct Num {
     v: f64,
     int: bool,
     sep: Sep,
-    line: u32,
-    column: u32,
+    at: Place,
+}
+
+/// Where something is in a `.x` file, as its errors name it.
+#[derive(Clone, Copy, Debug)]
+enum Place {
+    /// A line and column (from 1) of text; `inflated` for the text inside a `tzip` file,
+    /// whose lines count from the start of the decompressed body.
+    Text { line: u32, column: u32, inflated: bool },
+    /// A byte offset: in the file, or (`inflated`) in the decompressed token stream of a
+    /// `bzip` file.
+    Byte { offset: u64, inflated: bool },
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Place::Text { line, inflated, .. } => {
+                write!(f, "line {line}")?;
+                if inflated {
+                    write!(f, " of the decompressed text")?;
+                }
+                Ok(())
+            }
+            Place::Byte { offset, inflated } => {
+                write!(f, "byte {offset}")?;
+                if inflated {
+                    write!(f, " of the decompressed data")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Place {
+    /// The error for a problem here: [`Error::Syntax`] with a line for text,
+    /// [`Error::Malformed`] with the offset for a binary file, and [`Error::Invalid`] naming
+    /// the offset in the decompressed data of a compressed one.
+    fn error(self, file: &Path, expected: String) -> Error {
+        match self {
+            Place::Text {
+                line,
+                column,
+                inflated,
+            } => Error::Syntax {
+                file: file.to_path_buf(),
+                line: line as usize,
+                column: column as usize,
+                expected: if inflated {
+                    format!("{expected} (in the decompressed text)")
+                } else {
+                    expected
+                },
+            },
+            Place::Byte {
+                offset,
+                inflated: false,
+            } => Error::Malformed {
+                file: file.to_path_buf(),
+                offset,
+                expected,
+            },
+            Place::Byte {
+                offset,
+                inflated: true,
+            } => Error::Invalid {
+                file: file.to_path_buf(),
+                location: format!("byte {offset} of the decompressed data"),
+                problem: format!("expected {expected}"),
+            },
+        }
+    }
 }
 
 impl std::fmt::Display for Num {
@@ -118,312 +196,47 @@ struct Obj {
     values: Vec<Value>,
     children: Vec<Obj>,
     refs: Vec<String>,
-    line: usize,
+    /// Where the object starts.
+    at: Place,
 }
 
-struct Lexer<'a> {
-    b: &'a [u8],
-    pos: usize,
-    line: usize,
-    line_start: usize,
-    /// The column where the last token returned starts.
-    tok_column: usize,
-    file: &'a Path,
-}
-
-#[derive(Debug, PartialEq)]
-enum Tok {
-    Open,
-    Close,
-    Sep(u8),
-    Ident(String),
-    Str(String),
-    Eof,
-}
-
-const MAX_DEPTH: usize = 128;
-
-impl<'a> Lexer<'a> {
-    fn err(&self, expected: &str) -> Error {
-        Error::Syntax {
-            file: self.file.to_path_buf(),
-            line: self.line,
-            column: self.pos.saturating_sub(self.line_start) + 1,
-            expected: expected.to_string(),
-        }
-    }
-
-    fn newline(&mut self) {
-        self.line += 1;
-        self.line_start = self.pos + 1;
-    }
-
-    fn next(&mut self) -> Result<Tok, Error> {
-        loop {
-            let Some(&c) = self.b.get(self.pos) else {
-                return Ok(Tok::Eof);
-            };
-            self.tok_column = self.pos.saturating_sub(self.line_start) + 1;
-            match c {
-                b'\n' => {
-                    self.newline();
-                    self.pos += 1;
-                }
-                b';' | b',' => {
-                    self.pos += 1;
-                    return Ok(Tok::Sep(c));
-                }
-                c if c.is_ascii_whitespace() => self.pos += 1,
-                b'/' if self.b.get(self.pos + 1) == Some(&b'/') => self.skip_line(),
-                b'#' => self.skip_line(),
-                b'<' => {
-                    // A GUID: skip to '>'.
-                    while let Some(&c) = self.b.get(self.pos) {
-                        if c == b'\n' {
-                            self.newline();
-                        }
-                        self.pos += 1;
-                        if c == b'>' {
-                            break;
-                        }
-                    }
-                }
-                b'{' => {
-                    self.pos += 1;
-                    return Ok(Tok::Open);
-                }
-                b'}' => {
-                    self.pos += 1;
-                    return Ok(Tok::Close);
-                }
-                b'"' => {
-                    let (line, column) = (self.line, self.pos - self.line_start + 1);
-                    self.pos += 1;
-                    let start = self.pos;
-                    while let Some(&c) = self.b.get(self.pos) {
-                        if c == b'"' {
-                            break;
-                        }
-                        if c == b'\\' {
-                            self.pos += 1;
-                        }
-                        if c == b'\n' {
-                            self.newline();
-                        }
-                        self.pos += 1;
-                    }
-                    if self.pos >= self.b.len() {
-                        return Err(Error::Syntax {
-                            file: self.file.to_path_buf(),
-                            line,
-                            column,
-                            expected: "a closing quote for the string that starts here".into(),
-                        });
-                    }
-                    let s = String::from_utf8_lossy(&self.b[start..self.pos]).into_owned();
-                    self.pos += 1;
-                    return Ok(Tok::Str(s));
-                }
-                _ => {
-                    let start = self.pos;
-                    while let Some(&c) = self.b.get(self.pos) {
-                        if c.is_ascii_whitespace() || b"{};,<\"".contains(&c) {
-                            break;
-                        }
-                        self.pos += 1;
-                    }
-                    return Ok(Tok::Ident(
-                        String::from_utf8_lossy(&self.b[start..self.pos]).into_owned(),
-                    ));
-                }
-            }
-        }
-    }
-
-    fn skip_line(&mut self) {
-        while let Some(&c) = self.b.get(self.pos) {
-            if c == b'\n' {
-                break;
-            }
-            self.pos += 1;
-        }
-    }
-
-    /// The next token that is not a separator (between objects, where separators mean
-    /// nothing).
-    fn next_unseparated(&mut self) -> Result<Tok, Error> {
-        loop {
-            match self.next()? {
-                Tok::Sep(_) => {}
-                t => return Ok(t),
-            }
-        }
-    }
-
-    /// After an object's type: its optional name and the `{` that opens it.
-    fn open_object(&mut self, kind: &str) -> Result<Option<String>, Error> {
-        let (name, open) = match self.next_unseparated()? {
-            Tok::Open => (None, true),
-            Tok::Ident(n) => (Some(n), self.next_unseparated()? == Tok::Open),
-            _ => (None, false),
-        };
-        if !open {
-            return Err(self.err(&format!("{{ opening a {} object", quote(kind))));
-        }
-        Ok(name)
-    }
-
-    /// The body of a data object after its `{`, up to the matching `}`.
-    fn body(&mut self, kind: String, name: Option<String>, depth: usize) -> Result<Obj, Error> {
-        if depth > MAX_DEPTH {
-            return Err(self.err(&format!("objects nested at most {MAX_DEPTH} deep")));
-        }
-        let mut o = Obj {
-            kind,
-            name,
-            values: Vec::new(),
-            children: Vec::new(),
-            refs: Vec::new(),
-            line: self.line,
-        };
-        // Whether the last token was a number still waiting for its separator.
-        let mut open_num = false;
-        loop {
-            let tok = self.next()?;
-            let column = u32::try_from(self.tok_column).unwrap_or(u32::MAX);
-            if let Tok::Sep(c) = tok {
-                if open_num {
-                    if let Some(Value::Num(n)) = o.values.last_mut() {
-                        n.sep = if c == b';' {
-                            Sep::Semicolon
-                        } else {
-                            Sep::Comma
-                        };
-                    }
-                }
-                open_num = false;
-                continue;
-            }
-            open_num = false;
-            match tok {
-                Tok::Close => return Ok(o),
-                Tok::Sep(_) => {}
-                Tok::Eof => {
-                    return Err(self.err(&format!(
-                        "}} closing {} (line {})",
-                        quote(&o.kind),
-                        o.line
-                    )))
-                }
-                Tok::Str(s) => o.values.push(Value::Str(s)),
-                Tok::Open => {
-                    // A reference: { Name } (or an empty { }).
-                    match self.next_unseparated()? {
-                        Tok::Ident(n) => {
-                            if self.next_unseparated()? != Tok::Close {
-                                return Err(self.err("} after a reference's name"));
-                            }
-                            o.refs.push(n);
-                        }
-                        Tok::Close => {}
-                        _ => return Err(self.err("a name in a { reference }")),
-                    }
-                }
-                Tok::Ident(t) => {
-                    if let Some((v, int)) = parse_num(&t) {
-                        // Lines and columns past 4 billion are clamped: the file is refused
-                        // long before (the input limit).
-                        let line = u32::try_from(self.line).unwrap_or(u32::MAX);
-                        o.values.push(Value::Num(Num {
-                            v,
-                            int,
-                            sep: Sep::None,
-                            line,
-                            column,
-                        }));
-                        open_num = true;
-                        continue;
-                    }
-                    // A nested data object: Type [name] {
-                    let name = self.open_object(&t)?;
-                    let child = self.body(t, name, depth + 1)?;
-                    o.children.push(child);
-                }
-            }
-        }
-    }
-}
-
-/// A number token: its value and whether it is an integer literal; `None` for a word.
-fn parse_num(t: &str) -> Option<(f64, bool)> {
-    let c = t.as_bytes().first()?;
-    if !(c.is_ascii_digit() || *c == b'-' || *c == b'+' || *c == b'.') {
-        return None;
-    }
-    let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
-    let int = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
-    t.parse::<f64>().ok().map(|v| (v, int))
-}
-/// Loads a text `.x` file from memory; `name` is used in errors.
+/// Loads a `.x` file from memory, in any of its four forms; `name` is used in errors.
 ///
 /// # Errors
-/// [`Error::Unsupported`] for binary or compressed `.x`, [`Error::Syntax`] with a line for
-/// text that does not parse, [`Error::Invalid`] for objects whose counts or values do not
-/// fit, [`Error::Build`] when the runtime rejects the result.
+/// [`Error::Malformed`] for a header that is not `.x`'s or a binary token stream that does not
+/// parse (with its byte offset), [`Error::Syntax`] with a line for text that does not parse,
+/// [`Error::Invalid`] for a compressed file whose blocks do not inflate (or whose decompressed
+/// data does not parse: the offset in it is named), and for objects whose counts or values do
+/// not fit, [`Error::Build`] when the runtime rejects the result.
 pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<Asset, Error> {
-    if bytes.len() < 16 || &bytes[..4] != b"xof " {
-        return Err(Error::Malformed {
-            file: name.to_path_buf(),
-            offset: 0,
-            expected: "the .x header \"xof 0303txt 0032\"".into(),
-        });
-    }
-    let format = &bytes[8..12];
-    if format != b"txt " {
-        return Err(Error::Unsupported {
-            file: name.to_path_buf(),
-            what: format!(
-                "{:?} .x files (only the text format \"txt \" is read)",
-                String::from_utf8_lossy(format)
-            ),
-        });
-    }
-    let mut lx = Lexer {
-        b: bytes,
-        pos: 16,
-        line: 1,
-        line_start: 0,
-        tok_column: 1,
-        file: name,
+    let header = |expected: &str| Error::Malformed {
+        file: name.to_path_buf(),
+        offset: 0,
+        expected: format!("the .x header \"xof 0303txt 0032\" ({expected})"),
     };
-    let mut top = Vec::new();
-    loop {
-        match lx.next_unseparated()? {
-            Tok::Eof => break,
-            Tok::Ident(t) if t == "template" => {
-                // template Name { ... } — skipped, nested braces included.
-                let mut depth = 0usize;
-                loop {
-                    match lx.next()? {
-                        Tok::Open => depth += 1,
-                        Tok::Close => {
-                            depth = depth.saturating_sub(1);
-                            if depth == 0 {
-                                break;
-                            }
-                        }
-                        Tok::Eof => return Err(lx.err("} closing a template")),
-                        _ => {}
-                    }
-                }
-            }
-            Tok::Ident(t) => {
-                let oname = lx.open_object(&t)?;
-                top.push(lx.body(t, oname, 0)?);
-            }
-            _ => return Err(lx.err("a template or a data object")),
-        }
+    if bytes.len() < 16 || &bytes[..4] != b"xof " {
+        return Err(header("\"xof \" and 12 more bytes"));
     }
+    let double = match &bytes[12..16] {
+        b"0032" => false,
+        b"0064" => true,
+        _ => return Err(header("a float size of \"0032\" or \"0064\" at byte 12")),
+    };
+    let top = match &bytes[8..12] {
+        b"txt " => text::parse(bytes, 16, name, false)?,
+        b"bin " => binary::parse(bytes, 16, double, name, false)?,
+        b"tzip" => text::parse(&mszip::inflate(bytes, name)?, 0, name, true)?,
+        b"bzip" => binary::parse(&mszip::inflate(bytes, name)?, 0, double, name, true)?,
+        other => {
+            return Err(Error::Unsupported {
+                file: name.to_path_buf(),
+                what: format!(
+                    "{:?} .x files (\"txt \", \"bin \", \"tzip\" and \"bzip\" are read)",
+                    String::from_utf8_lossy(other)
+                ),
+            })
+        }
+    };
     build(name, &top, *options)
 }
 
@@ -459,12 +272,7 @@ impl Cursor<'_> {
     /// An error at number `at` (or the object, past its end).
     fn err_at(&self, at: usize, problem: String) -> Error {
         match self.v.get(at) {
-            Some(n) => Error::Syntax {
-                file: self.file.to_path_buf(),
-                line: n.line as usize,
-                column: n.column as usize,
-                expected: format!("{}: {problem}", self.what),
-            },
+            Some(n) => n.at.error(self.file, format!("{}: {problem}", self.what)),
             None => Error::Invalid {
                 file: self.file.to_path_buf(),
                 location: self.what.clone(),
@@ -574,9 +382,9 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
                     i: 0,
                     file,
                     what: format!(
-                        "FrameTransformMatrix of Frame {} (line {})",
+                        "FrameTransformMatrix of Frame {} ({})",
                         quote(&name),
-                        t.line
+                        t.at
                     ),
                 };
                 m = conv(x_matrix(&c.floats(16)?));
@@ -625,7 +433,7 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
             v: &v,
             i: 0,
             file: name,
-            what: format!("Mesh {mname} (line {})", m.line),
+            what: format!("Mesh {mname} ({})", m.at),
         };
         let nv = c.count(3)?;
         let positions: Vec<Vec3> = c
@@ -672,7 +480,7 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
                 v: &v,
                 i: 0,
                 file: name,
-                what: format!("{} in Mesh {mname} (line {})", quote(&ch.kind), ch.line),
+                what: format!("{} in Mesh {mname} ({})", quote(&ch.kind), ch.at),
             };
             match ch.kind.as_str() {
                 "MeshNormals" => {
@@ -820,7 +628,7 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
             v: &v,
             i: 0,
             file: name,
-            what: format!("AnimTicksPerSecond (line {})", o.line),
+            what: format!("AnimTicksPerSecond ({})", o.at),
         };
         let t = c.take(1)?[0];
         c.finish()?;
@@ -860,7 +668,7 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
                     v: &v,
                     i: 0,
                     file: name,
-                    what: format!("AnimationKey in {} (line {})", quote(&cname), k.line),
+                    what: format!("AnimationKey in {} ({})", quote(&cname), k.at),
                 };
                 let kind_at = c.i;
                 let kind = c.take(1)?[0];
