@@ -76,6 +76,10 @@ struct LoadArgs {
     /// DirectX .x: read the left-handed file as right-handed (mirror Z), as glTF expects.
     #[arg(long, global = true)]
     right_handed: bool,
+    /// DirectX .x: honour AnimationOptions (closed cycles, spline positions) as Direct3D
+    /// Retained Mode did; by default they are ignored, as D3DX's loader and assimp do.
+    #[arg(long, global = true)]
+    x_animation_options: bool,
     /// The largest input file read, in MiB (default 2048); larger files are refused before
     /// reading. Only regular files are read (not devices, pipes or folders).
     #[arg(long, global = true, value_name = "MIB",
@@ -97,6 +101,7 @@ impl LoadArgs {
             },
             x: skelett_io::x::Options {
                 right_handed: self.right_handed,
+                animation_options: self.x_animation_options,
             },
         }
     }

@@ -342,6 +342,12 @@ pub fn infer_frame_rate(clip: &skelett::Clip) -> Option<f32> {
     for t in clip.morph_tracks() {
         times.extend(t.times.iter().map(|&x| f64::from(x - clip.start())));
     }
+    rate_of_times(times)
+}
+
+/// The lowest of [`COMMON_FRAME_RATES`] on whose frames every time (seconds from the clip's
+/// start) falls; `None` for fewer than two distinct times.
+pub(crate) fn rate_of_times(mut times: Vec<f64>) -> Option<f32> {
     times.sort_by(f64::total_cmp);
     times.dedup();
     if times.len() < 2 {

@@ -34,7 +34,9 @@ fn data_files() -> Vec<PathBuf> {
 fn nlerp_error(alpha: f64) -> f64 {
     let half = alpha / 2.0;
     let gap = |u: f64| (2.0 * (u * half.sin()).atan2(1.0 - u + u * half.cos()) - u * alpha).abs();
-    (0..=2000).map(|i| gap(i as f64 / 2000.0)).fold(0.0, f64::max)
+    (0..=2000)
+        .map(|i| gap(i as f64 / 2000.0))
+        .fold(0.0, f64::max)
 }
 
 /// The rotation angle between two quaternions, in f64 and by atan2 (an f32 `acos` of the dot

@@ -33,7 +33,7 @@ fn every_shared_file_is_recognised_by_content() {
             let bytes = std::fs::read(&path).unwrap();
             assert_eq!(sniff(&bytes), Some(format), "{}", path.display());
             // Through memory and through the path: the same asset, or the same refusal
-            // (binary .x is not read yet). The name without its folder (a BVH clip is named
+            // The name without its folder (a BVH clip is named
             // after its file).
             let name = Path::new(path.file_name().unwrap());
             let by_content = from_bytes_with(&bytes, name, &LoadOptions::default());

@@ -29,7 +29,10 @@ fn a_small_file_loads() {
     let rh = x::from_bytes_with(
         GOOD.as_bytes(),
         Path::new("g.x"),
-        &x::Options { right_handed: true },
+        &x::Options {
+            right_handed: true,
+            ..Default::default()
+        },
     )
     .unwrap();
     assert_eq!(
@@ -39,14 +42,20 @@ fn a_small_file_loads() {
     );
 }
 
+/// Text labelled as binary or compressed is refused where it stops making sense in that
+/// form (binary and compressed files themselves: `x_binary.rs`); an unknown form is named.
 #[test]
-fn binary_and_compressed_files_are_not_supported() {
+fn text_under_another_forms_header_is_refused_by_offset() {
     for kind in ["bin ", "tzip", "bzip"] {
         let text = GOOD.replacen("txt ", kind, 1);
         match load(text.as_bytes()) {
-            Err(Error::Unsupported { what, .. }) => assert!(what.contains("text format"), "{what}"),
+            Err(Error::Malformed { offset, .. }) => assert!((16..=24).contains(&offset), "{kind}"),
             other => panic!("{kind}: {other:?}"),
         }
+    }
+    match load(GOOD.replacen("txt ", "cmp ", 1).as_bytes()) {
+        Err(Error::Unsupported { what, .. }) => assert!(what.contains("\"bzip\""), "{what}"),
+        other => panic!("cmp: {other:?}"),
     }
     assert!(matches!(
         load(b"not an x file at all"),

@@ -18,7 +18,10 @@ use skelett::{local_to_model, sample_uncached, Pose};
 fn check(file: &str) -> f32 {
     let path = common::data(&format!("x/{file}"));
     let bytes = std::fs::read(&path).unwrap();
-    let options = skelett_io::x::Options { right_handed: true };
+    let options = skelett_io::x::Options {
+        right_handed: true,
+        ..Default::default()
+    };
     let asset =
         skelett_io::x::from_bytes_with(&bytes, &path, &options).unwrap_or_else(|e| panic!("{e}"));
     let r = common::reference(file);

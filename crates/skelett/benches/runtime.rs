@@ -55,8 +55,8 @@ fn bench_runtime(c: &mut Criterion) {
         });
         // The same forward playback with nlerp rotations (RotationInterpolation): the
         // per-player choice of speed over slerp's accuracy.
-        let mut fast = SamplingCache::for_clip(clip)
-            .with_rotation_interpolation(RotationInterpolation::Nlerp);
+        let mut fast =
+            SamplingCache::for_clip(clip).with_rotation_interpolation(RotationInterpolation::Nlerp);
         let mut j = 0;
         group.bench_function("sample_forward_60hz_nlerp", |b| {
             b.iter(|| {

@@ -80,8 +80,14 @@ enum Tok {
     Str(String),
     Int(u32),
     Guid,
-    IntList { at: usize, count: usize },
-    FloatList { at: usize, count: usize },
+    IntList {
+        at: usize,
+        count: usize,
+    },
+    FloatList {
+        at: usize,
+        count: usize,
+    },
     Open,
     Close,
     Sep,
@@ -111,7 +117,8 @@ impl Reader<'_> {
 
     /// An error at the last token read.
     fn err(&self, expected: &str) -> Error {
-        self.place(self.tok_at).error(self.file, expected.to_string())
+        self.place(self.tok_at)
+            .error(self.file, expected.to_string())
     }
 
     /// `n` bytes at the current position, or an error naming what they were for.
@@ -142,14 +149,20 @@ impl Reader<'_> {
         Ok(String::from_utf8_lossy(b).into_owned())
     }
 
-    /// A list's count and where its elements start, after checking they are all there.
+    /// A list's count and where its elements start, after checking they are all there (an
+    /// error names the list's token).
     fn list(&mut self, size: u64, what: &str) -> Result<(usize, usize), Error> {
-        let count = self.u32(&format!("the count of an {what}"))?;
+        let count = self.u32(&format!("the count of {what}"))?;
         let at = self.pos;
-        self.bytes(
-            u64::from(count) * size,
-            &format!("an {what} of {count} elements of {size} bytes"),
-        )?;
+        let need = u64::from(count) * size;
+        let left = (self.b.len() - at) as u64;
+        if need > left {
+            return Err(self.err(&format!(
+                "{what} of {count} elements of {size} bytes ({need} bytes; the data ends \
+                 {left} bytes on)"
+            )));
+        }
+        self.pos += need as usize;
         Ok((at, count as usize))
     }
 
@@ -172,12 +185,12 @@ impl Reader<'_> {
                 Tok::Guid
             }
             6 => {
-                let (at, count) = self.list(4, "integer list")?;
+                let (at, count) = self.list(4, "an integer list")?;
                 Tok::IntList { at, count }
             }
             7 => {
                 let size = if self.double { 8 } else { 4 };
-                let (at, count) = self.list(size, "float list")?;
+                let (at, count) = self.list(size, "a float list")?;
                 Tok::FloatList { at, count }
             }
             10 => Tok::Open,
@@ -239,12 +252,20 @@ impl Reader<'_> {
             match self.next()? {
                 Tok::Close => return Ok(o),
                 Tok::Sep | Tok::Guid => {}
-                Tok::Int(v) => o.values.push(Value::Num(self.num(f64::from(v), true, self.tok_at + 2))),
+                Tok::Int(v) => {
+                    o.values
+                        .push(Value::Num(self.num(f64::from(v), true, self.tok_at + 2)))
+                }
                 Tok::IntList { at, count } => {
                     o.values.reserve(count);
                     for i in 0..count {
                         let p = at + 4 * i;
-                        let v = u32::from_le_bytes([self.b[p], self.b[p + 1], self.b[p + 2], self.b[p + 3]]);
+                        let v = u32::from_le_bytes([
+                            self.b[p],
+                            self.b[p + 1],
+                            self.b[p + 2],
+                            self.b[p + 3],
+                        ]);
                         o.values.push(Value::Num(self.num(f64::from(v), true, p)));
                     }
                 }

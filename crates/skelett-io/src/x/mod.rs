@@ -45,6 +45,15 @@ use crate::{Asset, Error};
 pub struct Options {
     /// Convert the (left-handed) file to right-handed coordinates by mirroring Z.
     pub right_handed: bool,
+    /// Honour each `Animation`'s `AnimationOptions { openclosed; positionquality; }` as
+    /// Direct3D Retained Mode did: a closed animation (1) interpolates from its last key
+    /// back to its first over one more frame (as [`skelett::Clip::closed_loop`] does; the
+    /// clip grows by that frame), and spline positions (0) become a Catmull-Rom spline
+    /// through the position keys (cubic Hermite keys with tangents from the neighbouring
+    /// keys). Off by default: D3DX's `D3DXLoadMeshHierarchyFromX`, which the skinned-mesh
+    /// files target, and assimp ignore these options and play every key linearly; the file
+    /// then gets a warning saying what it asked for.
+    pub animation_options: bool,
 }
 
 /// Loads a text `.x` file with default options.
@@ -96,7 +105,11 @@ struct Num {
 enum Place {
     /// A line and column (from 1) of text; `inflated` for the text inside a `tzip` file,
     /// whose lines count from the start of the decompressed body.
-    Text { line: u32, column: u32, inflated: bool },
+    Text {
+        line: u32,
+        column: u32,
+        inflated: bool,
+    },
     /// A byte offset: in the file, or (`inflated`) in the decompressed token stream of a
     /// `bzip` file.
     Byte { offset: u64, inflated: bool },
@@ -370,6 +383,7 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
         joints: &mut Vec<RawJoint>,
         meshes: &mut Vec<(&'o Obj, Option<usize>)>,
         conv: &dyn Fn(Mat4) -> Mat4,
+        warnings: &mut Vec<String>,
     ) -> Result<(), Error> {
         if o.kind == "Frame" {
             let me = joints.len();
@@ -381,14 +395,18 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
                     v: &v,
                     i: 0,
                     file,
-                    what: format!(
-                        "FrameTransformMatrix of Frame {} ({})",
-                        quote(&name),
-                        t.at
-                    ),
+                    what: format!("FrameTransformMatrix of Frame {} ({})", quote(&name), t.at),
                 };
                 m = conv(x_matrix(&c.floats(16)?));
                 c.finish()?;
+                let off = shear(&m);
+                if off > SHEAR_TOLERANCE {
+                    warnings.push(format!(
+                        "Frame {}: its matrix holds shear, dropped when split into scale, \
+                         rotation and translation (off by up to {off:.1e} of its scale)",
+                        quote(&name)
+                    ));
+                }
             }
             joints.push(RawJoint {
                 name,
@@ -396,7 +414,7 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
                 rest: Transform::from_mat4(&m),
             });
             for c in &o.children {
-                walk(file, c, Some(me), joints, meshes, conv)?;
+                walk(file, c, Some(me), joints, meshes, conv, warnings)?;
             }
         } else if o.kind == "Mesh" {
             meshes.push((o, parent));
@@ -404,7 +422,15 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
         Ok(())
     }
     for o in top {
-        walk(name, o, None, &mut joints, &mut meshes_src, &conv)?;
+        walk(
+            name,
+            o,
+            None,
+            &mut joints,
+            &mut meshes_src,
+            &conv,
+            &mut warnings,
+        )?;
     }
     let mut names: Vec<String> = joints.iter().map(|j| j.name.clone()).collect();
     let tags: Vec<usize> = (0..names.len()).collect();
@@ -650,6 +676,9 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
             ..Default::default()
         };
         let mut missing = Vec::new();
+        // Per animation that has AnimationOptions: its channels (a range of raw.channels),
+        // closed, spline positions.
+        let mut asked: Vec<(std::ops::Range<usize>, bool, bool)> = Vec::new();
         for a in o.children.iter().filter(|a| a.kind == "Animation") {
             let target = a.refs.first().cloned().or_else(|| {
                 a.children
@@ -661,6 +690,29 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
             if !joint_of.contains_key(target.as_str()) {
                 missing.push(target);
                 continue;
+            }
+            let first_channel = raw.channels.len();
+            let mut flags = None;
+            for opt in a.children.iter().filter(|k| k.kind == "AnimationOptions") {
+                let v = nums(opt);
+                let mut c = Cursor {
+                    v: &v,
+                    i: 0,
+                    file: name,
+                    what: format!("AnimationOptions of {} ({})", quote(&target), opt.at),
+                };
+                let mut flag = |what: &str| -> Result<bool, Error> {
+                    let at = c.i;
+                    let n = c.take(1)?[0];
+                    if !(n.int && (n.v == 0.0 || n.v == 1.0)) {
+                        return Err(c.err_at(at, format!("{what}: 0 or 1, found {n}")));
+                    }
+                    Ok(n.v == 1.0)
+                };
+                let closed = flag("openclosed")?;
+                let linear = flag("positionquality")?;
+                c.finish()?;
+                flags = Some((closed, !linear));
             }
             for k in a.children.iter().filter(|k| k.kind == "AnimationKey") {
                 let v = nums(k);
@@ -744,10 +796,29 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
                         ),
                     )),
                     _ => {
+                        let mut sheared = 0usize;
+                        let mut worst = 0.0f32;
                         let tr: Vec<Transform> = vals
                             .iter()
-                            .map(|x| Transform::from_mat4(&conv(x_matrix(x))))
+                            .map(|x| {
+                                let m = conv(x_matrix(x));
+                                let off = shear(&m);
+                                if off > SHEAR_TOLERANCE {
+                                    sheared += 1;
+                                    worst = worst.max(off);
+                                }
+                                Transform::from_mat4(&m)
+                            })
                             .collect();
+                        if sheared > 0 {
+                            warnings.push(format!(
+                                "AnimationSet {cname}: {sheared} of the {} matrix keys of {} \
+                                 hold shear, dropped when split into scale, rotation and \
+                                 translation (off by up to {worst:.1e} of their scale)",
+                                tr.len(),
+                                quote(&target)
+                            ));
+                        }
                         raw.channels.push(make(
                             Target::Translation,
                             RawValues::Vec3(tr.iter().map(|t| t.translation).collect()),
@@ -763,6 +834,9 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
                     }
                 }
             }
+            if let Some((closed, spline)) = flags {
+                asked.push((first_channel..raw.channels.len(), closed, spline));
+            }
         }
         if !missing.is_empty() {
             warnings.push(format!(
@@ -770,6 +844,7 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
                 missing.join(", ")
             ));
         }
+        animation_options(&mut raw, &asked, options.animation_options, &mut warnings);
         raw.fit_range_to_keys();
         let clip = raw
             .build(&skeleton)
@@ -778,6 +853,121 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
         clips.push(Arc::new(clip.with_frame_rate(rate)));
     }
     Asset::read(name, skeleton, skins, meshes, clips, warnings)
+}
+
+/// How far a matrix is from the scale, rotation and translation it splits into, relative to
+/// its scale: 0 without shear.
+fn shear(m: &Mat4) -> f32 {
+    let back = Transform::from_mat4(m).to_mat4();
+    let scale = m
+        .x_axis
+        .truncate()
+        .length()
+        .max(m.y_axis.truncate().length())
+        .max(m.z_axis.truncate().length());
+    let mut off = 0.0f32;
+    for c in 0..3 {
+        off = off.max((m.col(c) - back.col(c)).truncate().abs().max_element());
+    }
+    off / scale.max(f32::MIN_POSITIVE)
+}
+
+/// A matrix whose split differs by more than this (relative to its scale) holds shear.
+const SHEAR_TOLERANCE: f32 = 1e-4;
+
+/// Applies (or, when not `honour`ed, reports) the `AnimationOptions` of a set's animations:
+/// `asked` holds each animation's channels with whether it is closed and whether its
+/// positions are splines.
+fn animation_options(
+    raw: &mut RawClip,
+    asked: &[(std::ops::Range<usize>, bool, bool)],
+    honour: bool,
+    warnings: &mut Vec<String>,
+) {
+    let closed = asked.iter().filter(|a| a.1).count();
+    let spline = asked.iter().filter(|a| a.2).count();
+    if closed + spline == 0 {
+        return;
+    }
+    if !honour {
+        warnings.push(format!(
+            "AnimationSet {}: AnimationOptions ask for {closed} closed cycles and {spline} \
+             animations with spline positions; played open and linear, as D3DX and assimp \
+             play them (x::Options::animation_options, --x-animation-options, honours them)",
+            raw.name
+        ));
+        return;
+    }
+    // Where the clip ends, and one frame more: the interval closing a cycle.
+    let mut all: Vec<f64> = Vec::new();
+    let start = raw
+        .channels
+        .iter()
+        .filter_map(|c| c.times.first())
+        .fold(f32::INFINITY, |a, &b| a.min(b));
+    for c in &raw.channels {
+        all.extend(c.times.iter().map(|&t| f64::from(t - start)));
+    }
+    let end = raw
+        .channels
+        .iter()
+        .filter_map(|c| c.times.last())
+        .fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+    let interval = crate::rate_of_times(all).map_or(skelett::DEFAULT_CLOSING_INTERVAL, |r| 1.0 / r);
+    for (range, closed, spline) in asked {
+        for ch in &mut raw.channels[range.clone()] {
+            if *closed {
+                // Hold to the clip's end first if this channel stops early, then back to the
+                // first key one frame later.
+                let hold = ch.times.last().is_some_and(|&t| t < end);
+                match &mut ch.values {
+                    RawValues::Vec3(v) => {
+                        let (first, last) = (v[0], v[v.len() - 1]);
+                        if hold {
+                            v.push(last);
+                        }
+                        v.push(first);
+                    }
+                    RawValues::Quat(q) => {
+                        let (first, last) = (q[0], q[q.len() - 1]);
+                        if hold {
+                            q.push(last);
+                        }
+                        q.push(first);
+                    }
+                }
+                if hold {
+                    ch.times.push(end);
+                }
+                ch.times.push(end + interval);
+            }
+            if *spline && ch.target == Target::Translation {
+                catmull_rom(ch);
+            }
+        }
+    }
+}
+
+/// Turns a LINEAR position channel into a Catmull-Rom spline through the same keys: cubic
+/// Hermite keys whose tangent at each key is the slope between its neighbours (one-sided at
+/// the ends).
+fn catmull_rom(ch: &mut RawChannel) {
+    let RawValues::Vec3(v) = &ch.values else {
+        return;
+    };
+    let t = &ch.times;
+    let n = v.len();
+    if n < 2 || t.len() != n {
+        return;
+    }
+    let mut out = Vec::with_capacity(3 * n);
+    for k in 0..n {
+        let (a, b) = (k.saturating_sub(1), (k + 1).min(n - 1));
+        let m = (v[b] - v[a]) / (t[b] - t[a]);
+        out.extend([m, v[k], m]);
+    }
+    ch.values = RawValues::Vec3(out);
+    ch.interpolation = Interpolation::CubicSpline;
 }
 
 /// A rotation under the Z mirror: (x, y, z, w) → (-x, -y, z, w).

@@ -74,7 +74,10 @@ pub(super) fn inflate(bytes: &[u8], file: &Path) -> Result<Vec<u8>, Error> {
             ));
         }
         if &h[4..6] != b"CK" {
-            return Err(bad(pos + 4, format!("block {block}'s MSZIP signature \"CK\"")));
+            return Err(bad(
+                pos + 4,
+                format!("block {block}'s MSZIP signature \"CK\""),
+            ));
         }
         let end = pos + 4 + packed;
         if packed < 2 || end > bytes.len() {

@@ -11,7 +11,12 @@ use crate::Error;
 /// Parses the data objects of a text `.x` body starting at byte `start` (16, after the header
 /// line's first 16 bytes, for a `txt ` file; 0 for the decompressed body of a `tzip` file,
 /// which has no header).
-pub(super) fn parse(bytes: &[u8], start: usize, file: &Path, inflated: bool) -> Result<Vec<Obj>, Error> {
+pub(super) fn parse(
+    bytes: &[u8],
+    start: usize,
+    file: &Path,
+    inflated: bool,
+) -> Result<Vec<Obj>, Error> {
     let mut lx = Lexer {
         b: bytes,
         pos: start,
@@ -244,11 +249,7 @@ impl<'a> Lexer<'a> {
                 Tok::Close => return Ok(o),
                 Tok::Sep(_) => {}
                 Tok::Eof => {
-                    return Err(self.err(&format!(
-                        "}} closing {} ({})",
-                        quote(&o.kind),
-                        o.at
-                    )))
+                    return Err(self.err(&format!("}} closing {} ({})", quote(&o.kind), o.at)))
                 }
                 Tok::Str(s) => o.values.push(Value::Str(s)),
                 Tok::Open => {
