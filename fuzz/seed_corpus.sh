@@ -5,6 +5,24 @@ here=$(cd "$(dirname "$0")" && pwd)
 data="$here/../../shared/data"
 mkdir -p "$here/corpus/gltf_import" "$here/corpus/bvh_import" "$here/corpus/native_import" "$here/corpus/x_import"
 cp "$data"/x/*.x "$data"/x/*.X "$here/corpus/x_import/" 2>/dev/null || true
+# Binary and compressed .x: the shared cubes and trueSpace mesh, and the text files encoded
+# by the x_binary test (cargo test -p skelett-io --test x_binary writes them), each without
+# its 16-byte header behind a first byte that picks the form (even: 0032 / bzip).
+mkdir -p "$here/corpus/x_binary_import" "$here/corpus/x_compressed_import"
+(cd "$here/.." && cargo test -q -p skelett-io --test x_binary >/dev/null)
+enc="$here/../target/tmp/x_encoded"
+for f in "$data"/xbin/test_cube_binary.x "$data"/xbin/fromtruespace_bin32.x "$enc"/*.bin32.x; do
+  { printf '\x00'; tail -c +17 "$f"; } > "$here/corpus/x_binary_import/$(basename "$f")"
+done
+for f in "$enc"/*.bin64.x; do
+  { printf '\x01'; tail -c +17 "$f"; } > "$here/corpus/x_binary_import/$(basename "$f")"
+done
+for f in "$data"/xbin/test_cube_compressed.x "$enc"/*.bzip.x; do
+  { printf '\x00'; tail -c +17 "$f"; } > "$here/corpus/x_compressed_import/$(basename "$f")"
+done
+for f in "$enc"/*.tzip.x; do
+  { printf '\x01'; tail -c +17 "$f"; } > "$here/corpus/x_compressed_import/$(basename "$f")"
+done
 mkdir -p "$here/corpus/fbx_import"
 cp "$data"/fbx/*.fbx "$data"/morph/*.fbx "$here/corpus/fbx_import/"
 # Maya in-between blend shapes (ufbx's test file, kept with its Maya OBJ references).

@@ -1,7 +1,12 @@
-//! DirectX `.x` import, text format (the format D3DXLoadMeshHierarchyFromX loads).
+//! DirectX `.x` import, in all four of its forms: text (`txt `), binary (`bin `, with 32- or
+//! 64-bit floats) and MSZIP-compressed text or binary (`tzip`, `bzip`), the files
+//! `D3DXLoadMeshHierarchyFromX` loads.
 //!
 //! ```text
-//! xof 0303txt 0032
+//! xof 0303txt 0032   (or bin / tzip / bzip, 0032 / 0064)
+//!    │  text.rs: text tokens       binary.rs: binary tokens      mszip.rs: inflate first
+//!    ▼
+//! a tree of data objects (numbers, strings, child objects, { references })      ─▶ build()
 //! template ... { }                       skipped (the standard templates are known)
 //! Frame name { FrameTransformMatrix {16}  Mesh { vertices faces MeshNormals
 //!              MeshTextureCoords SkinWeights { bone, indices, weights, offset matrix } }
@@ -11,21 +16,26 @@
 //!                                        ─▶ one clip per set, LINEAR keys
 //! ```
 //!
-//! Matrices are row-vector in the file (`v' = v·M`); they are transposed to skelett's
-//! column-vector convention, and the file's own axes are kept (left-handed data stays as it
-//! is unless [`Options::right_handed`] mirrors Z). Key types: 0 rotation (w first), 1 scale,
-//! 2 position, 4 matrix (decomposed into the three). Binary and compressed files get a clear
-//! "not supported" error. Animations or skin weights that name frames the file does not have
-//! are skipped with a warning naming them.
+//! The three front ends give the same tree, so that the same content reads identically in
+//! every form (a test encodes every text file of the shared data into the other forms and
+//! checks it). Matrices are row-vector in the file (`v' = v·M`); they are transposed to
+//! skelett's column-vector convention, and the file's own axes are kept (left-handed data
+//! stays as it is unless [`Options::right_handed`] mirrors Z). Key types: 0 rotation (w
+//! first), 1 scale, 2 position, 4 matrix (split into the three; a matrix, or a Frame's matrix,
+//! that holds shear, which scale, rotation and translation cannot express, is split with a
+//! warning saying how far off it is). `AnimationOptions` (closed cycles, spline positions)
+//! are reported and, with [`Options::animation_options`], honoured. Animations or skin
+//! weights that name frames the file does not have are skipped with a warning naming them.
 //!
-//! The parser is hand-written (no crate reads .x): one pass over the bytes into a small tree
-//! of data objects (flat lists of numbers and strings, child objects, `{ references }`), then
+//! The parsers are hand-written (no crate reads .x; the compressed blocks are raw DEFLATE,
+//! inflated by miniz_oxide): one pass over the bytes into a small tree of data objects, then
 //! each object's numbers are read in its template's order. The structure is checked, so a
 //! damaged file is refused rather than loaded smaller: counts and indices must be whole
-//! numbers (read exactly, not as floats), a count must end with `;`, every number an object
-//! holds must be used by its counts (a deleted or repeated line leaves some over), key value
-//! counts must match the key type, and weights must be finite. Every error names the line
-//! and column, and quotes tokens escaped and cut short.
+//! numbers (read exactly, not as floats), a count must end with `;` (text), every number an
+//! object holds must be used by its counts (a deleted or repeated line leaves some over), key
+//! value counts must match the key type, and weights must be finite. Every error names the
+//! line and column (text) or the byte offset (binary; in the decompressed data for a
+//! compressed file), and quotes tokens escaped and cut short.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -56,7 +66,7 @@ pub struct Options {
     pub animation_options: bool,
 }
 
-/// Loads a text `.x` file with default options.
+/// Loads a `.x` file (text, binary or compressed) with default options.
 ///
 /// # Errors
 /// [`Error::Io`] if it cannot be read; otherwise as [`from_bytes_with`].
@@ -64,7 +74,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<Asset, Error> {
     load_with(path, &Options::default())
 }
 
-/// Loads a text `.x` file.
+/// Loads a `.x` file (text, binary or compressed).
 ///
 /// # Errors
 /// [`Error::Io`] if it cannot be read; otherwise as [`from_bytes_with`].
@@ -74,7 +84,7 @@ pub fn load_with(path: impl AsRef<Path>, options: &Options) -> Result<Asset, Err
     from_bytes_with(&bytes, path, options)
 }
 
-/// Reads a text `.x` file from memory with default options; `name` is used in errors.
+/// Reads a `.x` file from memory with default options; `name` is used in errors.
 ///
 /// # Errors
 /// As [`from_bytes_with`].
