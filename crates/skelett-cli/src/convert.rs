@@ -21,6 +21,20 @@ pub struct Options {
     pub close_loops: bool,
     /// How to read the sources (FBX units and axes, .x handedness).
     pub load: skelett_io::LoadOptions,
+    /// RAM/RAA: write skelett's counted layout instead of the article's.
+    pub ram_counts: bool,
+}
+
+impl Options {
+    /// How a .ram + .raa pair is written: the layout, at the --raa-fps rate (30 by default).
+    fn ram(&self) -> skelett_io::rite::WriteOptions {
+        let layout = if self.ram_counts {
+            skelett_io::rite::Layout::Counted
+        } else {
+            skelett_io::rite::Layout::Article
+        };
+        skelett_io::rite::WriteOptions::layout(layout).with_fps(self.load.rite.fps)
+    }
 }
 
 const WRITERS: &str = "glb, skl, ram (with its .raa)";
@@ -77,7 +91,7 @@ fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
     match ext.as_str() {
         "skl" => skelett_io::native::save(&asset, output)?,
         // The model, and beside it the first clip as .raa (rotations only).
-        "ram" => skelett_io::rite::save(&asset, output)?,
+        "ram" => skelett_io::rite::save_with(&asset, output, &opts.ram())?,
         _ => skelett_io::gltf::save(&asset, output)?,
     }
     let bytes = std::fs::metadata(output).map_or(0, |m| m.len());
@@ -92,7 +106,7 @@ fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
     );
     // What the written format cannot hold, said rather than dropped silently.
     let lost = match ext.as_str() {
-        "ram" => skelett_io::rite::losses(&asset),
+        "ram" => skelett_io::rite::losses_with(&asset, &opts.ram()),
         "glb" => asset
             .meshes
             .iter()

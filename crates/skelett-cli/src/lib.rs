@@ -38,7 +38,7 @@ pub fn set_load_options(options: skelett_io::LoadOptions) {
 /// How to read files: what the command line asked for (the files' own units and axes by
 /// default).
 pub fn load_options() -> skelett_io::LoadOptions {
-    LOAD_OPTIONS.get().copied().unwrap_or_default()
+    LOAD_OPTIONS.get().cloned().unwrap_or_default()
 }
 
 /// Loads FILE (`-`: standard input), or the embedded default when `None`; returns the asset

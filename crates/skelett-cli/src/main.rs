@@ -80,6 +80,14 @@ struct LoadArgs {
     /// Retained Mode did; by default they are ignored, as D3DX's loader and assimp do.
     #[arg(long, global = true)]
     x_animation_options: bool,
+    /// RAM: read this .raa animation onto the model (repeat for more: a walk and a wave);
+    /// default: the .raa of the model's name beside it.
+    #[arg(long, global = true, value_name = "FILE")]
+    raa: Vec<std::path::PathBuf>,
+    /// RAM/RAA: the frame rate of .raa files read without an `fps` line (the article's
+    /// layout has none) and of those written (default 30).
+    #[arg(long, global = true, value_name = "FPS", value_parser = parse_frame_rate)]
+    raa_fps: Option<f32>,
     /// The largest input file read, in MiB (default 2048); larger files are refused before
     /// reading. Only regular files are read (not devices, pipes or folders).
     #[arg(long, global = true, value_name = "MIB",
@@ -103,6 +111,8 @@ impl LoadArgs {
                 right_handed: self.right_handed,
                 animation_options: self.x_animation_options,
             },
+            rite: skelett_io::rite::Options::animations(self.raa.iter().cloned())
+                .with_fps(self.raa_fps.unwrap_or(skelett_io::rite::DEFAULT_FPS)),
         }
     }
 }
@@ -336,8 +346,9 @@ enum Command {
     /// Convert a file to another format, or every animation file of a folder (in parallel).
     ///
     /// The output format comes from OUT's extension (for a folder: --to). Reads .glb, .gltf,
-    /// .fbx, .bvh, .x (text), .ram (+ .raa) and .skl; writes .glb, .skl (skelett's own
-    /// fast-loading file) and .ram + .raa. A folder prints what was converted, skipped and why.
+    /// .fbx, .bvh, .x, .ram (+ .raa, or the --raa files) and .skl; writes .glb, .skl
+    /// (skelett's own fast-loading file) and .ram + .raa (the article's layout, keys at whole
+    /// frames of --raa-fps). A folder prints what was converted, skipped and why.
     Convert {
         /// The file or folder to convert.
         input: PathBuf,
@@ -356,6 +367,10 @@ enum Command {
         /// interpolating from its last key back to its first, so it loops without a jump.
         #[arg(long)]
         close_loops: bool,
+        /// Writing .ram: skelett's counted layout (`joints N`, `vertices N`, ..., an `fps`
+        /// line and key counts) instead of the article's (headings, no counts, no rate).
+        #[arg(long)]
+        ram_counts: bool,
     },
     /// Compress clips within an error bound and write them as a .skl file (a folder: every
     /// file, in parallel), printing per clip the raw and compressed sizes, the ratio, the
@@ -704,6 +719,7 @@ fn main() -> ExitCode {
             clip,
             scale,
             close_loops,
+            ram_counts,
         } => convert::run(
             &mut out,
             &input,
@@ -714,6 +730,7 @@ fn main() -> ExitCode {
                 scale,
                 close_loops,
                 load: load_options(),
+                ram_counts,
             },
         ),
         Command::Compress {

@@ -830,12 +830,15 @@ pub fn is_known_extension(path: &Path) -> bool {
 
 /// How [`load_with`] reads the formats that have choices; the default keeps every file's own
 /// units and axes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct LoadOptions {
     /// FBX: convert to metres and/or Y-up right-handed axes.
     pub fbx: fbx::Options,
-    /// DirectX `.x`: read the left-handed file as right-handed.
+    /// DirectX `.x`: read the left-handed file as right-handed; honour AnimationOptions.
     pub x: x::Options,
+    /// RAM: the `.raa` animations to read onto the model (default: the one beside it) and
+    /// the frame rate of those that give none.
+    pub rite: rite::Options,
 }
 
 /// Loads an asset, choosing the format from the file's extension, with every file's own
@@ -876,8 +879,9 @@ pub fn load_with(path: impl AsRef<Path>, options: &LoadOptions) -> Result<Asset,
         "skl" => native::load(path),
         "x" => x::load_with(path, &options.x),
         "fbx" => fbx::load_with(path, &options.fbx),
-        // A .ram model with the .raa animation of the same name beside it, if there is one.
-        "ram" => rite::load(path),
+        // A .ram model with the .raa animations the options name, or the one of the same
+        // name beside it, if there is one.
+        "ram" => rite::load_with(path, &options.rite),
         _ => Err(Error::UnknownFormat {
             file: path.to_path_buf(),
             known: KNOWN_EXTENSIONS,

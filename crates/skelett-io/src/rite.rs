@@ -146,16 +146,6 @@ impl<'a> Tokens<'a> {
             .ok_or_else(|| self.err(&format!("{what} (the file ends early)")))
     }
 
-    /// `keyword N`, N checked against the text left (each item needs `min_bytes`).
-    fn section(&mut self, keyword: &str, min_bytes: usize) -> Result<usize, Error> {
-        self.word(keyword)?;
-        let n = self.int(&format!("the {keyword} count"))?;
-        if n < 0 || (n as usize).saturating_mul(min_bytes) > self.text.len() - self.pos {
-            return Err(self.err(&format!("a {keyword} count the file can hold, found {n}")));
-        }
-        Ok(n as usize)
-    }
-
     fn vec3(&mut self, what: &str) -> Result<Vec3, Error> {
         Ok(Vec3::new(self.f32(what)?, self.f32(what)?, self.f32(what)?))
     }
@@ -175,20 +165,45 @@ impl<'a> Tokens<'a> {
 }
 
 /// How to read a `.ram` model.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Options {
-    /// The `.raa` animation to read with the model. `None`: the `.raa` of the same name
-    /// beside the `.ram`, if there is one.
-    pub animation: Option<std::path::PathBuf>,
+    /// The `.raa` animations to read onto the model, one clip each, in order (a walk and a
+    /// wave for the same model). Empty: the `.raa` of the same name beside the `.ram`, if
+    /// there is one.
+    pub animations: Vec<std::path::PathBuf>,
+    /// The frame rate of `.raa` files that give none (the article's layout has no `fps`
+    /// line): [`DEFAULT_FPS`].
+    pub fps: f32,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            animations: Vec::new(),
+            fps: DEFAULT_FPS,
+        }
+    }
 }
 
 impl Options {
     /// Options that read the animation from `raa`.
     pub fn animation(raa: impl Into<std::path::PathBuf>) -> Self {
+        Self::animations([raa])
+    }
+
+    /// Options that read every animation of `raas` onto the model, one clip each.
+    pub fn animations<P: Into<std::path::PathBuf>>(raas: impl IntoIterator<Item = P>) -> Self {
         Options {
-            animation: Some(raa.into()),
+            animations: raas.into_iter().map(Into::into).collect(),
+            ..Default::default()
         }
+    }
+
+    /// The same options with `fps` for `.raa` files that give no frame rate.
+    pub fn with_fps(mut self, fps: f32) -> Self {
+        self.fps = fps;
+        self
     }
 }
 
@@ -201,23 +216,49 @@ pub fn load(ram: impl AsRef<Path>) -> Result<Asset, Error> {
     load_with(ram, &Options::default())
 }
 
-/// Loads a `.ram` model and the animation `options` name (or the one beside it).
+/// Loads a `.ram` model and the animations `options` name (or the one beside it).
+///
+/// ```no_run
+/// use skelett_io::rite::{load_with, Options};
+/// let asset = load_with("robot.ram", &Options::animations(["walk.raa", "wave.raa"]))?;
+/// assert_eq!(asset.clips.len(), 2); // named "walk" and "wave", after their files
+/// # Ok::<(), skelett_io::Error>(())
+/// ```
 ///
 /// # Errors
-/// [`Error::Io`] if a file cannot be read; otherwise as [`from_str`].
+/// [`Error::Io`] if a file cannot be read; otherwise as [`from_str_with`].
 pub fn load_with(ram: impl AsRef<Path>, options: &Options) -> Result<Asset, Error> {
     let ram = ram.as_ref();
     let beside = ram.with_extension("raa");
-    let raa = match &options.animation {
-        Some(p) => Some(p.as_path()),
-        None => beside.exists().then_some(beside.as_path()),
+    let raas: Vec<&Path> = if options.animations.is_empty() {
+        beside
+            .exists()
+            .then_some(beside.as_path())
+            .into_iter()
+            .collect()
+    } else {
+        options.animations.iter().map(|p| p.as_path()).collect()
     };
     let read = |p: &Path| crate::read_text(p);
     let model = read(ram)?;
-    let anim = raa.map(read).transpose()?;
-    let raa_name = raa.map(Path::to_path_buf);
-    let mut asset = from_str(&model, ram, anim.as_deref().zip(raa_name.as_deref()))?;
-    if raa.is_none() {
+    let texts = raas
+        .iter()
+        .map(|p| read(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let pairs: Vec<(&str, &Path)> = texts
+        .iter()
+        .map(String::as_str)
+        .zip(raas.iter().copied())
+        .collect();
+    if !(options.fps.is_finite() && options.fps > 0.0) {
+        return Err(Error::Invalid {
+            file: ram.to_path_buf(),
+            location: "options".into(),
+            problem: format!("a positive frame rate, found {}", options.fps),
+        });
+    }
+    let mut asset = from_str_with(&model, ram, &pairs, options.fps)?;
+    if raas.is_empty() {
         asset.warnings.push(format!(
             "no animation: {} is not beside the model (a RAM file holds no clips; give the \
              .raa with the .ram's name)",
@@ -227,44 +268,385 @@ pub fn load_with(ram: impl AsRef<Path>, options: &Options) -> Result<Asset, Erro
     Ok(asset)
 }
 
-/// Reads RAM text (and RAA text with its name); names are used in errors.
+/// Reads RAM text (and RAA text with its name) at [`DEFAULT_FPS`] for an RAA without an
+/// `fps` line; names are used in errors.
 ///
 /// # Errors
-/// [`Error::Syntax`] with the line of anything that does not parse, [`Error::Invalid`] for
-/// ids that refer to nothing, [`Error::Build`] when the runtime rejects the result.
+/// As [`from_str_with`].
 pub fn from_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Result<Asset, Error> {
+    from_str_with(ram, ram_name, raa.as_slice(), DEFAULT_FPS)
+}
+
+/// One section of a RAM file, in the order the article gives them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Section {
+    Joints,
+    Vertices,
+    Normals,
+    Uvs,
+    Triangles,
+    Weights,
+}
+
+impl Section {
+    fn name(self) -> &'static str {
+        match self {
+            Section::Joints => "joints",
+            Section::Vertices => "vertices",
+            Section::Normals => "normals",
+            Section::Uvs => "uvs",
+            Section::Triangles => "triangles",
+            Section::Weights => "weights",
+        }
+    }
+
+    /// Items on an element's (first) line.
+    fn items(self) -> usize {
+        match self {
+            Section::Joints => 2,
+            Section::Vertices | Section::Normals => 4,
+            Section::Uvs => 3,
+            Section::Triangles => 11,
+            Section::Weights => 5,
+        }
+    }
+}
+
+/// What a heading word names: a section, or nothing (a word of "Joint Definitions", "Mesh
+/// Definition", or the RAA's "Tracks" and "Keyframes" headings). `None` for other words.
+fn heading(word: &str) -> Option<Option<Section>> {
+    Some(match word.to_ascii_lowercase().as_str() {
+        "joints" => Some(Section::Joints),
+        "vertices" => Some(Section::Vertices),
+        "normals" => Some(Section::Normals),
+        "uvs" => Some(Section::Uvs),
+        "triangles" => Some(Section::Triangles),
+        "weights" => Some(Section::Weights),
+        "joint" | "definitions" | "mesh" | "definition" | "tracks" | "keyframes" => None,
+        _ => return None,
+    })
+}
+
+impl<'a> Tokens<'a> {
+    /// How many tokens the line of the next token holds (0 at the end of the text).
+    fn line_len(&mut self) -> usize {
+        let save = (self.pos, self.line, self.line_start, self.at);
+        let mut n = 0;
+        let mut line = None;
+        while self.next().is_some() {
+            match line {
+                None => line = Some(self.at.0),
+                Some(l) if l != self.at.0 => break,
+                _ => {}
+            }
+            n += 1;
+        }
+        (self.pos, self.line, self.line_start, self.at) = save;
+        n
+    }
+
+    /// A heading line ("Vertices", "Joint Definitions", or the extended layout's
+    /// "vertices 24"): the section it names (if any) and its count (if any), with where the
+    /// count is; `None` (nothing read) if the next line is not a heading.
+    #[allow(clippy::type_complexity)]
+    fn heading_line(
+        &mut self,
+    ) -> Result<Option<(Option<Section>, Option<(i64, (usize, usize))>)>, Error> {
+        let Some(first) = self.peek() else {
+            return Ok(None);
+        };
+        if heading(first).is_none() {
+            return Ok(None);
+        }
+        let n = self.line_len();
+        let mut section = None;
+        let mut count = None;
+        for k in 0..n {
+            let tok = self.next().unwrap_or_default();
+            match heading(tok) {
+                Some(s) if count.is_none() => section = section.or(s),
+                _ if k == n - 1 && k > 0 => {
+                    let c = tok.parse::<i64>().ok().filter(|&c| c >= 0).ok_or_else(|| {
+                        self.err(&format!("a count after the heading, found {}", quote(tok)))
+                    })?;
+                    count = Some((c, self.at));
+                }
+                _ => {
+                    return Err(self.err(&format!(
+                        "a heading (Vertices, Normals, UVs, Triangles, Weights, optionally \
+                         with a count), found {}",
+                        quote(tok)
+                    )))
+                }
+            }
+        }
+        Ok(Some((section, count)))
+    }
+
+    fn err_at(&self, at: (usize, usize), expected: &str) -> Error {
+        Error::Syntax {
+            file: self.file.to_path_buf(),
+            line: at.0,
+            column: at.1,
+            expected: expected.into(),
+        }
+    }
+}
+
+/// A counted section's count against the elements it had.
+fn check_count(
+    t: &Tokens,
+    section: Section,
+    count: Option<(i64, (usize, usize))>,
+    found: usize,
+) -> Result<(), Error> {
+    match count {
+        Some((c, at)) if c != found as i64 => Err(t.err_at(
+            at,
+            &format!(
+                "{} {}: the count says {c}, the file has {found}",
+                section.name(),
+                if found > c as usize {
+                    "(more follow)"
+                } else {
+                    "(fewer follow)"
+                }
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Reads RAM text and any number of RAA texts with their names (one clip each, named after
+/// its file), in either layout: the article's (no counts, no frame rate, optional headings
+/// such as `Vertices`; sections told apart by the shape of their lines where a heading does
+/// not name them, vertices from normals by their ids starting again) or skelett's extended
+/// one (`joints N`, `vertices N`, ..., `fps`, `tracks N` and per-track key counts, which are
+/// checked). `fps` is the frame rate of an RAA without an `fps` line. Names are used in
+/// errors.
+///
+/// ```
+/// // A RAM and RAA typed as the article shows them: no counts, no frame rate.
+/// let ram = "0 \"hip\"\n\tparent -1\n\torientation 0 0 0 1\n\ttranslation 0 1 0\n\trotation 0 0 0 1\n\
+///            1 \"knee\"\n\tparent 0\n\torientation 0 0 0 1\n\ttranslation 0 -1 0\n\trotation 0 0 0 1\n";
+/// let raa = "track 0 1 \"knee\"\n0 0 0 0 0 1\n1 25 0.5 0 0 0.8660254\n";
+/// let asset = skelett_io::rite::from_str_with(ram, "a.ram".as_ref(), &[(raa, "bend.raa".as_ref())], 25.0)?;
+/// assert_eq!(asset.clips[0].name(), "bend");
+/// assert_eq!(asset.clips[0].duration(), 1.0); // frame 25 at 25 fps
+/// # Ok::<(), skelett_io::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::Syntax`] with the line of anything that does not parse (an RAA track naming a
+/// joint id the RAM lacks, a count that does not match), [`Error::Invalid`] for joint ids
+/// used twice or parents that are not there, [`Error::Build`] when the runtime rejects the
+/// result.
+pub fn from_str_with(
+    ram: &str,
+    ram_name: &Path,
+    raas: &[(&str, &Path)],
+    fps: f32,
+) -> Result<Asset, Error> {
     let mut t = Tokens::new(ram, ram_name);
     let invalid = |what: String| Error::Invalid {
         file: ram_name.to_path_buf(),
         location: "RAM".into(),
         problem: what,
     };
-    let nj = t.section("joints", 40)?;
     let mut ids: HashMap<i64, usize> = HashMap::new();
-    let mut raw_parents = Vec::with_capacity(nj);
-    let mut joints = Vec::with_capacity(nj);
-    let mut orientation = Vec::with_capacity(nj);
-    for i in 0..nj {
-        let id = t.int("a joint id")?;
-        let name = t.string("a joint name")?.to_string();
-        t.word("parent")?;
-        let parent = t.int("a parent id")?;
-        t.word("orientation")?;
-        let o = t.quat("the orientation")?;
-        t.word("translation")?;
-        let tr = t.vec3("the translation")?;
-        t.word("rotation")?;
-        let r = t.quat("the rotation")?;
-        if ids.insert(id, i).is_some() {
-            return Err(invalid(format!("joint id {id} used twice")));
+    let mut raw_parents = Vec::new();
+    let mut joints = Vec::new();
+    let mut orientation = Vec::new();
+    // Mesh elements: ids to indices, values; triangles and weights with where they are.
+    let mut item_ids: [HashMap<i64, usize>; 3] = Default::default();
+    let mut items: [Vec<f32>; 3] = Default::default();
+    let mut triangles: Vec<([i64; 9], (usize, usize))> = Vec::new();
+    let mut weights: Vec<(i64, i64, f32, (usize, usize))> = Vec::new();
+    // The section being read, whether a heading named it, and its count.
+    let mut section = Section::Joints;
+    let mut named = false;
+    let mut count: Option<(i64, (usize, usize))> = None;
+    let found = |s: Section, joints: usize, items: &[Vec<f32>; 3], tris: usize, ws: usize| match s {
+        Section::Joints => joints,
+        Section::Vertices => items[0].len() / 3,
+        Section::Normals => items[1].len() / 3,
+        Section::Uvs => items[2].len() / 2,
+        Section::Triangles => tris,
+        Section::Weights => ws,
+    };
+    loop {
+        if let Some((s, c)) = t.heading_line()? {
+            if let Some(s) = s {
+                if s < section {
+                    return Err(t.err(&format!(
+                        "sections in the article's order (joints, vertices, normals, uvs, \
+                         triangles, weights): {} after {}",
+                        s.name(),
+                        section.name()
+                    )));
+                }
+                let n = found(
+                    section,
+                    joints.len(),
+                    &items,
+                    triangles.len(),
+                    weights.len(),
+                );
+                check_count(&t, section, count, n)?;
+                section = s;
+                named = true;
+                count = None;
+            }
+            if c.is_some() {
+                count = c;
+            }
+            continue;
         }
-        raw_parents.push(parent);
-        orientation.push(o);
-        joints.push(RawJoint {
-            name,
-            parent: None,
-            rest: Transform::new(tr, (o * r).normalize(), Vec3::ONE),
-        });
+        let n = t.line_len();
+        if n == 0 {
+            break;
+        }
+        // The section of this line: as its heading named it, else by its shape.
+        let first_id = t.peek().and_then(|w| w.parse::<i64>().ok());
+        let kind = if named && n == section.items() {
+            section
+        } else {
+            let guess = match n {
+                2 => Section::Joints,
+                4 if section <= Section::Vertices => {
+                    // Vertices until the ids start again: then normals.
+                    let restart = !items[0].is_empty()
+                        && first_id.is_some_and(|id| item_ids[0].contains_key(&id));
+                    if restart {
+                        Section::Normals
+                    } else {
+                        Section::Vertices
+                    }
+                }
+                4 => Section::Normals,
+                3 => Section::Uvs,
+                11 => Section::Triangles,
+                5 => Section::Weights,
+                _ if named => {
+                    t.next();
+                    return Err(t.err(&format!(
+                        "a {} line ({} items) under its heading, found {n} items",
+                        section.name(),
+                        section.items()
+                    )));
+                }
+                _ => {
+                    t.next();
+                    return Err(t.err(&format!(
+                        "a joint (ID \"NAME\"), vertex or normal (4 items), uv (3), triangle \
+                         (11) or weight (5) line; this one has {n} items"
+                    )));
+                }
+            };
+            if named && guess < section {
+                t.next();
+                return Err(t.err(&format!(
+                    "a {} line ({} items) under its heading, found {n} items",
+                    section.name(),
+                    section.items()
+                )));
+            }
+            if guess < section {
+                t.next();
+                return Err(t.err(&format!(
+                    "sections in the article's order (joints, vertices, normals, uvs, \
+                     triangles, weights): a {} line after the {}",
+                    guess.name(),
+                    section.name()
+                )));
+            }
+            guess
+        };
+        if kind != section {
+            let n = found(
+                section,
+                joints.len(),
+                &items,
+                triangles.len(),
+                weights.len(),
+            );
+            check_count(&t, section, count, n)?;
+            section = kind;
+            named = false;
+            count = None;
+        }
+        match kind {
+            Section::Joints => {
+                let id = t.int("a joint id")?;
+                let name = t.string("a joint name")?.to_string();
+                t.word("parent")?;
+                let parent = t.int("a parent id")?;
+                t.word("orientation")?;
+                let o = t.quat("the orientation")?;
+                t.word("translation")?;
+                let tr = t.vec3("the translation")?;
+                t.word("rotation")?;
+                let r = t.quat("the rotation")?;
+                if ids.insert(id, joints.len()).is_some() {
+                    return Err(invalid(format!("joint id {id} used twice")));
+                }
+                raw_parents.push(parent);
+                orientation.push(o);
+                joints.push(RawJoint {
+                    name,
+                    parent: None,
+                    rest: Transform::new(tr, (o * r).normalize(), Vec3::ONE),
+                });
+            }
+            Section::Vertices | Section::Normals | Section::Uvs => {
+                let (slot, dims, what) = match kind {
+                    Section::Vertices => (0, 3, "vertex"),
+                    Section::Normals => (1, 3, "normal"),
+                    _ => (2, 2, "uv"),
+                };
+                let id = t.int(&format!("a {what} id"))?;
+                if item_ids[slot]
+                    .insert(id, items[slot].len() / dims)
+                    .is_some()
+                {
+                    return Err(t.err(&format!("a {what} id not used before, found {id}")));
+                }
+                for _ in 0..dims {
+                    let v = t.f32(what)?;
+                    items[slot].push(v);
+                }
+            }
+            Section::Triangles => {
+                let _id = t.int("a triangle id")?;
+                let _shader = t.int("a shader id")?;
+                let at = t.at;
+                let mut r = [0i64; 9];
+                for (k, x) in r.iter_mut().enumerate() {
+                    *x = t.int(["a vertex id", "a normal id", "a uv id"][k / 3])?;
+                }
+                triangles.push((r, at));
+            }
+            Section::Weights => {
+                let _id = t.int("a weight id")?;
+                let at = t.at;
+                let v = t.int("a vertex id")?;
+                let j = t.int("a joint id")?;
+                let _name = t.string("a joint name")?;
+                let w = t.f32("a weight")?;
+                weights.push((v, j, w, at));
+            }
+        }
+    }
+    let n = found(
+        section,
+        joints.len(),
+        &items,
+        triangles.len(),
+        weights.len(),
+    );
+    check_count(&t, section, count, n)?;
+    if joints.is_empty() {
+        return Err(t.err("a joint (ID \"NAME\" then parent, orientation, translation, rotation)"));
     }
     for (i, &p) in raw_parents.iter().enumerate() {
         if p >= 0 {
@@ -287,53 +669,28 @@ pub fn from_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
     let mut meshes = Vec::new();
     let mut skins = Vec::new();
     let mut warnings = Vec::new();
-    if t.peek().is_some() {
+    let [vid, nid, uid] = &item_ids;
+    let [pos, nrm, uv] = &items;
+    if !pos.is_empty() || !triangles.is_empty() || !weights.is_empty() {
         let mesh_name = ram_name
             .file_stem()
             .map_or("mesh".into(), |s| s.to_string_lossy().into_owned());
-        let read_items = |t: &mut Tokens,
-                          key: &str,
-                          dims: usize|
-         -> Result<(HashMap<i64, usize>, Vec<f32>), Error> {
-            let n = t.section(key, 2 * (dims + 1))?;
-            let mut ids = HashMap::with_capacity(n);
-            let mut v = Vec::with_capacity(n * dims);
-            for i in 0..n {
-                let id = t.int(&format!("a {key} id"))?;
-                ids.insert(id, i);
-                for _ in 0..dims {
-                    v.push(t.f32(key)?);
-                }
-            }
-            Ok((ids, v))
-        };
-        let (vid, pos) = read_items(&mut t, "vertices", 3)?;
-        let (nid, nrm) = read_items(&mut t, "normals", 3)?;
-        let (uid, uv) = read_items(&mut t, "uvs", 2)?;
-        let nt = t.section("triangles", 22)?;
         let mut corner_of: HashMap<(usize, usize, usize), u32> = HashMap::new();
         let mut corners: Vec<(usize, usize, usize)> = Vec::new();
-        let mut indices = Vec::with_capacity(nt * 3);
-        for _ in 0..nt {
-            let _id = t.int("a triangle id")?;
-            let _shader = t.int("a shader id")?;
-            let mut v = [0usize; 3];
-            let mut nn = [0usize; 3];
-            let mut uu = [0usize; 3];
-            for (slot, (ids, what)) in [(&vid, "vertex"), (&nid, "normal"), (&uid, "uv")]
-                .into_iter()
-                .enumerate()
-            {
-                for k in 0..3 {
-                    let id = t.int(&format!("a {what} id"))?;
-                    let i = *ids
-                        .get(&id)
-                        .ok_or_else(|| t.err(&format!("a {what} id that exists, found {id}")))?;
-                    [&mut v, &mut nn, &mut uu][slot][k] = i;
-                }
+        let mut indices = Vec::with_capacity(triangles.len() * 3);
+        for (r, at) in &triangles {
+            let mut c = [[0usize; 3]; 3];
+            for (k, &id) in r.iter().enumerate() {
+                let (map, what) = [(vid, "vertex"), (nid, "normal"), (uid, "uv")][k / 3];
+                c[k / 3][k % 3] = *map.get(&id).ok_or_else(|| {
+                    t.err_at(
+                        *at,
+                        &format!("a triangle whose {what} ids exist, found {what} id {id}"),
+                    )
+                })?;
             }
             for k in 0..3 {
-                let key = (v[k], nn[k], uu[k]);
+                let key = (c[0][k], c[1][k], c[2][k]);
                 let idx = *corner_of.entry(key).or_insert_with(|| {
                     corners.push(key);
                     corners.len() as u32 - 1
@@ -341,20 +698,14 @@ pub fn from_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
                 indices.push(idx);
             }
         }
-        let nw = t.section("weights", 12)?;
         let mut per_vertex: Vec<Vec<(u16, f32)>> = vec![Vec::new(); pos.len() / 3];
-        for _ in 0..nw {
-            let _id = t.int("a weight id")?;
-            let vid_ = t.int("a vertex id")?;
-            let jid = t.int("a joint id")?;
-            let _name = t.string("a joint name")?;
-            let w = t.f32("a weight")?;
+        for &(v, j, w, at) in &weights {
             let v = *vid
-                .get(&vid_)
-                .ok_or_else(|| t.err(&format!("a vertex id that exists, found {vid_}")))?;
+                .get(&v)
+                .ok_or_else(|| t.err_at(at, &format!("a vertex id that exists, found {v}")))?;
             let j = *ids
-                .get(&jid)
-                .ok_or_else(|| t.err(&format!("a joint id that exists, found {jid}")))?;
+                .get(&j)
+                .ok_or_else(|| t.err_at(at, &format!("a joint id that exists, found {j}")))?;
             if w > 0.0 {
                 per_vertex[v].push((joint_of_source[j], w));
             }
@@ -407,109 +758,252 @@ pub fn from_str(ram: &str, ram_name: &Path, raa: Option<(&str, &Path)>) -> Resul
         skins.push(skin);
         meshes.push(mesh);
     }
-    if let Some(tok) = t.next() {
-        return Err(t.err(&format!("the end of the file, found {}", quote(tok))));
-    }
 
     let mut clips = Vec::new();
-    if let Some((raa, raa_name)) = raa {
-        let mut t = Tokens::new(raa, raa_name);
-        let mut fps = DEFAULT_FPS;
-        if t.peek() == Some("fps") {
-            t.word("fps")?;
-            fps = t.f32("the frame rate")?;
-            if fps <= 0.0 {
-                return Err(t.err("a positive frame rate"));
-            }
-        }
-        let ntracks = t.section("tracks", 10)?;
-        let mut channels = Vec::with_capacity(ntracks);
-        for _ in 0..ntracks {
-            t.word("track")?;
-            let _tid = t.int("a track id")?;
-            let jid = t.int("a joint id")?;
-            let _name = t.string("a joint name")?;
-            let nk = t.int("a keyframe count")?;
-            if nk < 1 || (nk as usize).saturating_mul(12) > raa.len() {
-                return Err(t.err(&format!(
-                    "at least one keyframe the file can hold, found {nk}"
-                )));
-            }
-            let j = *ids
-                .get(&jid)
-                .ok_or_else(|| t.err(&format!("a joint id of the RAM, found {jid}")))?;
-            let mut times: Vec<f32> = Vec::with_capacity(nk as usize);
-            let mut values = Vec::with_capacity(nk as usize);
-            for _ in 0..nk {
-                let _kid = t.int("a keyframe id")?;
-                let frame = t.f32("a frame number")?;
-                let r = t.quat("a keyframe rotation")?;
-                let time = frame / fps;
-                if times.last().is_some_and(|&l| time <= l) {
-                    return Err(t.err("keyframes in increasing frame order"));
-                }
-                times.push(time);
-                values.push((orientation[j] * r).normalize());
-            }
-            channels.push(RawChannel {
-                joint: skeleton.name(joint_of_source[j]).to_string(),
-                target: Target::Rotation,
-                interpolation: Interpolation::Linear,
-                times,
-                values: RawValues::Quat(values),
-            });
-        }
-        if let Some(tok) = t.next() {
-            return Err(t.err(&format!("the end of the file, found {}", quote(tok))));
-        }
-        let mut raw = RawClip {
-            name: raa_name
-                .file_stem()
-                .map_or("animation".into(), |s| s.to_string_lossy().into_owned()),
-            channels,
-            ..Default::default()
-        };
-        raw.fit_range_to_keys();
-        let clip = raw
-            .build(&skeleton)
-            .map_err(|e| Error::build(raa_name.to_path_buf(), "tracks", e))?
-            .with_frame_rate(Some(fps));
+    for &(raa, raa_name) in raas {
+        let (clip, warned) = read_raa(raa, raa_name, fps, &ids, &orientation, &skeleton)?;
+        warnings.extend(warned);
         clips.push(Arc::new(clip));
     }
     Asset::read(ram_name, skeleton, skins, meshes, clips, warnings)
 }
 
-/// Writes an asset as a `.ram` file ([`to_string`]) and, if it has a clip, its first clip
-/// beside it as a `.raa` file of the same name ([`animation_to_string`] at [`DEFAULT_FPS`]),
-/// the pair [`load`] reads back.
+/// One RAA text onto the skeleton a RAM made (`ids`: the RAM's joint ids to its joints,
+/// `orientation`: each joint's orientation, which key rotations follow).
+fn read_raa(
+    raa: &str,
+    raa_name: &Path,
+    default_fps: f32,
+    ids: &HashMap<i64, usize>,
+    orientation: &[Quat],
+    skeleton: &skelett::Skeleton,
+) -> Result<(skelett::Clip, Vec<String>), Error> {
+    let joint_of_source = skeleton.joint_of_source();
+    let mut t = Tokens::new(raa, raa_name);
+    let mut warnings = Vec::new();
+    let mut fps = default_fps;
+    if t.peek() == Some("fps") {
+        t.word("fps")?;
+        fps = t.f32("the frame rate")?;
+        if fps <= 0.0 {
+            return Err(t.err("a positive frame rate"));
+        }
+    }
+    let mut tracks_count = None;
+    let mut channels = Vec::new();
+    loop {
+        if let Some((_, c)) = t.heading_line()? {
+            if c.is_some() {
+                tracks_count = c;
+            }
+            continue;
+        }
+        let Some(first) = t.peek() else { break };
+        if first != "track" {
+            t.next();
+            return Err(t.err(&format!(
+                "a track line (track TRACK_ID JOINT_ID \"JOINT_NAME\"), found {}",
+                quote(first)
+            )));
+        }
+        let n = t.line_len();
+        t.word("track")?;
+        let _tid = t.int("a track id")?;
+        let jid = t.int("a joint id")?;
+        let at = t.at;
+        let jname = t.string("a joint name")?.to_string();
+        let declared = if n == 5 {
+            let c = t.int("a keyframe count")?;
+            if c < 1 {
+                return Err(t.err(&format!("at least one keyframe, found {c}")));
+            }
+            Some((c, t.at))
+        } else if n != 4 {
+            return Err(t.err(&format!(
+                "a track line of 4 items (track TRACK_ID JOINT_ID \"JOINT_NAME\"), or 5 with \
+                 a keyframe count; this one has {n}"
+            )));
+        } else {
+            None
+        };
+        let j = *ids
+            .get(&jid)
+            .ok_or_else(|| t.err_at(at, &format!("a joint id of the RAM, found {jid}")))?;
+        let joint = joint_of_source[j];
+        if skeleton.name(joint) != jname {
+            warnings.push(format!(
+                "{}: track of joint id {jid} names {}, but that joint is {} in the RAM; the id \
+                 is used",
+                raa_name.display(),
+                quote(&jname),
+                quote(skeleton.name(joint))
+            ));
+        }
+        let mut times: Vec<f32> = Vec::new();
+        let mut values = Vec::new();
+        while t
+            .peek()
+            .is_some_and(|w| w != "track" && heading(w).is_none())
+        {
+            let n = t.line_len();
+            if n != 6 {
+                t.next();
+                return Err(t.err(&format!(
+                    "a keyframe line (KEYFRAME_ID FRAME_NUMBER X Y Z W: 6 items), found {n} items"
+                )));
+            }
+            let _kid = t.int("a keyframe id")?;
+            let frame = t.f32("a frame number")?;
+            let r = t.quat("a keyframe rotation")?;
+            let time = frame / fps;
+            if times.last().is_some_and(|&l| time <= l) {
+                return Err(t.err("keyframes in increasing frame order"));
+            }
+            times.push(time);
+            values.push((orientation[j] * r).normalize());
+        }
+        if times.is_empty() {
+            return Err(t.err("at least one keyframe line after the track line"));
+        }
+        if let Some((c, at)) = declared {
+            if c != times.len() as i64 {
+                return Err(t.err_at(
+                    at,
+                    &format!(
+                        "the track's keyframe count says {c}, it has {}",
+                        times.len()
+                    ),
+                ));
+            }
+        }
+        channels.push(RawChannel {
+            joint: skeleton.name(joint).to_string(),
+            target: Target::Rotation,
+            interpolation: Interpolation::Linear,
+            times,
+            values: RawValues::Quat(values),
+        });
+    }
+    if let Some((c, at)) = tracks_count {
+        if c != channels.len() as i64 {
+            return Err(t.err_at(
+                at,
+                &format!("the tracks count says {c}, the file has {}", channels.len()),
+            ));
+        }
+    }
+    let mut raw = RawClip {
+        name: raa_name
+            .file_stem()
+            .map_or("animation".into(), |s| s.to_string_lossy().into_owned()),
+        channels,
+        ..Default::default()
+    };
+    raw.fit_range_to_keys();
+    let clip = raw
+        .build(skeleton)
+        .map_err(|e| Error::build(raa_name.to_path_buf(), "tracks", e))?
+        .with_frame_rate(Some(fps));
+    Ok((clip, warnings))
+}
+
+/// How a RAM/RAA pair is written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Layout {
+    /// As the article prints it: the headings `Joint Definitions`, `Vertices`, `Normals`,
+    /// `UVs`, `Triangles` and `Weights`, elements without counts, and RAA tracks as
+    /// `track TRACK_ID JOINT_ID "NAME"` lines followed by their keyframe lines, with no
+    /// frame rate (a reader must be told it).
+    #[default]
+    Article,
+    /// skelett's extended layout: `joints N` and a count before each mesh section, an `fps`
+    /// line, `tracks N` and a keyframe count on each track line, which a reader can check
+    /// (what skelett wrote before it read the article's layout).
+    Counted,
+}
+
+/// How [`save_with`] writes a RAM/RAA pair.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct WriteOptions {
+    /// The layout ([`Layout::Article`] by default).
+    pub layout: Layout,
+    /// The RAA's frame rate: keys are written at whole frames of it. `None`: [`DEFAULT_FPS`]
+    /// (the article names no rate; its viewer's speed slider runs from 1 to 50 frames per
+    /// second), which is also what a reader assumes for an RAA without an `fps` line.
+    pub fps: Option<f32>,
+}
+
+impl WriteOptions {
+    /// Options with `layout`.
+    pub fn layout(layout: Layout) -> Self {
+        Self {
+            layout,
+            ..Default::default()
+        }
+    }
+
+    /// The same options at `fps` frames per second.
+    pub fn with_fps(mut self, fps: f32) -> Self {
+        self.fps = Some(fps);
+        self
+    }
+
+    /// The frame rate clip `index` of `asset` is written at: [`WriteOptions::fps`] or
+    /// [`DEFAULT_FPS`] (not the clip's own rate, which the article's layout could not tell a
+    /// reader).
+    pub fn fps_for(&self, _asset: &Asset, _index: usize) -> f32 {
+        self.fps
+            .filter(|f| f.is_finite() && *f > 0.0)
+            .unwrap_or(DEFAULT_FPS)
+    }
+}
+
+/// Writes an asset as a `.ram` file and, if it has a clip, its first clip beside it as a
+/// `.raa` file of the same name, in the article's layout at [`DEFAULT_FPS`] ([`save_with`]
+/// with the default [`WriteOptions`]), the pair [`load`] reads back.
+///
+/// # Errors
+/// As [`save_with`].
+pub fn save(asset: &Asset, ram: impl AsRef<Path>) -> Result<(), Error> {
+    save_with(asset, ram, &WriteOptions::default())
+}
+
+/// Writes an asset as a `.ram` file ([`to_string_with`]) and, if it has a clip, its first
+/// clip beside it as a `.raa` file of the same name ([`write_animation_with`]).
 ///
 /// # Errors
 /// [`Error::Invalid`] for an asset that breaks [`crate::validate`]'s rules (nothing is
 /// written); [`Error::Io`] if a file cannot be written or would pass the output limit
 /// ([`crate::max_output_bytes`]; the `.raa`'s size is estimated before anything is sampled).
-pub fn save(asset: &Asset, ram: impl AsRef<Path>) -> Result<(), Error> {
+pub fn save_with(
+    asset: &Asset,
+    ram: impl AsRef<Path>,
+    options: &WriteOptions,
+) -> Result<(), Error> {
     let ram = ram.as_ref();
     crate::check_for_writing(asset, ram)?;
     let raa = ram.with_extension("raa");
-    if let Some(keys) = raa_key_count(asset, 0, DEFAULT_FPS) {
+    let fps = options.fps_for(asset, 0);
+    if let Some(keys) = raa_key_count(asset, 0, fps) {
         crate::check_output_size(
             &raa,
             keys.saturating_mul(RAA_LINE_BYTES),
             &format!(
-                "clip {} needs {} keyframe lines ({} joints at {DEFAULT_FPS} fps over {} s)",
+                "clip {} needs {} keyframe lines ({} joints at {fps} fps over {} s)",
+                quote(asset.clips[0].name()),
                 if keys == u64::MAX {
                     // Saturated: the count itself would be a made-up number.
                     format!("more than {:e}", u64::MAX as f64)
                 } else {
                     keys.to_string()
                 },
-                quote(asset.clips[0].name()),
                 asset.skeleton.len(),
                 asset.clips[0].duration()
             ),
         )?;
     }
-    let text = to_string(asset);
+    let text = to_string_with(asset, options.layout);
     crate::check_output_size(ram, text.len() as u64, "the model")?;
     if !asset.clips.is_empty() {
         let io = |source| Error::Io {
@@ -517,7 +1011,7 @@ pub fn save(asset: &Asset, ram: impl AsRef<Path>) -> Result<(), Error> {
             source,
         };
         let mut file = crate::create_output(&raa).map_err(io)?;
-        if let Err(e) = write_animation(asset, 0, DEFAULT_FPS, &mut file) {
+        if let Err(e) = write_animation_with(asset, 0, fps, options.layout, &mut file) {
             // No partial file left behind.
             drop(file);
             let _ = std::fs::remove_file(&raa);
@@ -527,12 +1021,39 @@ pub fn save(asset: &Asset, ram: impl AsRef<Path>) -> Result<(), Error> {
     crate::write_file(ram, text.as_bytes())
 }
 
-/// What a RAM/RAA pair written by [`save`] cannot hold of `asset`, one line each (empty when
-/// nothing is lost): clips after the first, animated translations and scales, events, meshes
-/// after the first, primitives after the first, morph targets and weight tracks. `skelett
-/// convert` prints them as warnings.
+/// What a RAM/RAA pair written by [`save`] cannot hold of `asset` ([`losses_with`] the
+/// default options).
 pub fn losses(asset: &Asset) -> Vec<String> {
+    losses_with(asset, &WriteOptions::default())
+}
+
+/// What a RAM/RAA pair written by [`save_with`] cannot hold of `asset`, one line each (empty
+/// when nothing is lost): clips after the first, keys between whole frames (resampled),
+/// a frame rate the article's layout does not store, animated translations and scales,
+/// events, meshes after the first, primitives after the first, morph targets and weight
+/// tracks. `skelett convert` prints them as warnings.
+pub fn losses_with(asset: &Asset, options: &WriteOptions) -> Vec<String> {
     let mut out = Vec::new();
+    if let Some(c) = asset.clips.first() {
+        let fps = options.fps_for(asset, 0);
+        if !keys_on_frames(c, fps) {
+            out.push(format!(
+                "clip {:?}: keys between the whole frames of {fps} fps are resampled at those \
+                 frames (RAA frame numbers are whole){}",
+                c.name(),
+                c.frame_rate()
+                    .map(|r| format!("; the clip was made at {r} fps"))
+                    .unwrap_or_default()
+            ));
+        }
+        if options.layout == Layout::Article && fps != DEFAULT_FPS {
+            out.push(format!(
+                "clip {:?}: written at {fps} fps, which the article's layout does not store: \
+                 read it back at that rate (rite::Options::with_fps, --raa-fps {fps})",
+                c.name()
+            ));
+        }
+    }
     if asset.clips.len() > 1 {
         out.push(format!(
             "{} clips after the first are not written (a .raa holds one clip)",
@@ -590,15 +1111,27 @@ pub fn losses(asset: &Asset) -> Vec<String> {
     out
 }
 
+/// Writes an asset as RAM text in the article's layout ([`to_string_with`]).
+pub fn to_string(asset: &Asset) -> String {
+    to_string_with(asset, Layout::Article)
+}
+
 /// Writes an asset as RAM text: the skeleton (orientation = rest rotation, rotation =
-/// identity) and its first mesh's first primitive, if any.
+/// identity) and its first mesh's first primitive, if any, in `layout`.
 ///
 /// Writes what it is given: an asset from a reader always loads again; one a program built or
 /// edited should pass [`crate::validate::check`] first, as `save` does.
-pub fn to_string(asset: &Asset) -> String {
+pub fn to_string_with(asset: &Asset, layout: Layout) -> String {
     let s = &asset.skeleton;
     let mut o = String::new();
-    let _ = writeln!(o, "joints {}", s.len());
+    // A section's heading: the article's title, or skelett's keyword and count.
+    let heading = |o: &mut String, title: &str, keyword: &str, n: usize| {
+        let _ = match layout {
+            Layout::Article => writeln!(o, "{title}"),
+            Layout::Counted => writeln!(o, "{keyword} {n}"),
+        };
+    };
+    heading(&mut o, "Joint Definitions", "joints", s.len());
     for j in 0..s.len() as u16 {
         let r = &s.rest_pose()[j as usize];
         let q = r.rotation;
@@ -618,21 +1151,21 @@ pub fn to_string(asset: &Asset) -> String {
     ) {
         let skin = &asset.skins[m.skin];
         let n = p.vertex_count();
-        let _ = writeln!(o, "vertices {n}");
+        heading(&mut o, "Vertices", "vertices", n);
         for (i, v) in p.positions.iter().enumerate() {
             let _ = writeln!(o, "{i} {} {} {}", v.x, v.y, v.z);
         }
         let normals: Vec<Vec3> = p.normals.clone().unwrap_or_else(|| vec![Vec3::Y; n]);
-        let _ = writeln!(o, "normals {n}");
+        heading(&mut o, "Normals", "normals", n);
         for (i, v) in normals.iter().enumerate() {
             let _ = writeln!(o, "{i} {} {} {}", v.x, v.y, v.z);
         }
         let uvs: Vec<Vec2> = p.uvs.clone().unwrap_or_else(|| vec![Vec2::ZERO; n]);
-        let _ = writeln!(o, "uvs {n}");
+        heading(&mut o, "UVs", "uvs", n);
         for (i, v) in uvs.iter().enumerate() {
             let _ = writeln!(o, "{i} {} {}", v.x, v.y);
         }
-        let _ = writeln!(o, "triangles {}", p.triangle_count());
+        heading(&mut o, "Triangles", "triangles", p.triangle_count());
         for (i, t) in p.indices.chunks_exact(3).enumerate() {
             let _ = writeln!(
                 o,
@@ -652,7 +1185,7 @@ pub fn to_string(asset: &Asset) -> String {
                 }
             }
         }
-        let _ = writeln!(o, "weights {}", lines.len());
+        heading(&mut o, "Weights", "weights", lines.len());
         for (i, (v, j, w)) in lines.iter().enumerate() {
             let _ = writeln!(o, "{i} {v} {j} \"{}\" {w}", s.name(*j).replace('"', "'"));
         }
@@ -669,32 +1202,58 @@ pub const RAA_LINE_BYTES: u64 = 64;
 /// times frames (`None` without that clip). Check it against a budget before writing.
 pub fn raa_key_count(asset: &Asset, index: usize, fps: f32) -> Option<u64> {
     let clip = asset.clips.get(index)?;
-    Some(
-        raa_frames(clip, fps)
-            .saturating_add(1)
-            .saturating_mul(asset.skeleton.len() as u64),
-    )
+    let (first, last) = raa_frames(clip, fps);
+    let frames = last - first + 1.0;
+    // Saturating for huge values (and infinity).
+    let frames = if frames >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        frames as u64
+    };
+    Some(frames.saturating_mul(asset.skeleton.len() as u64))
 }
 
-/// Frames after the first a clip is written with at `fps` (saturating: a clip too long for
-/// any budget says so instead of being cut).
-fn raa_frames(clip: &skelett::Clip, fps: f32) -> u64 {
-    let f = (f64::from(clip.duration()) * f64::from(fps)).round();
-    if f > 0.0 {
-        // Saturating for huge values (and infinity).
-        f as u64
+/// The whole frame numbers at `fps` a clip is written from and to: the frames at or just
+/// inside its start and end (a start or end within a thousandth of a frame of a whole frame
+/// counts as on it). As f64: a clip too long for any budget says so instead of being cut.
+fn raa_frames(clip: &skelett::Clip, fps: f32) -> (f64, f64) {
+    let at = |t: f32| f64::from(t) * f64::from(fps);
+    let first = (at(clip.start()) - 1e-3).ceil();
+    let last = (at(clip.end()) + 1e-3).floor().max(first);
+    if first.is_finite() && last.is_finite() {
+        (first, last)
     } else {
-        0
+        (0.0, f64::INFINITY)
     }
 }
 
-/// Writes clip `index` of an asset as RAA text: every joint's rotation (relative to its rest
-/// rotation, the RAM's orientation), sampled at every frame at `fps` over the clip, as the
-/// format carries rotations only. The text has [`raa_key_count`] keyframe lines: check it
-/// first ([`save`] refuses a `.raa` past the output limit); memory is 16 bytes per line.
+/// Whether every key of a clip falls on a whole frame at `fps` (within a thousandth of a
+/// frame): if not, the RAA written at that rate resamples it.
+pub fn keys_on_frames(clip: &skelett::Clip, fps: f32) -> bool {
+    let mut i = 0;
+    while let Some(ch) = clip.channel(i) {
+        i += 1;
+        if !ch.times.iter().all(|&t| {
+            let f = f64::from(t) * f64::from(fps);
+            (f - f.round()).abs() < 1e-3
+        }) {
+            return false;
+        }
+    }
+    // A compact clip has no keys to look at: its grid is its own.
+    clip.compact_grid()
+        .is_none_or(|(rate, _)| (f64::from(fps) / f64::from(rate)).fract() == 0.0)
+}
+
+/// Writes clip `index` of an asset as RAA text in the article's layout: every joint's
+/// rotation (relative to its rest rotation, the RAM's orientation), sampled at every whole
+/// frame at `fps` within the clip, as the format carries rotations only and numbers frames
+/// with whole numbers (keys between frames are resampled: [`keys_on_frames`] tells). The text
+/// has [`raa_key_count`] keyframe lines: check it first ([`save`] refuses a `.raa` past the
+/// output limit); memory is 16 bytes per line.
 pub fn animation_to_string(asset: &Asset, index: usize, fps: f32) -> Option<String> {
     let mut out = Vec::new();
-    match write_animation(asset, index, fps, &mut out) {
+    match write_animation_with(asset, index, fps, Layout::Article, &mut out) {
         Ok(true) => String::from_utf8(out).ok(),
         _ => None,
     }
@@ -704,12 +1263,27 @@ pub fn animation_to_string(asset: &Asset, index: usize, fps: f32) -> Option<Stri
 /// `Ok(false)` without clip `index`.
 ///
 /// # Errors
-/// The writer's; `InvalidInput` when the lines' rotations (16 bytes each) would pass
-/// [`crate::max_output_bytes`] in memory.
+/// As [`write_animation_with`].
 pub fn write_animation(
     asset: &Asset,
     index: usize,
     fps: f32,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<bool> {
+    write_animation_with(asset, index, fps, Layout::Article, out)
+}
+
+/// [`write_animation`] in either layout ([`Layout::Counted`] adds the `fps` line, `tracks N`
+/// and the per-track keyframe counts).
+///
+/// # Errors
+/// The writer's; `InvalidInput` when the lines' rotations (16 bytes each) would pass
+/// [`crate::max_output_bytes`] in memory.
+pub fn write_animation_with(
+    asset: &Asset,
+    index: usize,
+    fps: f32,
+    layout: Layout,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<bool> {
     let Some(clip) = asset.clips.get(index) else {
@@ -730,7 +1304,10 @@ pub fn write_animation(
             ),
         ));
     }
-    let frames = usize::try_from(raa_frames(clip, fps)).unwrap_or(usize::MAX - 1);
+    let (first, last) = raa_frames(clip, fps);
+    // Bounded above by the key count check: a clip this long was refused.
+    let frames = (last - first).min((usize::MAX - 1) as f64) as usize;
+    let first = first as i64;
     // Sampled frame by frame, written joint by joint (the file is track-major): only the
     // rotations, relative to the rest rotation, are kept between the two.
     let inverse_rest: Vec<Quat> = s
@@ -753,7 +1330,8 @@ pub fn write_animation(
     })?;
     let mut pose = skelett::Pose::rest(s);
     for f in 0..=frames {
-        let _ = skelett::sample_uncached(clip, clip.start() + f as f32 / fps, &mut pose);
+        let time = ((first + f as i64) as f64 / f64::from(fps)) as f32;
+        let _ = skelett::sample_uncached(clip, time, &mut pose);
         rotations.extend(pose.0.iter().zip(&inverse_rest).map(|(p, inv)| {
             // Degenerate keys (a hostile file's nearly-zero rotations) can sample to a
             // rotation with no direction; the rest rotation is written there, as the
@@ -769,21 +1347,22 @@ pub fn write_animation(
     }
     let mut w = std::io::BufWriter::new(out);
     use std::io::Write as _;
-    writeln!(w, "fps {fps}")?;
-    writeln!(w, "tracks {n}")?;
+    if layout == Layout::Counted {
+        writeln!(w, "fps {fps}")?;
+        writeln!(w, "tracks {n}")?;
+    }
     for j in 0..n {
-        writeln!(
-            w,
-            "track {j} {j} \"{}\" {}",
-            s.name(j as u16).replace('"', "'"),
-            frames + 1
-        )?;
+        let name = s.name(j as u16).replace('"', "'");
+        match layout {
+            Layout::Article => writeln!(w, "track {j} {j} \"{name}\"")?,
+            Layout::Counted => writeln!(w, "track {j} {j} \"{name}\" {}", frames + 1)?,
+        }
         for f in 0..=frames {
             let q = rotations[f * n + j];
             writeln!(
                 w,
                 "{f} {} {} {} {} {}",
-                f as f32 + clip.start() * fps,
+                first + f as i64,
                 q.x,
                 q.y,
                 q.z,

@@ -48,9 +48,11 @@ fn every_asset_round_trips_through_ram_and_raa() {
         };
         let mut pa = Pose::rest(&a.skeleton);
         let mut pb = Pose::rest(&b.skeleton);
-        let frames = (ca.duration() * 30.0).round() as usize;
-        for f in (0..=frames).step_by((frames / 20).max(1)) {
-            let t = ca.start() + f as f32 / 30.0;
+        // The RAA holds the whole frames at 30 fps within the clip.
+        let first = (ca.start() * 30.0 - 1e-3).ceil() as i64;
+        let last = (ca.end() * 30.0 + 1e-3).floor() as i64;
+        for f in (first..=last).step_by(((last - first) as usize / 20).max(1)) {
+            let t = f as f32 / 30.0;
             sample_uncached(ca, t, &mut pa).unwrap();
             sample_uncached(cb, t, &mut pb).unwrap();
             for (j, (x, y)) in pa.iter().zip(pb.iter()).enumerate() {
@@ -84,7 +86,7 @@ fn bad_ram_and_raa_name_the_line() {
         (ram.replace("parent 0", "parent 7"), "parent id 7"),
         (
             ram.replace("joints 2", "joints 99999999"),
-            "count the file can hold",
+            "the count says 99999999, the file has 2",
         ),
         (
             ram.replace(
@@ -145,4 +147,243 @@ fn losses_name_what_ram_and_raa_cannot_hold() {
     assert_eq!(simple.clips.len(), 1);
     let l = skelett_io::rite::losses(&simple);
     assert!(l.iter().all(|m| !m.contains("clips after")), "{l:?}");
+}
+
+/// A RAM typed as the article prints it (headings, no counts) and one without any heading at
+/// all, with a two-triangle mesh; two RAA files typed as the article prints them (no counts,
+/// no frame rate) read onto the model as two clips.
+const ARTICLE_RAM: &str = "\
+Joint Definitions
+0 \"hip\"
+\tparent -1
+\torientation 0 0 0 1
+\ttranslation 0 1 0
+\trotation 0 0 0 1
+1 \"knee\"
+\tparent 0
+\torientation 0 0 0.7071068 0.7071068
+\ttranslation 0 -1 0
+\trotation 0 0 0 1
+Vertices
+0 0 0 0
+1 1 0 0
+2 0 1 0
+3 1 1 0
+Normals
+0 0 0 1
+1 0 0 1
+2 0 0 1
+3 0 0 1
+UVs
+0 0 0
+1 1 0
+2 0 1
+3 1 1
+Triangles
+0 0 0 1 2 0 1 2 0 1 2
+1 0 1 3 2 1 3 2 1 3 2
+Weights
+0 0 0 \"hip\" 1
+1 1 0 \"hip\" 0.5
+2 1 1 \"knee\" 0.5
+3 2 1 \"knee\" 1
+4 3 1 \"knee\" 1
+";
+
+const WALK: &str = "track 0 0 \"hip\"\n0 0 0 0 0 1\n1 30 0 0.258819 0 0.9659258\ntrack 1 1 \"knee\"\n0 0 0 0 0 1\n1 15 0.5 0 0 0.8660254\n2 30 0 0 0 1\n";
+const WAVE: &str = "track 0 1 \"knee\"\n0 0 0 0 0 1\n1 10 0.7071068 0 0 0.7071068\n";
+
+#[test]
+fn the_articles_layout_reads_with_headings_or_without_and_several_animations() {
+    let without: String = ARTICLE_RAM
+        .lines()
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit() || c == '\t'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    for (ram, label) in [
+        (ARTICLE_RAM.to_string(), "headings"),
+        (without, "no headings"),
+    ] {
+        let a = rite::from_str_with(
+            &ram,
+            Path::new("robot.ram"),
+            &[(WALK, Path::new("walk.raa")), (WAVE, Path::new("wave.raa"))],
+            rite::DEFAULT_FPS,
+        )
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
+        assert_eq!(a.skeleton.names(), ["hip", "knee"], "{label}");
+        let p = &a.meshes[0].primitives[0];
+        assert_eq!(p.triangle_count(), 2, "{label}");
+        assert_eq!(p.positions.len(), 4, "{label}");
+        let names: Vec<&str> = a.clips.iter().map(|c| c.name()).collect();
+        assert_eq!(names, ["walk", "wave"], "{label}");
+        // Frame 30 at the default 30 fps is one second; the wave's frame 10 a third of one.
+        assert_eq!(a.clips[0].duration(), 1.0);
+        assert!((a.clips[1].duration() - 1.0 / 3.0).abs() < 1e-6);
+        assert_eq!(a.clips[1].frame_rate(), Some(30.0));
+        // The knee's key rotation follows its orientation: at frame 15 of the walk it is the
+        // orientation times 60 degrees about X.
+        let mut pose = Pose::rest(&a.skeleton);
+        sample_uncached(&a.clips[0], 0.5, &mut pose).unwrap();
+        let o = glam::Quat::from_xyzw(0.0, 0.0, 0.7071068, 0.7071068);
+        let want = o * glam::Quat::from_rotation_x(60f32.to_radians());
+        assert!(pose[1].rotation.dot(want).abs() > 1.0 - 1e-6, "{label}");
+        // Vertex 1 is half hip, half knee.
+        let v1 = p
+            .positions
+            .iter()
+            .position(|&v| v == glam::Vec3::X)
+            .unwrap();
+        let mut w: Vec<f32> = (0..p.influences)
+            .map(|k| p.weights[v1 * p.influences + k])
+            .filter(|&w| w > 0.0)
+            .collect();
+        w.sort_by(f32::total_cmp);
+        assert_eq!(w, [0.5, 0.5], "{label}");
+    }
+    // A frame rate the reader is told: 60 fps halves the durations.
+    let a = rite::from_str_with(
+        ARTICLE_RAM,
+        Path::new("robot.ram"),
+        &[(WALK, Path::new("walk.raa"))],
+        60.0,
+    )
+    .unwrap();
+    assert_eq!(a.clips[0].duration(), 0.5);
+}
+
+#[test]
+fn the_writer_writes_the_articles_layout_at_whole_frames() {
+    let a = rite::from_str(
+        ARTICLE_RAM,
+        Path::new("robot.ram"),
+        Some((WALK, Path::new("walk.raa"))),
+    )
+    .unwrap();
+    let ram = rite::to_string(&a);
+    for heading in [
+        "Joint Definitions",
+        "Vertices",
+        "Normals",
+        "UVs",
+        "Triangles",
+        "Weights",
+    ] {
+        assert!(ram.lines().any(|l| l == heading), "{heading}:\n{ram}");
+    }
+    assert!(
+        !ram.contains("joints ") && !ram.contains("vertices "),
+        "{ram}"
+    );
+    let raa = rite::animation_to_string(&a, 0, 30.0).unwrap();
+    assert!(!raa.contains("fps") && !raa.contains("tracks"), "{raa}");
+    assert!(raa.starts_with("track 0 0 \"hip\"\n0 0 "), "{raa}");
+    // Every keyframe line: id, a whole frame number, a quaternion.
+    for l in raa.lines().filter(|l| !l.starts_with("track")) {
+        let items: Vec<&str> = l.split(' ').collect();
+        assert_eq!(items.len(), 6, "{l}");
+        assert!(items[1].parse::<i64>().is_ok(), "frame {l}");
+    }
+    // The counted layout, as before.
+    let counted = rite::to_string_with(&a, rite::Layout::Counted);
+    assert!(
+        counted.starts_with("joints 2\n") && counted.contains("\nweights 5\n"),
+        "{counted}"
+    );
+    let mut out = Vec::new();
+    rite::write_animation_with(&a, 0, 30.0, rite::Layout::Counted, &mut out).unwrap();
+    let counted_raa = String::from_utf8(out).unwrap();
+    assert!(
+        counted_raa.starts_with("fps 30\ntracks 2\ntrack 0 0 \"hip\" 31\n"),
+        "{counted_raa}"
+    );
+    // Both read back the same.
+    for (m, n) in [(&ram, &raa), (&counted, &counted_raa)] {
+        let b = rite::from_str(m, Path::new("b.ram"), Some((n, Path::new("b.raa")))).unwrap();
+        assert_eq!(b.skeleton.names(), a.skeleton.names());
+        assert_eq!(b.clips[0].duration(), 1.0);
+    }
+
+    // A clip whose keys fall between frames is resampled at whole frames, and says so.
+    // Keys at 0 and 1/3 s: at 25 fps the second lies between frames 8 and 9.
+    let wave = rite::from_str(
+        ARTICLE_RAM,
+        Path::new("robot.ram"),
+        Some((WAVE, Path::new("w.raa"))),
+    )
+    .unwrap();
+    let at25 = rite::WriteOptions::default().with_fps(25.0);
+    let l = rite::losses_with(&wave, &at25);
+    assert!(l.iter().any(|l| l.contains("resampled")), "{l:?}");
+    assert!(l.iter().any(|l| l.contains("--raa-fps 25")), "{l:?}");
+    assert!(rite::losses(&a).iter().all(|l| !l.contains("resampled")));
+    let raa24 = rite::animation_to_string(&wave, 0, 25.0).unwrap();
+    let frames: Vec<&str> = raa24
+        .lines()
+        .filter(|l| !l.starts_with("track"))
+        .map(|l| l.split(' ').nth(1).unwrap())
+        .collect();
+    assert_eq!(frames.first(), Some(&"0"));
+    assert_eq!(frames.last(), Some(&"8"), "{raa24}");
+}
+
+#[test]
+fn bad_article_layout_files_name_the_file_and_line() {
+    let e = |ram: &str, raa: &str| {
+        rite::from_str(ram, Path::new("m.ram"), Some((raa, Path::new("t.raa"))))
+            .unwrap_err()
+            .to_string()
+    };
+    // A track naming a joint id the RAM lacks: the RAA's file and line.
+    let m = e(ARTICLE_RAM, &WALK.replace("track 1 1", "track 1 7"));
+    assert!(
+        m.contains("t.raa") && m.contains("line 4") && m.contains("joint id of the RAM, found 7"),
+        "{m}"
+    );
+    // A keyframe line of the wrong shape.
+    let m = e(
+        ARTICLE_RAM,
+        &WALK.replace("1 15 0.5 0 0 0.8660254", "1 15 0.5 0 0"),
+    );
+    assert!(m.contains("line 6") && m.contains("6 items"), "{m}");
+    // A track with no keyframes.
+    let m = e(
+        ARTICLE_RAM,
+        "track 0 0 \"hip\"\ntrack 1 1 \"knee\"\n0 0 0 0 0 1\n",
+    );
+    assert!(m.contains("at least one keyframe"), "{m}");
+    // A counted track whose count is wrong.
+    let m = e(ARTICLE_RAM, "track 0 0 \"hip\" 3\n0 0 0 0 0 1\n");
+    assert!(m.contains("count says 3, it has 1"), "{m}");
+    // A triangle naming a vertex that is not there: the RAM's line.
+    let ram = ARTICLE_RAM.replace("1 0 1 3 2 1 3 2 1 3 2", "1 0 1 9 2 1 3 2 1 3 2");
+    let m = e(&ram, WALK);
+    assert!(
+        m.contains("m.ram") && m.contains("line 29") && m.contains("vertex id 9"),
+        "{m}"
+    );
+    // Sections out of order, and a line of no known shape.
+    let ram = ARTICLE_RAM.replace("Normals\n0 0 0 1\n", "Normals\n0 0 0 1 1 1 1\n");
+    let m = e(&ram, WALK);
+    assert!(
+        m.contains("a normals line (4 items) under its heading, found 7"),
+        "{m}"
+    );
+    let ram = ARTICLE_RAM.replace("Weights\n", "Weights\nVertices\n");
+    let m = e(&ram, WALK);
+    assert!(m.contains("article's order"), "{m}");
+    // A track whose name is not the joint's: read by its id, with a warning.
+    let a = rite::from_str(
+        ARTICLE_RAM,
+        Path::new("m.ram"),
+        Some((&WAVE.replace("\"knee\"", "\"elbow\""), Path::new("w.raa"))),
+    )
+    .unwrap();
+    assert!(
+        a.warnings
+            .iter()
+            .any(|w| w.contains("\"elbow\"") && w.contains("\"knee\"")),
+        "{:?}",
+        a.warnings
+    );
 }
