@@ -65,13 +65,17 @@ cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
   compress "$tmp/01_01_100.bvh" "$here/corpus/native_import/01_01_100_compact.skl" \
   --cm-per-unit 6.822 >/dev/null
 rm -rf "$tmp"
-# RAM + NUL + RAA pairs written by the CLI.
+# RAM + NUL + RAA pairs written by the CLI, in the article's layout and the counted one, and
+# the article's layout without its headings.
 mkdir -p "$here/corpus/rite_import"
 tmp=$(mktemp -d)
 for f in "$data/gltf/RiggedSimple.glb" "$data/gltf/Fox.glb"; do
   n=$(basename "$f" .glb)
   cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- convert "$f" "$tmp/$n.ram" >/dev/null
   { cat "$tmp/$n.ram"; printf '\0'; cat "$tmp/$n.raa"; } > "$here/corpus/rite_import/$n"
+  { grep -v '^[A-Z]' "$tmp/$n.ram"; printf '\0'; cat "$tmp/$n.raa"; } > "$here/corpus/rite_import/${n}_bare"
+  cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- convert "$f" "$tmp/$n.ram" --ram-counts >/dev/null
+  { cat "$tmp/$n.ram"; printf '\0'; cat "$tmp/$n.raa"; } > "$here/corpus/rite_import/${n}_counted"
 done
 rm -rf "$tmp"
 # Joint maps as `skelett retarget --print-map` writes them, for three pairs.

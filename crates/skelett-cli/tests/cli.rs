@@ -2054,3 +2054,63 @@ fn play_script(dir: &str, name: &str, script: &str, args: &[&str]) -> (bool, Str
     all.extend_from_slice(args);
     skelett(&all)
 }
+
+/// A RAM converted with two RAA files (`--raa`, repeated) carries both clips; written back as
+/// .ram it is in the article's layout at whole frames of `--raa-fps`, or counted with
+/// `--ram-counts`.
+#[test]
+fn several_raa_files_load_onto_one_ram() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("raa");
+    std::fs::create_dir_all(&dir).unwrap();
+    let fox = dir.join("fox.ram");
+    let (ok, _, err) = skelett(&["convert", data("gltf/Fox.glb").to_str().unwrap(), fox.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let ram = std::fs::read_to_string(&fox).unwrap();
+    assert!(ram.starts_with("Joint Definitions\n"), "{}", &ram[..40]);
+    let walk = dir.join("walk.raa");
+    std::fs::rename(dir.join("fox.raa"), &walk).unwrap();
+    let raa = std::fs::read_to_string(&walk).unwrap();
+    assert!(raa.starts_with("track 0 0 "), "{}", &raa[..40]);
+    // A second animation: the first one at 60 frames per second plays twice as fast.
+    let (ok, _, err) = skelett(&[
+        "convert",
+        data("gltf/Fox.glb").to_str().unwrap(),
+        dir.join("fast.ram").to_str().unwrap(),
+        "--clip",
+        "Run",
+        "--ram-counts",
+    ]);
+    assert!(ok, "{err}");
+    let counted = std::fs::read_to_string(dir.join("fast.raa")).unwrap();
+    assert!(counted.starts_with("fps 30\ntracks 24\n"), "{}", &counted[..40]);
+    let both = skelett_json(&[
+        "inspect",
+        "--json",
+        fox.to_str().unwrap(),
+        "--raa",
+        walk.to_str().unwrap(),
+        "--raa",
+        dir.join("fast.raa").to_str().unwrap(),
+    ]);
+    let names: Vec<&str> = both["clips"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["walk", "fast"]);
+    let d30 = num(&both["clips"][0]["duration"]);
+    let at60 = skelett_json(&[
+        "inspect",
+        "--json",
+        fox.to_str().unwrap(),
+        "--raa",
+        walk.to_str().unwrap(),
+        "--raa-fps",
+        "60",
+    ]);
+    assert!((num(&at60["clips"][0]["duration"]) * 2.0 - d30).abs() < 1e-4);
+    // A missing file is named.
+    let (ok, _, err) = skelett(&["inspect", fox.to_str().unwrap(), "--raa", "nope.raa"]);
+    assert!(!ok && err.contains("nope.raa"), "{err}");
+}
