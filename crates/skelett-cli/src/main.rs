@@ -137,7 +137,8 @@ enum Command {
         #[arg(long, default_value_t = 15.0, value_parser = parse_positive)]
         fps: f32,
     },
-    /// Open the interactive viewer: clips, play/pause/stop, speed, scrubber, cross-fades,
+    /// Open the interactive viewer: Open (a file browser, or drop a file on the window),
+    /// clips, play/pause/stop, speed (also in frames per second), scrubber, cross-fades,
     /// a second layer with weight and mask, skin/wireframe/skeleton toggles, orbit camera,
     /// event log, frame times. Needs the `viewer` feature.
     View {
@@ -159,6 +160,11 @@ enum Command {
         /// Play an animation graph: its parameters become sliders, checkboxes and buttons.
         #[arg(long, value_name = "GRAPH.json", conflicts_with_all = ["look_at", "slope"])]
         graph: Option<PathBuf>,
+        /// With --exit-after: open this file halfway through the run, as the Open button's
+        /// file browser or dropping the file on the window does, or for a folder show the
+        /// file browser on it (scripted runs, CI).
+        #[arg(long, value_name = "FILE", requires = "exit_after")]
+        then_open: Option<PathBuf>,
     },
     /// Render a clip (optionally cross-fading to another) offscreen to a GIF or PNG.
     Render {
@@ -449,6 +455,7 @@ fn view(
     look_at: bool,
     slope: Option<f32>,
     graph: Option<&Path>,
+    then_open: Option<PathBuf>,
 ) -> Result<()> {
     let (asset, source) = load(file)?;
     // Read (and so check the syntax) before the window opens; the viewer builds it.
@@ -465,6 +472,8 @@ fn view(
             look_at,
             slope,
             graph,
+            load: load_options(),
+            then_open,
         },
     )?;
     Ok(())
@@ -479,6 +488,7 @@ fn view(
     _look_at: bool,
     _slope: Option<f32>,
     _graph: Option<&Path>,
+    _then_open: Option<PathBuf>,
 ) -> Result<()> {
     Err(
         "this skelett was built without the viewer; build it with the `viewer` feature: \
@@ -583,6 +593,7 @@ fn main() -> ExitCode {
             look_at,
             slope,
             graph,
+            then_open,
         } => view(
             file.as_deref(),
             exit_after,
@@ -590,6 +601,7 @@ fn main() -> ExitCode {
             look_at,
             slope,
             graph.as_deref(),
+            then_open,
         ),
         Command::Render {
             file,

@@ -2063,7 +2063,11 @@ fn several_raa_files_load_onto_one_ram() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("raa");
     std::fs::create_dir_all(&dir).unwrap();
     let fox = dir.join("fox.ram");
-    let (ok, _, err) = skelett(&["convert", data("gltf/Fox.glb").to_str().unwrap(), fox.to_str().unwrap()]);
+    let (ok, _, err) = skelett(&[
+        "convert",
+        data("gltf/Fox.glb").to_str().unwrap(),
+        fox.to_str().unwrap(),
+    ]);
     assert!(ok, "{err}");
     let ram = std::fs::read_to_string(&fox).unwrap();
     assert!(ram.starts_with("Joint Definitions\n"), "{}", &ram[..40]);
@@ -2082,7 +2086,11 @@ fn several_raa_files_load_onto_one_ram() {
     ]);
     assert!(ok, "{err}");
     let counted = std::fs::read_to_string(dir.join("fast.raa")).unwrap();
-    assert!(counted.starts_with("fps 30\ntracks 24\n"), "{}", &counted[..40]);
+    assert!(
+        counted.starts_with("fps 30\ntracks 24\n"),
+        "{}",
+        &counted[..40]
+    );
     let both = skelett_json(&[
         "inspect",
         "--json",

@@ -5,8 +5,11 @@
 //! draws the character into its own texture, which egui shows in the central panel (no
 //! readback). The side panel drives the animator:
 //!
+//! - Open: another model without restarting, from a file browser in the window (folders and
+//!   the files skelett reads) or by dropping a file on the window;
 //! - the clip list (click to play, or to cross-fade with the chosen duration);
-//! - play / pause / stop (stop shows the rest pose), speed, a timeline scrubber;
+//! - play / pause / stop (stop shows the rest pose), speed as a multiplier and, for clips
+//!   with a frame rate, in frames per second (RiTE's viewer's control), a timeline scrubber;
 //! - a second layer (override or additive) with its clip, weight and a joint-subtree mask;
 //! - skin / wireframe / skeleton / grid toggles, and an orbit camera (drag to turn, scroll
 //!   to zoom, double-click to frame the character again);
@@ -22,10 +25,12 @@
 //!   the progress of the transition under way, and transitions and state events in the log.
 //!
 //! It lives in its own crate so the core, the importers and the CLI build without a window
-//! toolkit. `--exit-after N` and `--screenshot FILE` let CI run it under Xvfb.
+//! toolkit. `--exit-after N` and `--screenshot FILE` let CI run it under Xvfb, and
+//! `--then-open FILE` opens a second file halfway through such a run, through the same path
+//! the file browser and a dropped file take.
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -59,6 +64,11 @@ pub struct ViewerOptions {
     /// errors): the panel then lists its parameters as sliders, checkboxes and buttons, and
     /// shows each layer's state and transition progress.
     pub graph: Option<(skelett::graph::GraphDef, PathBuf)>,
+    /// How files opened from the viewer (the file browser, a dropped file) are read.
+    pub load: skelett_io::LoadOptions,
+    /// With `exit_after`: open this file halfway through the run, as the file browser would,
+    /// or for a folder show the file browser on it (for scripted runs and CI).
+    pub then_open: Option<PathBuf>,
 }
 
 /// What stops the viewer.
@@ -96,17 +106,8 @@ pub enum ViewerError {
 /// # Errors
 /// [`ViewerError`]: no clips, no window or GPU, or the first failure while running (a
 /// screenshot that cannot be written, for one).
-pub fn run(mut asset: Asset, options: ViewerOptions) -> Result<(), ViewerError> {
-    if asset.clips.is_empty() {
-        return Err(ViewerError::NoClips);
-    }
-    // Footsteps on every clip, so the event log has something to show for locomotion.
-    for clip in &mut asset.clips {
-        let steps = skelett::contacts::footstep_events(&asset.skeleton, clip);
-        if !steps.is_empty() {
-            *clip = Arc::new((**clip).clone().with_events(steps)?);
-        }
-    }
+pub fn run(asset: Asset, options: ViewerOptions) -> Result<(), ViewerError> {
+    let asset = prepare(asset)?;
     let native = eframe::NativeOptions {
         renderer: eframe::Renderer::Wgpu,
         viewport: egui::ViewportBuilder::default()
@@ -133,11 +134,91 @@ pub fn run(mut asset: Asset, options: ViewerOptions) -> Result<(), ViewerError> 
     }
 }
 
+/// Checks an asset can be viewed and adds footsteps to every clip, so that the event log has
+/// something to show for locomotion.
+fn prepare(mut asset: Asset) -> Result<Asset, ViewerError> {
+    if asset.clips.is_empty() {
+        return Err(ViewerError::NoClips);
+    }
+    for clip in &mut asset.clips {
+        let steps = skelett::contacts::footstep_events(&asset.skeleton, clip);
+        if !steps.is_empty() {
+            *clip = Arc::new((**clip).clone().with_events(steps)?);
+        }
+    }
+    Ok(asset)
+}
+
+/// One entry of the file browser.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Entry {
+    name: String,
+    dir: bool,
+}
+
+/// What the file browser lists in `dir`: its folders, then the files skelett reads
+/// ([`skelett_io::is_known_extension`]), each group sorted by name; hidden entries left out.
+fn list_dir(dir: &Path) -> std::io::Result<Vec<Entry>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        let dir = e.path().is_dir();
+        if dir || skelett_io::is_known_extension(&e.path()) {
+            out.push(Entry { name, dir });
+        }
+    }
+    out.sort_by(|a, b| b.dir.cmp(&a.dir).then_with(|| a.name.cmp(&b.name)));
+    Ok(out)
+}
+
+/// The file browser's state: the folder shown, its entries, and the path being typed.
+struct Picker {
+    dir: PathBuf,
+    entries: Result<Vec<Entry>, String>,
+    typed: String,
+}
+
+impl Picker {
+    fn at(dir: PathBuf) -> Self {
+        // Absolute, so that ".." always has somewhere to go.
+        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+        let entries = list_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()));
+        let typed = dir.display().to_string();
+        Picker {
+            dir,
+            entries,
+            typed,
+        }
+    }
+}
+
+/// The playback speed multiplier that plays a clip made at `clip_fps` frames per second at
+/// `fps` frames per second (the sign of `speed`, the current multiplier, kept: backwards
+/// stays backwards).
+fn speed_for_fps(fps: f32, clip_fps: f32, speed: f32) -> f32 {
+    let s = (fps / clip_fps).abs();
+    if speed < 0.0 {
+        -s
+    } else {
+        s
+    }
+}
+
 const OVERRIDE_LAYER: usize = 1;
 const ADDITIVE_LAYER: usize = 2;
 
 struct Viewer {
     asset: Asset,
+    /// eframe's wgpu state: a model opened later is drawn with it.
+    render_state: egui_wgpu::RenderState,
+    /// The file browser, while it is open.
+    picker: Option<Picker>,
+    /// The file this run started from, or the one opened last (the browser starts beside it).
+    file: Option<PathBuf>,
     additive_clips: Vec<Option<Arc<Clip>>>,
     animator: Animator,
     gpu: Gpu,
@@ -203,6 +284,16 @@ impl Viewer {
         failure: Arc<std::sync::Mutex<Option<ViewerError>>>,
     ) -> Result<Viewer, ViewerError> {
         let rs = cc.wgpu_render_state.as_ref().ok_or(ViewerError::NoWgpu)?;
+        Self::build(rs, asset, options, failure)
+    }
+
+    /// The viewer on `asset`, drawing with eframe's wgpu state `rs`.
+    fn build(
+        rs: &egui_wgpu::RenderState,
+        asset: Asset,
+        options: ViewerOptions,
+        failure: Arc<std::sync::Mutex<Option<ViewerError>>>,
+    ) -> Result<Viewer, ViewerError> {
         let channels = asset.skeleton.morph_channel_count();
         let gpu = Gpu::from_device(rs.device.clone(), rs.queue.clone(), rs.adapter.get_info());
         let mut renderer = Renderer::new(
@@ -280,7 +371,11 @@ impl Viewer {
                 ))),
                 None => None,
             };
+        let file = Some(PathBuf::from(&options.title)).filter(|p| p.is_file());
         Ok(Viewer {
+            render_state: rs.clone(),
+            picker: None,
+            file,
             graph,
             additive_clips,
             animator,
@@ -326,6 +421,117 @@ impl Viewer {
             asset,
         }
         .with_slope(slope))
+    }
+
+    /// Opens another model in place of this one (the file browser, a dropped file,
+    /// `--then-open`): loaded with the viewer's load options, framed and played from its first
+    /// clip. A file that cannot be viewed leaves the current one and says why in the log.
+    fn open(&mut self, ctx: &egui::Context, path: &Path) {
+        let opened = skelett_io::load_with(path, &self.options.load)
+            .map_err(ViewerError::from)
+            .and_then(prepare)
+            .and_then(|asset| {
+                let mut options = self.options.clone();
+                options.title = path.display().to_string();
+                // A graph was written for the file it came with.
+                options.graph = None;
+                options.then_open = None;
+                options.look_at = self.look_on;
+                options.slope = Some(self.slope).filter(|s| *s != 0.0);
+                Self::build(&self.render_state, asset, options, self.failure.clone())
+            });
+        match opened {
+            Ok(mut next) => {
+                if self.graph.is_some() {
+                    next.log(format!(
+                        "{}: opened without the animation graph, which named the clips of {}",
+                        path.display(),
+                        self.options.title
+                    ));
+                }
+                next.log(format!(
+                    "opened {} ({} joints, {} clips)",
+                    path.display(),
+                    next.asset.skeleton.len(),
+                    next.asset.clips.len()
+                ));
+                next.frames = self.frames;
+                next.screenshot_asked = self.screenshot_asked;
+                next.options.exit_after = self.options.exit_after;
+                next.options.screenshot = self.options.screenshot.clone();
+                next.file = Some(path.to_path_buf());
+                self.render_state
+                    .renderer
+                    .write()
+                    .free_texture(&self.texture);
+                ctx.send_viewport_cmd(egui::ViewportCommand::Title(format!(
+                    "skelett: {}",
+                    path.display()
+                )));
+                *self = next;
+            }
+            Err(e) => self.log(format!("could not open {}: {e}", path.display())),
+        }
+    }
+
+    /// The file browser's window, while it is open; returns a file chosen in it.
+    fn picker_window(&mut self, ctx: &egui::Context) -> Option<PathBuf> {
+        let picker = self.picker.as_mut()?;
+        let mut chosen = None;
+        let mut go: Option<PathBuf> = None;
+        let mut open = true;
+        egui::Window::new("Open a file")
+            .open(&mut open)
+            .default_width(420.0)
+            .show(ctx, |ui| {
+                ui.horizontal(|ui| {
+                    let r = ui.text_edit_singleline(&mut picker.typed);
+                    let enter = r.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+                    if ui.button("Go").clicked() || enter {
+                        let p = PathBuf::from(picker.typed.trim());
+                        if p.is_dir() {
+                            go = Some(p);
+                        } else {
+                            chosen = Some(p);
+                        }
+                    }
+                });
+                ui.label(".glb .gltf .fbx .bvh .x .ram .skl; or drop a file on the window");
+                if ui.button("⬆ ..").clicked() {
+                    go = picker.dir.parent().map(Path::to_path_buf);
+                }
+                egui::ScrollArea::vertical()
+                    .max_height(360.0)
+                    .show(ui, |ui| match &picker.entries {
+                        Ok(entries) => {
+                            for e in entries {
+                                let label = if e.dir {
+                                    format!("📁 {}", e.name)
+                                } else {
+                                    e.name.clone()
+                                };
+                                if ui.selectable_label(false, label).clicked() {
+                                    let p = picker.dir.join(&e.name);
+                                    if e.dir {
+                                        go = Some(p);
+                                    } else {
+                                        chosen = Some(p);
+                                    }
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            ui.colored_label(egui::Color32::LIGHT_RED, e);
+                        }
+                    });
+            });
+        if let Some(dir) = go {
+            *picker = Picker::at(dir);
+        }
+        if !open || chosen.is_some() {
+            self.picker = None;
+        }
+        chosen
     }
 
     /// Sets the ground's slope: the feet modifier's plane and the drawn grid.
@@ -565,6 +771,22 @@ impl Viewer {
     }
 
     fn side_panel(&mut self, ui: &mut egui::Ui) {
+        if ui
+            .button("Open…")
+            .on_hover_text("another model, without restarting (or drop a file on the window)")
+            .clicked()
+        {
+            let dir = self
+                .file
+                .as_ref()
+                .and_then(|f| f.parent())
+                .filter(|d| !d.as_os_str().is_empty())
+                .map(Path::to_path_buf)
+                .or_else(|| std::env::current_dir().ok())
+                .unwrap_or_else(|| PathBuf::from("."));
+            self.picker = Some(Picker::at(dir));
+        }
+        ui.separator();
         if self.graph.is_some() {
             self.graph_panel(ui);
             self.morph_panel(ui);
@@ -612,6 +834,23 @@ impl Viewer {
             .changed()
         {
             let _ = self.animator.set_speed(0, self.speed);
+        }
+        // The same speed in frames per second of the clip's own rate.
+        match self.asset.clips[self.current].frame_rate() {
+            Some(rate) => {
+                let mut fps = (self.speed * rate).abs();
+                let r = ui.add(
+                    egui::Slider::new(&mut fps, 1.0..=(3.0 * rate).max(60.0))
+                        .text(format!("frames per second (made at {rate} fps)")),
+                );
+                if r.changed() {
+                    self.speed = speed_for_fps(fps, rate, self.speed);
+                    let _ = self.animator.set_speed(0, self.speed);
+                }
+            }
+            None => {
+                ui.label("frames per second: the clip has no frame rate");
+            }
         }
         // Timeline of the heaviest base-layer clip.
         let heaviest = self
@@ -939,6 +1178,24 @@ impl eframe::App for Viewer {
             }
         }
 
+        // Another model: halfway through a scripted run, dropped on the window, or chosen
+        // in the file browser.
+        let halfway = self.options.exit_after.map_or(0, |n| n / 2).max(1);
+        if let Some(path) = self.options.then_open.take_if(|_| self.frames >= halfway) {
+            if path.is_dir() {
+                self.picker = Some(Picker::at(path));
+            } else {
+                self.open(ctx, &path);
+            }
+        }
+        let dropped = ctx.input(|i| i.raw.dropped_files.iter().find_map(|f| f.path.clone()));
+        if let Some(path) = dropped {
+            self.open(ctx, &path);
+        }
+        if let Some(path) = self.picker_window(ctx) {
+            self.open(ctx, &path);
+        }
+
         // Animation.
         let start = Instant::now();
         if let Some(g) = &mut self.graph {
@@ -1133,6 +1390,49 @@ mod tests {
         let c = camera.view_proj(w / h) * p.extend(1.0);
         let n = c / c.w;
         ((n.x * 0.5 + 0.5) * w, (0.5 - n.y * 0.5) * h)
+    }
+
+    #[test]
+    fn the_file_browser_lists_folders_then_known_files() {
+        let dir = std::env::temp_dir().join(format!("skelett_picker_{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("captures")).unwrap();
+        std::fs::create_dir_all(dir.join(".hidden")).unwrap();
+        for f in [
+            "walk.bvh",
+            "Fox.GLB",
+            "notes.txt",
+            "robot.ram",
+            "robot.raa",
+            ".x",
+        ] {
+            std::fs::write(dir.join(f), b"").unwrap();
+        }
+        let names: Vec<(String, bool)> = list_dir(&dir)
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.name, e.dir))
+            .collect();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(
+            names,
+            [
+                ("captures".to_string(), true),
+                ("Fox.GLB".to_string(), false),
+                ("robot.ram".to_string(), false),
+                ("walk.bvh".to_string(), false),
+            ]
+        );
+        assert!(list_dir(Path::new("/no/such/folder")).is_err());
+    }
+
+    #[test]
+    fn frames_per_second_set_the_speed_of_the_clip() {
+        // A 30 fps clip at 15 fps plays at half speed, at 60 at double; backwards stays so.
+        assert_eq!(speed_for_fps(15.0, 30.0, 1.0), 0.5);
+        assert_eq!(speed_for_fps(60.0, 30.0, 0.7), 2.0);
+        assert_eq!(speed_for_fps(60.0, 30.0, -1.0), -2.0);
+        assert_eq!(speed_for_fps(120.0, 120.0, 3.0), 1.0);
     }
 
     #[test]
