@@ -1,29 +1,40 @@
 //! RAM/RAA: the ASCII model and animation pair of the 2006 Maya-based "RiTE" system the older
 //! articles describe, read and written.
 //!
-//! No public files exist, so the article's element lines are kept exactly and the sections
-//! are introduced by a keyword and a count (which the reader checks):
+//! The article prints each element's line under a heading, with no counts and no frame rate;
+//! skelett's earlier, counted layout adds a keyword and a count before each section, an `fps`
+//! line and per-track key counts. Both are read (counts are checked); the article's is
+//! written by default ([`Layout`]):
 //!
 //! ```text
-//! .ram                                   .raa
-//! joints 2                               fps 30
-//! 0 "hip"                                tracks 1
-//!     parent -1                          track 0 1 "knee" 2
-//!     orientation 0 0 0 1                0 0  0 0 0 1
-//!     translation 0 1 0                  1 30 0.5 0 0 0.866
+//! .ram (the article's layout)            .raa                 .raa (counted)
+//! Joint Definitions                      track 0 1 "knee"     fps 30
+//! 0 "hip"                                0 0 0 0 0 1          tracks 1
+//!     parent -1                          1 30 0.5 0 0 0.866   track 0 1 "knee" 2
+//!     orientation 0 0 0 1                                     0 0 0 0 0 1
+//!     translation 0 1 0                                       1 30 0.5 0 0 0.866
 //!     rotation 0 0 0 1
-//! vertices N     VERTEX_ID X Y Z
-//! normals N      NORMAL_ID X Y Z
-//! uvs N          UV_ID X Y
-//! triangles N    TRIANGLE_ID SHADER_ID V V V N N N UV UV UV
-//! weights N      WEIGHT_ID VERTEX_ID JOINT_ID "JOINT_NAME" W
+//! Mesh Definition
+//! Vertices       VERTEX_ID X Y Z
+//! Normals        NORMAL_ID X Y Z
+//! UVs            UV_ID X Y
+//! Triangles      TRIANGLE_ID SHADER_ID V V V N N N UV UV UV
+//! Weights        WEIGHT_ID VERTEX_ID JOINT_ID "JOINT_NAME" W
 //! ```
 //!
-//! A joint's local rotation is its orientation times its rotation; a track's keyframes give
-//! that rotation (relative to the orientation) at frame numbers, at `fps` frames per second.
-//! RAA carries rotations only, as the format defines: translations stay the skeleton's.
+//! The headings are optional: without them, sections are told apart by the shape of their
+//! lines (vertices and normals both have four items; normals start when the ids start
+//! again). A joint's local rotation is its orientation times its rotation; a track's
+//! keyframes give that rotation (relative to the orientation) at frame numbers, at a frame
+//! rate the file gives (`fps`) or the reader is told ([`Options::fps`], 30 by default: the
+//! article names none). Several `.raa` files load onto one `.ram`, one clip each. RAA
+//! carries rotations only, as the format defines: translations stay the skeleton's.
 //! Triangles index vertices, normals and UVs separately; the reader makes one vertex per
 //! distinct (vertex, normal, uv) corner. Inverse bind matrices come from the rest pose.
+//!
+//! The writer gives each joint whose rotation the clip animates a track, as the article
+//! does; frame numbers are whole, so a track keeps its keys where they fall on frames and is
+//! resampled at every frame where they do not ([`losses_with`] says which).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -56,6 +67,8 @@ struct Tokens<'a> {
 
 impl<'a> Tokens<'a> {
     fn new(text: &'a str, file: &'a Path) -> Self {
+        // A byte-order mark some editors write is not a token.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         Self {
             text,
             pos: 0,
@@ -437,10 +450,10 @@ fn check_count(
 /// ```
 ///
 /// # Errors
-/// [`Error::Syntax`] with the line of anything that does not parse (an RAA track naming a
-/// joint id the RAM lacks, a count that does not match), [`Error::Invalid`] for joint ids
-/// used twice or parents that are not there, [`Error::Build`] when the runtime rejects the
-/// result.
+/// [`Error::Syntax`] with the line and column of anything that does not parse or refers to
+/// nothing (an RAA track naming a joint id the RAM lacks, a triangle's vertex id, a parent
+/// id no joint has, a joint id used twice, a count that does not match), [`Error::Build`]
+/// when the runtime rejects the result (a cycle of parents).
 pub fn from_str_with(
     ram: &str,
     ram_name: &Path,
@@ -448,23 +461,23 @@ pub fn from_str_with(
     fps: f32,
 ) -> Result<Asset, Error> {
     let mut t = Tokens::new(ram, ram_name);
-    let invalid = |what: String| Error::Invalid {
-        file: ram_name.to_path_buf(),
-        location: "RAM".into(),
-        problem: what,
-    };
     let mut ids: HashMap<i64, usize> = HashMap::new();
     let mut raw_parents = Vec::new();
+    // Where each joint's id is, for errors about it.
+    let mut joint_at = Vec::new();
     let mut joints = Vec::new();
     let mut orientation = Vec::new();
     // Mesh elements: ids to indices, values; triangles and weights with where they are.
     let mut item_ids: [HashMap<i64, usize>; 3] = Default::default();
     let mut items: [Vec<f32>; 3] = Default::default();
-    let mut triangles: Vec<([i64; 9], (usize, usize))> = Vec::new();
+    let mut triangles: Vec<[(i64, (usize, usize)); 9]> = Vec::new();
     let mut weights: Vec<(i64, i64, f32, (usize, usize))> = Vec::new();
     // The section being read, whether a heading named it, and its count.
     let mut section = Section::Joints;
     let mut named = false;
+    // Once a file uses headings, only headings change the section (a line of the wrong shape
+    // is then an error in its section, not the start of another).
+    let mut headings = false;
     let mut count: Option<(i64, (usize, usize))> = None;
     let found = |s: Section, joints: usize, items: &[Vec<f32>; 3], tris: usize, ws: usize| match s {
         Section::Joints => joints,
@@ -495,6 +508,7 @@ pub fn from_str_with(
                 check_count(&t, section, count, n)?;
                 section = s;
                 named = true;
+                headings = true;
                 count = None;
             }
             if c.is_some() {
@@ -508,7 +522,15 @@ pub fn from_str_with(
         }
         // The section of this line: as its heading named it, else by its shape.
         let first_id = t.peek().and_then(|w| w.parse::<i64>().ok());
-        let kind = if named && n == section.items() {
+        let kind = if (named && n == section.items()) || (headings && section != Section::Joints) {
+            if n != section.items() {
+                t.next();
+                return Err(t.err(&format!(
+                    "a {} line ({} items) under its heading, found {n} items",
+                    section.name(),
+                    section.items()
+                )));
+            }
             section
         } else {
             let guess = match n {
@@ -578,6 +600,7 @@ pub fn from_str_with(
         match kind {
             Section::Joints => {
                 let id = t.int("a joint id")?;
+                let at = t.at;
                 let name = t.string("a joint name")?.to_string();
                 t.word("parent")?;
                 let parent = t.int("a parent id")?;
@@ -588,8 +611,9 @@ pub fn from_str_with(
                 t.word("rotation")?;
                 let r = t.quat("the rotation")?;
                 if ids.insert(id, joints.len()).is_some() {
-                    return Err(invalid(format!("joint id {id} used twice")));
+                    return Err(t.err_at(at, &format!("a joint id not used before, found {id}")));
                 }
+                joint_at.push(at);
                 raw_parents.push(parent);
                 orientation.push(o);
                 joints.push(RawJoint {
@@ -619,12 +643,12 @@ pub fn from_str_with(
             Section::Triangles => {
                 let _id = t.int("a triangle id")?;
                 let _shader = t.int("a shader id")?;
-                let at = t.at;
-                let mut r = [0i64; 9];
+                let mut r = [(0i64, (0, 0)); 9];
                 for (k, x) in r.iter_mut().enumerate() {
-                    *x = t.int(["a vertex id", "a normal id", "a uv id"][k / 3])?;
+                    let id = t.int(["a vertex id", "a normal id", "a uv id"][k / 3])?;
+                    *x = (id, t.at);
                 }
-                triangles.push((r, at));
+                triangles.push(r);
             }
             Section::Weights => {
                 let _id = t.int("a weight id")?;
@@ -651,10 +675,13 @@ pub fn from_str_with(
     for (i, &p) in raw_parents.iter().enumerate() {
         if p >= 0 {
             joints[i].parent = Some(*ids.get(&p).ok_or_else(|| {
-                invalid(format!(
-                    "joint {} has parent id {p}, which no joint has",
-                    quote(&joints[i].name)
-                ))
+                t.err_at(
+                    joint_at[i],
+                    &format!(
+                        "a parent id that a joint has: joint {} has parent id {p}",
+                        quote(&joints[i].name)
+                    ),
+                )
             })?);
         }
     }
@@ -678,19 +705,20 @@ pub fn from_str_with(
         let mut corner_of: HashMap<(usize, usize, usize), u32> = HashMap::new();
         let mut corners: Vec<(usize, usize, usize)> = Vec::new();
         let mut indices = Vec::with_capacity(triangles.len() * 3);
-        for (r, at) in &triangles {
+        for r in &triangles {
             let mut c = [[0usize; 3]; 3];
-            for (k, &id) in r.iter().enumerate() {
+            for (k, &(id, at)) in r.iter().enumerate() {
                 let (map, what) = [(vid, "vertex"), (nid, "normal"), (uid, "uv")][k / 3];
                 c[k / 3][k % 3] = *map.get(&id).ok_or_else(|| {
                     t.err_at(
-                        *at,
-                        &format!("a triangle whose {what} ids exist, found {what} id {id}"),
+                        at,
+                        &format!("a {what} id that exists, found {what} id {id}"),
                     )
                 })?;
             }
-            for k in 0..3 {
-                let key = (c[0][k], c[1][k], c[2][k]);
+            let [v, nn, uu] = c;
+            for ((&a, &b), &d) in v.iter().zip(&nn).zip(&uu) {
+                let key = (a, b, d);
                 let idx = *corner_of.entry(key).or_insert_with(|| {
                     corners.push(key);
                     corners.len() as u32 - 1
@@ -841,10 +869,15 @@ fn read_raa(
         }
         let mut times: Vec<f32> = Vec::new();
         let mut values = Vec::new();
-        while t
-            .peek()
-            .is_some_and(|w| w != "track" && heading(w).is_none())
-        {
+        loop {
+            // The article's "Keyframes" heading may stand between a track and its keys.
+            if t.peek().is_some_and(|w| heading(w).is_some()) {
+                t.heading_line()?;
+                continue;
+            }
+            if t.peek().is_none_or(|w| w == "track") {
+                break;
+            }
             let n = t.line_len();
             if n != 6 {
                 t.next();
@@ -1046,6 +1079,19 @@ pub fn losses_with(asset: &Asset, options: &WriteOptions) -> Vec<String> {
                     .unwrap_or_default()
             ));
         }
+        let (first, last) = raa_frames(c, fps);
+        let on = |t: f32, f: f64| (f64::from(t) * f64::from(fps) - f).abs() < 1e-3;
+        if !on(c.start(), first) || !on(c.end(), last) {
+            out.push(format!(
+                "clip {:?}: runs from {} s to {} s, between whole frames of {fps} fps: written \
+                 from frame {first} ({} s) to frame {last} ({} s), holding its ends",
+                c.name(),
+                c.start(),
+                c.end(),
+                first / f64::from(fps),
+                last / f64::from(fps)
+            ));
+        }
         if options.layout == Layout::Article && fps != DEFAULT_FPS {
             out.push(format!(
                 "clip {:?}: written at {fps} fps, which the article's layout does not store: \
@@ -1151,6 +1197,9 @@ pub fn to_string_with(asset: &Asset, layout: Layout) -> String {
     ) {
         let skin = &asset.skins[m.skin];
         let n = p.vertex_count();
+        if layout == Layout::Article {
+            let _ = writeln!(o, "Mesh Definition");
+        }
         heading(&mut o, "Vertices", "vertices", n);
         for (i, v) in p.positions.iter().enumerate() {
             let _ = writeln!(o, "{i} {} {} {}", v.x, v.y, v.z);
@@ -1214,12 +1263,13 @@ pub fn raa_key_count(asset: &Asset, index: usize, fps: f32) -> Option<u64> {
 }
 
 /// The whole frame numbers at `fps` a clip is written from and to: the frames at or just
-/// inside its start and end (a start or end within a thousandth of a frame of a whole frame
-/// counts as on it). As f64: a clip too long for any budget says so instead of being cut.
+/// outside its start and end, so that the frames cover the clip (a start or end within a
+/// thousandth of a frame of a whole frame counts as on it). As f64: a clip too long for any
+/// budget says so instead of being cut.
 fn raa_frames(clip: &skelett::Clip, fps: f32) -> (f64, f64) {
     let at = |t: f32| f64::from(t) * f64::from(fps);
-    let first = (at(clip.start()) - 1e-3).ceil();
-    let last = (at(clip.end()) + 1e-3).floor().max(first);
+    let first = (at(clip.start()) + 1e-3).floor();
+    let last = (at(clip.end()) - 1e-3).ceil().max(first);
     if first.is_finite() && last.is_finite() {
         (first, last)
     } else {
@@ -1258,6 +1308,9 @@ pub fn animation_to_string(asset: &Asset, index: usize, fps: f32) -> Option<Stri
         _ => None,
     }
 }
+
+/// A track's keys as written: (frame number, rotation relative to the rest rotation).
+type Keys = Vec<(i64, Quat)>;
 
 /// [`animation_to_string`] into a writer, as it is made (the text is never held whole):
 /// `Ok(false)` without clip `index`.
@@ -1308,16 +1361,87 @@ pub fn write_animation_with(
     // Bounded above by the key count check: a clip this long was refused.
     let frames = (last - first).min((usize::MAX - 1) as f64) as usize;
     let first = first as i64;
-    // Sampled frame by frame, written joint by joint (the file is track-major): only the
-    // rotations, relative to the rest rotation, are kept between the two.
     let inverse_rest: Vec<Quat> = s
         .rest_pose()
         .iter()
         .map(|r| r.rotation.conjugate())
         .collect();
-    // With the output limit raised past memory, refuse rather than abort on allocation.
+    // A rotation relative to the rest rotation, as RAA stores it. Degenerate keys (a hostile
+    // file's nearly-zero rotations) can give a rotation with no direction; the rest rotation
+    // is written there, as the RAA reader refuses it.
+    let relative = |j: usize, q: Quat| {
+        let q = inverse_rest[j] * q;
+        let l = q.length_squared();
+        if l.is_finite() && l >= 1e-12 {
+            q.normalize()
+        } else {
+            Quat::IDENTITY
+        }
+    };
+    // The tracks: each joint whose rotation the clip animates (the article's "each animated
+    // joint has its own animation track"), with its own keys where they are LINEAR and on
+    // whole frames, else `None`: resampled at every frame.
+    let keyed = clip.decompressed();
+    let mut tracks: Vec<(usize, Option<Keys>)> = Vec::new();
+    let mut i = 0;
+    while let Some(ch) = keyed.channel(i) {
+        i += 1;
+        if ch.target != skelett::Target::Rotation {
+            continue;
+        }
+        let j = ch.joint as usize;
+        let skelett::ChannelValues::Quat(values) = ch.values else {
+            continue;
+        };
+        let on_frames = ch.interpolation == skelett::Interpolation::Linear
+            && ch.times.iter().all(|&t| {
+                let f = f64::from(t) * f64::from(fps);
+                (f - f.round()).abs() < 1e-3
+            });
+        let keys = on_frames.then(|| {
+            ch.times
+                .iter()
+                .zip(values)
+                .map(|(&t, &q)| {
+                    (
+                        (f64::from(t) * f64::from(fps)).round() as i64,
+                        relative(j, q),
+                    )
+                })
+                .collect::<Vec<_>>()
+        });
+        tracks.push((j, keys));
+    }
+    // Joints the clip holds at a rotation other than the rest pose's (a constant channel,
+    // folded into the clip's base pose): a track holding it over the clip.
+    let end = first + frames as i64;
+    for (j, b) in keyed.base_pose().iter().enumerate() {
+        let turned = tracks.iter().any(|t| t.0 == j);
+        let rest = s.rest_pose()[j].rotation;
+        if !turned && b.rotation.dot(rest).abs() < 1.0 - 1e-7 {
+            let q = relative(j, b.rotation);
+            let keys = if end > first {
+                vec![(first, q), (end, q)]
+            } else {
+                vec![(first, q)]
+            };
+            tracks.push((j, Some(keys)));
+        }
+    }
+    if tracks.is_empty() && n > 0 {
+        // A clip that turns nothing still has a length: one track holding the root.
+        tracks.push((0, None));
+    }
+    tracks.sort_by_key(|t| t.0);
+    // The resampled tracks' rotations, frame by frame (16 bytes a line, bounded like the
+    // output above; with the output limit raised past memory, refused rather than aborted).
+    let resampled: Vec<usize> = tracks
+        .iter()
+        .filter(|t| t.1.is_none())
+        .map(|t| t.0)
+        .collect();
     let mut rotations: Vec<Quat> = Vec::new();
-    let lines = (frames + 1).saturating_mul(n);
+    let lines = (frames + 1).saturating_mul(resampled.len());
     rotations.try_reserve_exact(lines).map_err(|_| {
         std::io::Error::new(
             std::io::ErrorKind::OutOfMemory,
@@ -1328,46 +1452,54 @@ pub fn write_animation_with(
             ),
         )
     })?;
-    let mut pose = skelett::Pose::rest(s);
-    for f in 0..=frames {
-        let time = ((first + f as i64) as f64 / f64::from(fps)) as f32;
-        let _ = skelett::sample_uncached(clip, time, &mut pose);
-        rotations.extend(pose.0.iter().zip(&inverse_rest).map(|(p, inv)| {
-            // Degenerate keys (a hostile file's nearly-zero rotations) can sample to a
-            // rotation with no direction; the rest rotation is written there, as the
-            // RAA reader refuses it.
-            let q = *inv * p.rotation;
-            let l = q.length_squared();
-            if l.is_finite() && l >= 1e-12 {
-                q.normalize()
-            } else {
-                Quat::IDENTITY
-            }
-        }));
+    if !resampled.is_empty() {
+        let mut pose = skelett::Pose::rest(s);
+        for f in 0..=frames {
+            let time = ((first + f as i64) as f64 / f64::from(fps)) as f32;
+            let _ = skelett::sample_uncached(clip, time, &mut pose);
+            rotations.extend(resampled.iter().map(|&j| relative(j, pose[j].rotation)));
+        }
     }
+    let frame_time = |f: i64| (f as f64 / f64::from(fps)) as f32;
     let mut w = std::io::BufWriter::new(out);
     use std::io::Write as _;
     if layout == Layout::Counted {
         writeln!(w, "fps {fps}")?;
-        writeln!(w, "tracks {n}")?;
+        writeln!(w, "tracks {}", tracks.len())?;
     }
-    for j in 0..n {
-        let name = s.name(j as u16).replace('"', "'");
+    let mut slot = 0;
+    let mut pose = skelett::Pose::rest(s);
+    for (tid, (j, keys)) in tracks.iter().enumerate() {
+        let keys: Vec<(i64, Quat)> = match keys {
+            Some(k) => {
+                // Held to the clip's first and last frames, so that the clip keeps its length.
+                let mut k = k.clone();
+                if k.first().is_some_and(|&(f, _)| f > first) {
+                    let _ = skelett::sample_uncached(clip, frame_time(first), &mut pose);
+                    k.insert(0, (first, relative(*j, pose[*j].rotation)));
+                }
+                let end = first + frames as i64;
+                if k.last().is_some_and(|&(f, _)| f < end) {
+                    let _ = skelett::sample_uncached(clip, frame_time(end), &mut pose);
+                    k.push((end, relative(*j, pose[*j].rotation)));
+                }
+                k
+            }
+            None => {
+                let k = (0..=frames)
+                    .map(|f| (first + f as i64, rotations[f * resampled.len() + slot]))
+                    .collect();
+                slot += 1;
+                k
+            }
+        };
+        let name = s.name(*j as u16).replace('"', "'");
         match layout {
-            Layout::Article => writeln!(w, "track {j} {j} \"{name}\"")?,
-            Layout::Counted => writeln!(w, "track {j} {j} \"{name}\" {}", frames + 1)?,
+            Layout::Article => writeln!(w, "track {tid} {j} \"{name}\"")?,
+            Layout::Counted => writeln!(w, "track {tid} {j} \"{name}\" {}", keys.len())?,
         }
-        for f in 0..=frames {
-            let q = rotations[f * n + j];
-            writeln!(
-                w,
-                "{f} {} {} {} {} {}",
-                first + f as i64,
-                q.x,
-                q.y,
-                q.z,
-                q.w
-            )?;
+        for (k, (f, q)) in keys.iter().enumerate() {
+            writeln!(w, "{k} {f} {} {} {} {}", q.x, q.y, q.z, q.w)?;
         }
     }
     w.flush()?;

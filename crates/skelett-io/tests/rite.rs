@@ -49,8 +49,8 @@ fn every_asset_round_trips_through_ram_and_raa() {
         let mut pa = Pose::rest(&a.skeleton);
         let mut pb = Pose::rest(&b.skeleton);
         // The RAA holds the whole frames at 30 fps within the clip.
-        let first = (ca.start() * 30.0 - 1e-3).ceil() as i64;
-        let last = (ca.end() * 30.0 + 1e-3).floor() as i64;
+        let first = (ca.start() * 30.0 + 1e-3).floor() as i64;
+        let last = (ca.end() * 30.0 - 1e-3).ceil() as i64;
         for f in (first..=last).step_by(((last - first) as usize / 20).max(1)) {
             let t = f as f32 / 30.0;
             sample_uncached(ca, t, &mut pa).unwrap();
@@ -225,7 +225,7 @@ fn the_articles_layout_reads_with_headings_or_without_and_several_animations() {
         // orientation times 60 degrees about X.
         let mut pose = Pose::rest(&a.skeleton);
         sample_uncached(&a.clips[0], 0.5, &mut pose).unwrap();
-        let o = glam::Quat::from_xyzw(0.0, 0.0, 0.7071068, 0.7071068);
+        let o = glam::Quat::from_rotation_z(std::f32::consts::FRAC_PI_2);
         let want = o * glam::Quat::from_rotation_x(60f32.to_radians());
         assert!(pose[1].rotation.dot(want).abs() > 1.0 - 1e-6, "{label}");
         // Vertex 1 is half hip, half knee.
@@ -278,6 +278,18 @@ fn the_writer_writes_the_articles_layout_at_whole_frames() {
     let raa = rite::animation_to_string(&a, 0, 30.0).unwrap();
     assert!(!raa.contains("fps") && !raa.contains("tracks"), "{raa}");
     assert!(raa.starts_with("track 0 0 \"hip\"\n0 0 "), "{raa}");
+    // The article's Keyframes heading between a track and its keys, and a byte-order mark.
+    let with_heading = format!(
+        "\u{feff}Tracks\n{}",
+        raa.replace("\"hip\"\n", "\"hip\"\nKeyframes\n")
+    );
+    let b = rite::from_str(
+        &ram,
+        Path::new("h.ram"),
+        Some((&with_heading, Path::new("h.raa"))),
+    )
+    .unwrap();
+    assert_eq!(b.clips[0].duration(), 1.0);
     // Every keyframe line: id, a whole frame number, a quaternion.
     for l in raa.lines().filter(|l| !l.starts_with("track")) {
         let items: Vec<&str> = l.split(' ').collect();
@@ -293,8 +305,14 @@ fn the_writer_writes_the_articles_layout_at_whole_frames() {
     let mut out = Vec::new();
     rite::write_animation_with(&a, 0, 30.0, rite::Layout::Counted, &mut out).unwrap();
     let counted_raa = String::from_utf8(out).unwrap();
+    // The walk's keys are on whole frames: kept as they are (two for the hip, three for the
+    // knee), not baked at every frame.
     assert!(
-        counted_raa.starts_with("fps 30\ntracks 2\ntrack 0 0 \"hip\" 31\n"),
+        counted_raa.starts_with("fps 30\ntracks 2\ntrack 0 0 \"hip\" 2\n0 0 "),
+        "{counted_raa}"
+    );
+    assert!(
+        counted_raa.contains("track 1 1 \"knee\" 3\n"),
         "{counted_raa}"
     );
     // Both read back the same.
@@ -323,8 +341,12 @@ fn the_writer_writes_the_articles_layout_at_whole_frames() {
         .filter(|l| !l.starts_with("track"))
         .map(|l| l.split(' ').nth(1).unwrap())
         .collect();
-    assert_eq!(frames.first(), Some(&"0"));
-    assert_eq!(frames.last(), Some(&"8"), "{raa24}");
+    // Only the animated joint has a track, resampled at every frame from 0 to 9 (the clip
+    // ends at frame 8.33).
+    assert_eq!(raa24.matches("track ").count(), 1, "{raa24}");
+    assert!(raa24.starts_with("track 0 1 \"knee\"\n"), "{raa24}");
+    assert_eq!(frames, ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"]);
+    assert!(l.iter().any(|l| l.contains("to frame 9")), "{l:?}");
 }
 
 #[test]
@@ -367,6 +389,21 @@ fn bad_article_layout_files_name_the_file_and_line() {
     let m = e(&ram, WALK);
     assert!(
         m.contains("a normals line (4 items) under its heading, found 7"),
+        "{m}"
+    );
+    // A vertex line short of a coordinate, under its heading: named as such.
+    let ram = ARTICLE_RAM.replace("Vertices\n0 0 0 0\n", "Vertices\n0 0 0\n");
+    let m = e(&ram, WALK);
+    assert!(
+        m.contains("line 13") && m.contains("a vertices line (4 items) under its heading, found 3"),
+        "{m}"
+    );
+    // A parent no joint has, and a joint id used twice: their lines.
+    let m = e(&ARTICLE_RAM.replace("parent 0", "parent 5"), WALK);
+    assert!(m.contains("line 7") && m.contains("has parent id 5"), "{m}");
+    let m = e(&ARTICLE_RAM.replace("1 \"knee\"", "0 \"knee\""), WALK);
+    assert!(
+        m.contains("line 7") && m.contains("a joint id not used before, found 0"),
         "{m}"
     );
     let ram = ARTICLE_RAM.replace("Weights\n", "Weights\nVertices\n");

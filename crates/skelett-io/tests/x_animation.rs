@@ -87,42 +87,54 @@ fn angle(a: Quat, b: Quat) -> f32 {
     2.0 * d.xyz().length().atan2(d.w.abs())
 }
 
-/// BCN_Epileptic asks for closed cycles and spline positions in every animation
-/// (`AnimationOptions { 1; 0; }`).
+/// BCN_Epileptic asks for open cycles and spline positions in every animation
+/// (`AnimationOptions { 1; 0; }`: Microsoft's documentation has 0 for closed, 1 for open, 0
+/// for spline positions); a copy with `0; 0;` asks for closed ones too.
 #[test]
 fn animation_options_are_reported_or_honoured() {
     let path = common::data("x/BCN_Epileptic.X");
     let bytes = std::fs::read(&path).unwrap();
+    let honour = Options {
+        animation_options: true,
+        ..Default::default()
+    };
     let plain = from_bytes_with(&bytes, &path, &Options::default()).unwrap();
-    let honoured = from_bytes_with(
-        &bytes,
-        &path,
-        &Options {
-            animation_options: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let honoured = from_bytes_with(&bytes, &path, &honour).unwrap();
+    let text = String::from_utf8_lossy(&bytes);
+    let options = "AnimationOptions {\n   1;\n   0;\n  }";
+    assert_eq!(text.matches(options).count(), 57);
+    let closed_text = text.replace(options, "AnimationOptions {\n   0;\n   0;\n  }");
+    let closed = from_bytes_with(closed_text.as_bytes(), &path, &honour).unwrap();
+    let closed_plain = from_bytes_with(closed_text.as_bytes(), &path, &Options::default()).unwrap();
     assert!(
-        plain.warnings.iter().any(|w| w.contains("AnimationOptions")
-            && w.contains("closed cycles")
+        plain.warnings.iter().any(|w| w
+            .contains("AnimationOptions ask for 57 animations with spline positions;")
             && w.contains("--x-animation-options")),
         "{:?}",
         plain.warnings
+    );
+    assert!(
+        closed_plain
+            .warnings
+            .iter()
+            .any(|w| w.contains("ask for 57 closed cycles and 57 animations")),
+        "{:?}",
+        closed_plain.warnings
     );
     assert!(honoured
         .warnings
         .iter()
         .all(|w| !w.contains("AnimationOptions")));
-    let (p, h) = (&plain.clips[0], &honoured.clips[0]);
-    // Keys every 1/30 s: one more frame closes the cycle.
+    let (p, h, c) = (&plain.clips[0], &honoured.clips[0], &closed.clips[0]);
+    // Open cycles keep their length; closed ones (keys every 1/30 s) one frame more.
     assert_eq!(p.frame_rate(), Some(30.0));
-    assert!((h.duration() - (p.duration() + 1.0 / 30.0)).abs() < 1e-5);
+    assert_eq!(h.duration(), p.duration());
+    assert!((c.duration() - (p.duration() + 1.0 / 30.0)).abs() < 1e-5);
 
     let sk = &plain.skeleton;
     let (mut a, mut b) = (Pose::rest(sk), Pose::rest(sk));
     // The closed cycle ends where it starts, and its last frame turns back halfway through.
-    sample_uncached(h, h.end(), &mut a).unwrap();
+    sample_uncached(c, c.end(), &mut a).unwrap();
     sample_uncached(p, p.start(), &mut b).unwrap();
     for j in 0..sk.len() {
         assert!(angle(a[j].rotation, b[j].rotation) < 1e-5, "joint {j}");
@@ -133,7 +145,7 @@ fn animation_options_are_reported_or_honoured() {
     }
     let mut last = Pose::rest(sk);
     sample_uncached(p, p.end(), &mut last).unwrap();
-    sample_uncached(h, p.end() + 0.5 / 30.0, &mut a).unwrap();
+    sample_uncached(c, p.end() + 0.5 / 30.0, &mut a).unwrap();
     for j in 0..sk.len() {
         let mid = last[j].rotation.slerp(b[j].rotation, 0.5);
         assert!(angle(a[j].rotation, mid) < 1e-3, "joint {j}");
@@ -178,4 +190,42 @@ fn animation_options_are_reported_or_honoured() {
         checked += 1;
     }
     assert!(checked > 0, "no animated positions with four keys");
+
+    // A pose (Testwuson's Wuson_Bind: every key at one time) has no cycle to close.
+    let path = common::data("x/Testwuson.X");
+    let bytes = std::fs::read(&path).unwrap();
+    // The file has a few Latin-1 bytes in comments: read lossily, it parses the same.
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let closed = regex_free_close(&text);
+    let plain = from_bytes_with(text.as_bytes(), &path, &Options::default()).unwrap();
+    let closed = from_bytes_with(closed.as_bytes(), &path, &honour).unwrap();
+    let bind = |a: &skelett_io::Asset| {
+        a.clips
+            .iter()
+            .find(|c| c.name() == "Wuson_Bind")
+            .unwrap()
+            .duration()
+    };
+    assert_eq!(bind(&plain), bind(&closed));
+    assert!(closed.clips[0].duration() > plain.clips[0].duration());
+}
+
+/// Every `AnimationOptions` of a text .x file set to closed cycles (`openclosed` 0).
+fn regex_free_close(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("AnimationOptions {") {
+        let (head, tail) = rest.split_at(i + "AnimationOptions {".len());
+        out.push_str(head);
+        let first = tail.find(';').unwrap();
+        let digits = tail[..first].trim();
+        if digits == "1" {
+            out.push_str(&tail[..first].replace('1', "0"));
+        } else {
+            out.push_str(&tail[..first]);
+        }
+        rest = &tail[first..];
+    }
+    out.push_str(rest);
+    out
 }

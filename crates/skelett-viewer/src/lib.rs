@@ -75,7 +75,7 @@ pub struct ViewerOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ViewerError {
-    /// The asset has no clip to play.
+    /// The asset has no clip to play (no longer returned: such a file shows its rest pose).
     #[error("the file has no clips to view")]
     NoClips,
     /// The window could not be opened (eframe's message: its error is not `Send`).
@@ -138,7 +138,19 @@ pub fn run(asset: Asset, options: ViewerOptions) -> Result<(), ViewerError> {
 /// something to show for locomotion.
 fn prepare(mut asset: Asset) -> Result<Asset, ViewerError> {
     if asset.clips.is_empty() {
-        return Err(ViewerError::NoClips);
+        // A model without animation (a mesh, a RAM without its RAA) is shown in its rest
+        // pose, as a clip of its own.
+        let rest = skelett::RawClip {
+            name: "(rest pose)".into(),
+            start: 0.0,
+            duration: 1.0,
+            channels: Vec::new(),
+        }
+        .build(&asset.skeleton)?;
+        asset.clips.push(Arc::new(rest));
+        asset
+            .warnings
+            .push("the file has no clips: showing its rest pose".into());
     }
     for clip in &mut asset.clips {
         let steps = skelett::contacts::footstep_events(&asset.skeleton, clip);
@@ -420,7 +432,16 @@ impl Viewer {
             failure,
             asset,
         }
-        .with_slope(slope))
+        .with_slope(slope)
+        .with_warnings())
+    }
+
+    /// The asset's warnings, in the log.
+    fn with_warnings(mut self) -> Self {
+        for w in self.asset.warnings.clone() {
+            self.log(format!("warning: {w}"));
+        }
+        self
     }
 
     /// Opens another model in place of this one (the file browser, a dropped file,
@@ -469,6 +490,10 @@ impl Viewer {
                     path.display()
                 )));
                 *self = next;
+            }
+            // skelett's errors name the file already.
+            Err(e @ (ViewerError::Graph(_) | ViewerError::Skelett(_))) => {
+                self.log(format!("could not open: {e}"))
             }
             Err(e) => self.log(format!("could not open {}: {e}", path.display())),
         }

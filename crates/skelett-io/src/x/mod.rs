@@ -56,9 +56,10 @@ pub struct Options {
     /// Convert the (left-handed) file to right-handed coordinates by mirroring Z.
     pub right_handed: bool,
     /// Honour each `Animation`'s `AnimationOptions { openclosed; positionquality; }` as
-    /// Direct3D Retained Mode did: a closed animation (1) interpolates from its last key
+    /// Direct3D Retained Mode did: a closed animation (`openclosed` 0) interpolates from its last key
     /// back to its first over one more frame (as [`skelett::Clip::closed_loop`] does; the
-    /// clip grows by that frame), and spline positions (0) become a Catmull-Rom spline
+    /// clip grows by that frame; a pose, all of whose keys are at one time, stays as it is),
+    /// and spline positions (`positionquality` 0) become a Catmull-Rom spline
     /// through the position keys (cubic Hermite keys with tangents from the neighbouring
     /// keys). Off by default: D3DX's `D3DXLoadMeshHierarchyFromX`, which the skinned-mesh
     /// files target, and assimp ignore these options and play every key linearly; the file
@@ -719,10 +720,12 @@ fn build(name: &Path, top: &[Obj], options: Options) -> Result<Asset, Error> {
                     }
                     Ok(n.v == 1.0)
                 };
-                let closed = flag("openclosed")?;
+                // Microsoft's documentation: openclosed 0 closed, 1 open; positionquality 0
+                // spline, 1 linear.
+                let open = flag("openclosed")?;
                 let linear = flag("positionquality")?;
                 c.finish()?;
-                flags = Some((closed, !linear));
+                flags = Some((!open, !linear));
             }
             for k in a.children.iter().filter(|k| k.kind == "AnimationKey") {
                 let v = nums(k);
@@ -900,11 +903,19 @@ fn animation_options(
         return;
     }
     if !honour {
+        let mut asks = Vec::new();
+        if closed > 0 {
+            asks.push(format!("{closed} closed cycles"));
+        }
+        if spline > 0 {
+            asks.push(format!("{spline} animations with spline positions"));
+        }
         warnings.push(format!(
-            "AnimationSet {}: AnimationOptions ask for {closed} closed cycles and {spline} \
-             animations with spline positions; played open and linear, as D3DX and assimp \
-             play them (x::Options::animation_options, --x-animation-options, honours them)",
-            raw.name
+            "AnimationSet {}: AnimationOptions ask for {}; played open and linear, as D3DX and \
+             assimp play them (x::Options::animation_options, --x-animation-options, honours \
+             them)",
+            raw.name,
+            asks.join(" and ")
         ));
         return;
     }
@@ -924,9 +935,11 @@ fn animation_options(
         .filter_map(|c| c.times.last())
         .fold(f32::NEG_INFINITY, |a, &b| a.max(b));
     let interval = crate::rate_of_times(all).map_or(skelett::DEFAULT_CLOSING_INTERVAL, |r| 1.0 / r);
+    // A pose (every key at one time) has no cycle to close.
+    let pose = end.partial_cmp(&start) != Some(std::cmp::Ordering::Greater);
     for (range, closed, spline) in asked {
         for ch in &mut raw.channels[range.clone()] {
-            if *closed {
+            if *closed && !pose {
                 // Hold to the clip's end first if this channel stops early, then back to the
                 // first key one frame later.
                 let hold = ch.times.last().is_some_and(|&t| t < end);
