@@ -26,3 +26,24 @@ if [ ! -d .ci/validator/node_modules/gltf-validator ]; then
   echo "== installing the Khronos glTF validator (npm)"
   (cd .ci/validator && npm install --no-audit --no-fund --no-package-lock >/dev/null)
 fi
+
+# The Python package (crates/skelett-py): a virtual environment with maturin and the test
+# dependencies, and the package built from this checkout into it (maturin is incremental: a
+# rerun with unchanged sources takes seconds). `cargo test` runs its pytest suite there.
+if [ ! -x .venv-py/bin/python ]; then
+  echo "== making the Python environment .venv-py (maturin, numpy, pytest, mypy, dask, bvhio)"
+  if ! python3 -m venv .venv-py 2>/dev/null; then
+    # Debian's Python needs its venv module from apt.
+    rm -rf .venv-py
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv >/dev/null
+    python3 -m venv .venv-py
+  fi
+  .venv-py/bin/pip install -q --upgrade pip
+  .venv-py/bin/pip install -q -r crates/skelett-py/requirements-dev.txt
+fi
+echo "== building the skelett Python package into .venv-py"
+VIRTUAL_ENV="$PWD/.venv-py" PATH="$PWD/.venv-py/bin:$PATH" \
+  maturin develop --release -q -m crates/skelett-py/Cargo.toml

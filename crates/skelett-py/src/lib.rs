@@ -1,0 +1,77 @@
+//! # skelett for Python
+//!
+//! The `skelett` Python module (PyO3, built into a wheel by maturin): every format skelett
+//! reads, loaded into objects whose data comes out as NumPy arrays, and the work on them done
+//! in Rust, in one call per batch, with the GIL released and all cores used.
+//!
+//! ```text
+//! skelett.load(path) ──▶ Asset ──┬─ .skeleton: Skeleton   names, parents, rest pose, FK from arrays
+//!   (skelett_io)                 ├─ .clips: [Clip]        sample_local / sample_world / sample_positions
+//!                                ├─ .skins, .meshes       arrays; Asset.skin(mesh, clip, times)
+//!                                └─ save / compress / with_clips / pickling (.skl bytes)
+//! skelett.Animator(skeleton)     play, cross-fade, layers, events, root motion
+//! ```
+//!
+//! Data flow: files → `skelett_io` readers → [`asset::Asset`] (shared, immutable: `Arc`s of
+//! the Rust asset) → batch functions in [`clip`] and [`asset`] that sample, compose and skin
+//! with `rayon` over the requested times → NumPy arrays (C-contiguous, float32) owned by
+//! Python. Errors from skelett's typed errors become `skelett.SkelettError` (with the file,
+//! place and cause the Rust error names) or `FileNotFoundError`; bad arguments (shapes,
+//! NaN times, unknown names) `ValueError` or `TypeError`.
+//!
+//! Conventions, as the Python docs (`skelett.pyi`) state them: a local transform is 10
+//! floats, `[tx, ty, tz, qx, qy, qz, qw, sx, sy, sz]`; a matrix is 4x4 for column vectors
+//! (`M @ [x, y, z, 1]`, translation in `M[:3, 3]`); world matrices and positions are in the
+//! scene space of the file (the skeleton's root transform applied).
+
+use pyo3::exceptions::{PyFileNotFoundError, PyValueError};
+use pyo3::prelude::*;
+
+mod animator;
+mod asset;
+mod clip;
+
+pyo3::create_exception!(
+    skelett,
+    SkelettError,
+    pyo3::exceptions::PyException,
+    "A file skelett cannot read or write, or data that does not fit: the message names the \
+     file, the place in it and what was expected."
+);
+
+/// A skelett_io error as a Python exception: a missing file is `FileNotFoundError`, anything
+/// else `SkelettError`, with skelett's message (file, place, cause).
+pub(crate) fn io_error(e: skelett_io::Error) -> PyErr {
+    if let skelett_io::Error::Io { source, .. } = &e {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            return PyFileNotFoundError::new_err(e.to_string());
+        }
+    }
+    SkelettError::new_err(e.to_string())
+}
+
+/// A runtime error (a clip of another skeleton, a layer that is not there): `ValueError`,
+/// since it comes from the arguments.
+pub(crate) fn value_error(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// The module.
+#[pymodule]
+fn skelett(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("SkelettError", m.py().get_type::<SkelettError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<asset::Asset>()?;
+    m.add_class::<asset::Skeleton>()?;
+    m.add_class::<asset::Skin>()?;
+    m.add_class::<asset::Mesh>()?;
+    m.add_class::<clip::Clip>()?;
+    m.add_class::<animator::Animator>()?;
+    m.add_function(wrap_pyfunction!(asset::load, m)?)?;
+    m.add_function(wrap_pyfunction!(asset::load_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(asset::convert, m)?)?;
+    m.add_function(wrap_pyfunction!(asset::from_skl_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(clip::clip_from_skl_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(asset::skeleton_from_skl_bytes, m)?)?;
+    Ok(())
+}
