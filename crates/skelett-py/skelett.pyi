@@ -50,6 +50,9 @@ def convert(source: _Path, output: _Path) -> list[str]:
     """Converts a file to .glb, .skl or .ram (+ .raa) by the output's extension; returns the
     reader's warnings."""
 
+def joint_map(source: Skeleton, target: Skeleton) -> dict[str, str]:
+    """The automatic joint map (target name -> source name) ``Clip.retarget`` uses."""
+
 def from_skl_bytes(data: bytes) -> Asset:
     """An asset from .skl bytes (``Asset.to_skl_bytes``; unpickling uses it)."""
 
@@ -190,6 +193,11 @@ class Clip:
         """(T, J, 4, 4) world matrices, scene space."""
     def sample_positions(self, times: _Times) -> npt.NDArray[np.float32]:
         """(T, J, 3) joint positions, scene space."""
+    def retarget(
+        self, target: Skeleton, joint_map: Optional[dict[str, str]] = None
+    ) -> Clip:
+        """This clip on another character (joints paired by ``joint_map``, target name ->
+        source name, or automatically)."""
     @staticmethod
     def from_local(
         skeleton: Skeleton, name: str, times: _Times, local: npt.ArrayLike

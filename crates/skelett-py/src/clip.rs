@@ -387,6 +387,34 @@ impl Clip {
         Ok(Clip::new(Arc::new(clip.0), clip.1))
     }
 
+    /// This clip retargeted onto `target` (another character: names, proportions and rest
+    /// poses may differ), as `skelett retarget` does: joints paired by `joint_map` (a dict
+    /// target name -> source name) or automatically by body part and name
+    /// (`skelett.joint_map`), the target's reference pose aligned to the source's, the root
+    /// scaled by the hip heights. Returns a clip of `target`.
+    #[pyo3(signature = (target, joint_map = None))]
+    fn retarget(
+        &self,
+        py: Python<'_>,
+        target: &Skeleton,
+        joint_map: Option<std::collections::HashMap<String, String>>,
+    ) -> PyResult<Clip> {
+        use skelett::retarget::{BakeOptions, JointMap, Options, Retargeter};
+        let source = self.skeleton.clone();
+        let onto = target.inner.clone();
+        let clip = self.inner.clone();
+        let baked = py.detach(move || {
+            let map = match joint_map {
+                Some(m) => JointMap::from_pairs(m.into_iter().map(|(t, s)| (s, t))),
+                None => JointMap::auto(&source, &onto)?,
+            };
+            let r = Retargeter::new(&source, &onto, &map, &Options::default())?;
+            r.bake(&clip, &source, &onto, &BakeOptions::default())
+        });
+        let baked = baked.map_err(value_error)?;
+        Ok(Clip::new(Arc::new(baked), target.inner.clone()))
+    }
+
     fn __reduce__<'py>(
         &self,
         py: Python<'py>,
@@ -404,6 +432,22 @@ impl Clip {
             self.inner.track_count()
         )
     }
+}
+
+/// The automatic joint map from `source` to `target` (what `Clip.retarget` uses without a
+/// map): a dict target joint name -> source joint name, for the joints it pairs.
+#[pyfunction]
+pub fn joint_map(
+    source: &Skeleton,
+    target: &Skeleton,
+) -> PyResult<std::collections::HashMap<String, String>> {
+    let map =
+        skelett::retarget::JointMap::auto(&source.inner, &target.inner).map_err(value_error)?;
+    Ok(map
+        .pairs
+        .into_iter()
+        .map(|p| (p.target, p.source))
+        .collect())
 }
 
 /// A clip from `.skl` bytes (its skeleton and the one clip; unpickling uses it).

@@ -72,6 +72,7 @@ fn skelett(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(asset::convert, m)?)?;
     m.add_function(wrap_pyfunction!(asset::from_skl_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(clip::clip_from_skl_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(clip::joint_map, m)?)?;
     m.add_function(wrap_pyfunction!(asset::skeleton_from_skl_bytes, m)?)?;
     Ok(())
 }

@@ -266,6 +266,24 @@ def test_convert_and_compress(tmp_path):
         fox.compress(error_cm=-1.0)
 
 
+def test_a_capture_retargets_onto_a_game_character(tmp_path):
+    capture = skelett.load(data("bvh/01_01.bvh"))
+    robot = skelett.load(data("gltf/robot_quaternius.glb"))
+    m = skelett.joint_map(capture.skeleton, robot.skeleton)
+    assert m["Body"] == "Hips"
+    clip = capture.clips[0].retarget(robot.skeleton)
+    assert abs(clip.duration - capture.clips[0].duration) < 1e-3
+    world = clip.sample_world(np.linspace(clip.start, clip.end, 20))
+    assert world.shape == (20, len(robot.skeleton), 4, 4) and np.isfinite(world).all()
+    # The root travels as the capture's hips do, scaled to the robot.
+    body = robot.skeleton.find("Body")
+    p = clip.sample_positions([clip.start, clip.end])
+    assert np.linalg.norm(p[1, body] - p[0, body]) > 0.1
+    robot.with_clips([clip]).save(tmp_path / "robot_walk.glb")
+    with pytest.raises(ValueError):
+        capture.clips[0].retarget(robot.skeleton, joint_map={"Body": "NoSuchJoint"})
+
+
 def test_the_animator_plays_cross_fades_and_reports():
     asset = skelett.load(data("gltf/Fox.glb"))
     a = skelett.Animator(asset.skeleton)
