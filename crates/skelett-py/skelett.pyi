@@ -10,21 +10,65 @@ Conventions:
 - world matrices and positions are in the file's scene space (the skeleton's root
   transform applied); times are seconds in the clip's time base.
 
-Arrays returned by methods are new, C-contiguous and owned by NumPy. Arrays held by objects
-(``Mesh.positions``, ``Skin.inverse_binds``, ...) are made once, read-only, and returned
-without copying; they stay valid after their object is gone.
+Arrays returned by methods are new and C-contiguous; their memory lives as long as the
+array does (NumPy keeps it alive). Arrays held by objects (``Mesh.positions``,
+``Skin.inverse_binds``, ...) are made once, read-only, and returned without copying; they
+stay valid after their object is gone. Skeleton arrays are new, writable copies each time.
+
+Batch calls run on a thread pool made per process, so a process forked after using one
+(multiprocessing's ``fork``) makes its own and works.
 """
 
 from os import PathLike
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Literal, Optional, Sequence, TypedDict, Union, overload
 
 import numpy as np
 import numpy.typing as npt
 
+__all__ = [
+    "Animator",
+    "Asset",
+    "Clip",
+    "Mesh",
+    "Skeleton",
+    "SkelettError",
+    "Skin",
+    "clip_from_skl_bytes",
+    "convert",
+    "from_skl_bytes",
+    "joint_map",
+    "load",
+    "load_bytes",
+    "skeleton_from_skl_bytes",
+]
+
 __version__: str
 
 _Path = Union[str, PathLike[str]]
-_Times = Union[npt.ArrayLike, Sequence[float]]
+_Times = Union[npt.NDArray[np.floating[Any]], npt.NDArray[np.integer[Any]], Sequence[float]]
+_F32 = npt.NDArray[np.float32]
+_Wrap = Literal["loop", "once", "pingpong"]
+_Rotation = Literal["slerp", "nlerp"]
+_Curve = Literal["linear", "smoothstep", "ease_in", "ease_out"]
+
+class Event(TypedDict):
+    """One entry of ``Animator.update()["events"]``."""
+
+    layer: int
+    clip: str
+    kind: Literal["event", "looped", "ended", "transition_finished", "other"]
+    name: Optional[str]
+    time: Optional[float]
+    at: float
+    weight: float
+
+class RootMotion(TypedDict):
+    translation: list[float]
+    yaw: float
+
+class Update(TypedDict):
+    events: list[Event]
+    root_motion: RootMotion
 
 class SkelettError(Exception):
     """A file skelett cannot read or write, or data that does not fit; the message names the
@@ -36,19 +80,40 @@ def load(
     to_meters: bool = False,
     y_up: bool = False,
     right_handed: bool = False,
+    animation_options: bool = False,
     raa: Optional[Sequence[_Path]] = None,
     raa_fps: float = 30.0,
 ) -> Asset:
-    """Loads a file by its extension. FBX: ``to_meters``, ``y_up``; .x: ``right_handed``;
-    .ram: the ``raa`` animations to read onto it (default: the .raa beside it) and their
-    frame rate. Raises FileNotFoundError, SkelettError."""
+    """Loads a file by its extension, each option for the format it names. FBX:
+    ``to_meters``, ``y_up``; .x: ``right_handed``, ``animation_options``; .ram: the ``raa``
+    animations to read onto it (default: the .raa beside it) and their frame rate. Raises
+    FileNotFoundError, SkelettError."""
 
-def load_bytes(data: bytes, name: str = "<bytes>") -> Asset:
+def load_bytes(
+    data: bytes,
+    name: str = "<bytes>",
+    *,
+    to_meters: bool = False,
+    y_up: bool = False,
+    right_handed: bool = False,
+    animation_options: bool = False,
+) -> Asset:
     """Loads a file from bytes, the format from its first bytes; ``name`` is used in errors."""
 
-def convert(source: _Path, output: _Path) -> list[str]:
+def convert(
+    source: _Path,
+    output: _Path,
+    *,
+    to_meters: bool = False,
+    y_up: bool = False,
+    right_handed: bool = False,
+    animation_options: bool = False,
+    raa: Optional[Sequence[_Path]] = None,
+    raa_fps: float = 30.0,
+    ram_counts: bool = False,
+) -> list[str]:
     """Converts a file to .glb, .skl or .ram (+ .raa) by the output's extension; returns the
-    reader's warnings."""
+    reader's warnings and what the output format cannot hold."""
 
 def joint_map(source: Skeleton, target: Skeleton) -> dict[str, str]:
     """The automatic joint map (target name -> source name) ``Clip.retarget`` uses."""
@@ -79,17 +144,37 @@ class Asset:
     def meters_per_unit(self) -> Optional[float]: ...
     def clip(self, name: Union[str, int]) -> Clip:
         """The clip with this name (or index); ValueError / IndexError if there is none."""
+    @overload
     def skin(
-        self, mesh: int, clip: Clip, times: _Times, normals: bool = False
-    ) -> Any:
+        self, mesh: int, clip: Clip, times: _Times, normals: Literal[False] = False
+    ) -> _F32: ...
+    @overload
+    def skin(
+        self, mesh: int, clip: Clip, times: _Times, normals: Literal[True]
+    ) -> tuple[_F32, _F32]: ...
+    def skin(self, mesh: int, clip: Clip, times: _Times, normals: bool = False) -> Any:
         """Skinned positions of mesh ``mesh`` at each time, float32 (T, N, 3), scene space;
         with ``normals=True`` a tuple (positions, normals)."""
+    @overload
+    def skin_world(
+        self, mesh: int, world: npt.ArrayLike, normals: Literal[False] = False
+    ) -> _F32: ...
+    @overload
+    def skin_world(
+        self, mesh: int, world: npt.ArrayLike, normals: Literal[True]
+    ) -> tuple[_F32, _F32]: ...
     def skin_world(self, mesh: int, world: npt.ArrayLike, normals: bool = False) -> Any:
-        """Skinned positions from world matrices (T, J, 4, 4) or (J, 4, 4), scene space."""
+        """Skinned positions from world matrices: (T, J, 4, 4) gives (T, N, 3), one pose
+        (J, 4, 4) gives (N, 3); scene space."""
     def with_clips(self, clips: Sequence[Clip]) -> Asset:
         """This asset with these clips (of the same skeleton) instead of its own."""
-    def save(self, path: _Path) -> None:
-        """Writes .glb, .skl or .ram (+ .raa) by the extension."""
+    def save(
+        self, path: _Path, *, ram_counts: bool = False, raa_fps: float = 30.0
+    ) -> list[str]:
+        """Writes .glb, .skl or .ram (+ .raa) by the extension; returns what the format
+        cannot hold."""
+    def scaled(self, factor: float) -> Asset:
+        """Every length multiplied by ``factor``."""
     def to_skl_bytes(self) -> bytes: ...
     def compress(
         self,
@@ -193,6 +278,10 @@ class Clip:
         """(T, J, 4, 4) world matrices, scene space."""
     def sample_positions(self, times: _Times) -> npt.NDArray[np.float32]:
         """(T, J, 3) joint positions, scene space."""
+    def with_events(
+        self, events: Sequence[Union[tuple[float, str], tuple[float, str, Optional[str]]]]
+    ) -> Clip:
+        """The same clip with these events (time, name[, payload]) added."""
     def retarget(
         self, target: Skeleton, joint_map: Optional[dict[str, str]] = None
     ) -> Clip:
@@ -207,35 +296,40 @@ class Clip:
 class Animator:
     """Plays clips on layers for one character."""
 
-    def __init__(self, skeleton: Skeleton) -> None: ...
+    def __new__(cls, skeleton: Skeleton) -> Animator: ...
     def add_layer(
-        self, mode: str = "override", weight: float = 1.0, mask: Optional[str] = None
+        self,
+        mode: Literal["override", "additive"] = "override",
+        weight: float = 1.0,
+        mask: Optional[str] = None,
     ) -> int: ...
     def play(
         self,
         clip: Clip,
         layer: int = 0,
         speed: float = 1.0,
-        wrap: str = "loop",
+        wrap: _Wrap = "loop",
         start: float = 0.0,
-        rotation: str = "slerp",
+        rotation: _Rotation = "slerp",
     ) -> None: ...
     def crossfade(
         self,
         clip: Clip,
         duration: float,
         layer: int = 0,
-        curve: str = "smoothstep",
+        curve: _Curve = "smoothstep",
         speed: float = 1.0,
-        wrap: str = "loop",
-        rotation: str = "slerp",
+        wrap: _Wrap = "loop",
+        rotation: _Rotation = "slerp",
     ) -> None: ...
     def set_layer_weight(self, layer: int, weight: float) -> None: ...
     def set_speed(self, layer: int, speed: float) -> None: ...
     def stop(self, layer: int) -> None: ...
     def set_root_motion(self, joint: Optional[str]) -> None: ...
     def set_notifications(self, on: bool) -> None: ...
-    def update(self, dt: float) -> dict[str, Any]:
-        """Advances dt seconds: {"events": [...], "root_motion": {"translation", "yaw"}}."""
+    def update(self, dt: float) -> Update:
+        """Advances dt seconds: the events crossed (clip events with their name and clip
+        time, loops, ends, finished transitions) and the root motion (in the character's
+        frame at the start of the update)."""
     def pose_local(self) -> npt.NDArray[np.float32]: ...
     def pose_world(self) -> npt.NDArray[np.float32]: ...

@@ -33,6 +33,11 @@ fn options(speed: f32, wrap: &str, start: f32, rotation: &str) -> PyResult<PlayO
             "speed must be finite, not {speed}"
         )));
     }
+    if !(0.0..=1.0).contains(&start) {
+        return Err(PyValueError::new_err(format!(
+            "start is a fraction of the clip, 0 to 1, not {start}"
+        )));
+    }
     Ok(PlayOptions {
         speed,
         wrap: match wrap {
@@ -45,7 +50,7 @@ fn options(speed: f32, wrap: &str, start: f32, rotation: &str) -> PyResult<PlayO
                 )))
             }
         },
-        start: start.clamp(0.0, 1.0),
+        start,
         rotation: match rotation {
             "slerp" => RotationInterpolation::Slerp,
             "nlerp" => RotationInterpolation::Nlerp,
@@ -87,6 +92,11 @@ impl Animator {
     /// layer to that joint and the joints below it.
     #[pyo3(signature = (mode = "override", weight = 1.0, mask = None))]
     fn add_layer(&mut self, mode: &str, weight: f32, mask: Option<&str>) -> PyResult<usize> {
+        if !(-1.0..=1.0).contains(&weight) {
+            return Err(PyValueError::new_err(format!(
+                "a layer weight is 0 to 1 (-1 to 1 for an additive layer), not {weight}"
+            )));
+        }
         let mode = match mode {
             "override" => BlendMode::Override,
             "additive" => BlendMode::Additive,
@@ -161,15 +171,26 @@ impl Animator {
             .map_err(value_error)
     }
 
-    /// Sets a layer's weight (0 to 1).
+    /// Sets a layer's weight: 0 to 1; an additive layer also takes -1 to 0 (its delta
+    /// subtracted), an override layer holds those at 0.
     fn set_layer_weight(&mut self, layer: usize, weight: f32) -> PyResult<()> {
+        if !(-1.0..=1.0).contains(&weight) {
+            return Err(PyValueError::new_err(format!(
+                "a layer weight is 0 to 1 (-1 to 1 for an additive layer), not {weight}"
+            )));
+        }
         self.inner
             .set_layer_weight(layer, weight)
             .map_err(value_error)
     }
 
-    /// Sets the playback speed of what plays on `layer`.
+    /// Sets the playback speed of what plays on `layer` (negative plays backwards).
     fn set_speed(&mut self, layer: usize, speed: f32) -> PyResult<()> {
+        if !speed.is_finite() {
+            return Err(PyValueError::new_err(format!(
+                "speed must be finite, not {speed}"
+            )));
+        }
         self.inner.set_speed(layer, speed).map_err(value_error)
     }
 
@@ -179,8 +200,9 @@ impl Animator {
     }
 
     /// Extracts root motion from `joint` (Y up, Z forward), or turns it off with `None`:
-    /// `update` then reports the root's horizontal motion and yaw, and the pose keeps the
-    /// root in place.
+    /// `update` then reports the root's horizontal motion (in the character's frame at the
+    /// start of the update: forward is +Z however the character has turned) and its turn
+    /// about the up axis, and the pose keeps the root in place.
     #[pyo3(signature = (joint))]
     fn set_root_motion(&mut self, joint: Option<&str>) -> PyResult<()> {
         let config = match joint {
@@ -201,14 +223,17 @@ impl Animator {
         self.inner.set_notifications(on);
     }
 
-    /// Advances `dt` seconds. Returns a dict: `events`, a list of dicts (`layer`, `clip`,
-    /// `kind` (`"event"`, `"looped"`, `"ended"`, `"transition_finished"`), `name` (the
-    /// event's, for kind `"event"`), `time` (clip time), `weight`), in the order they were
-    /// crossed; and `root_motion`, a dict with `translation` (3 floats) and `yaw` (radians).
+    /// Advances `dt` seconds (0 or more). Returns a dict: `events`, a list of dicts
+    /// (`layer`, `clip`, `kind` (`"event"`, `"looped"`, `"ended"`,
+    /// `"transition_finished"`), `name` and `time` (the event's name and its time in the
+    /// clip, for kind `"event"`; else `None`), `at` (where in this update it was crossed, 0
+    /// to 1), `weight`), in the order they were crossed; and `root_motion`, a dict with
+    /// `translation` (3 floats, in the character's frame at the start of the update) and
+    /// `yaw` (radians about the up axis).
     fn update<'py>(&mut self, py: Python<'py>, dt: f32) -> PyResult<Bound<'py, PyDict>> {
-        if !dt.is_finite() {
+        if !(dt.is_finite() && dt >= 0.0) {
             return Err(PyValueError::new_err(format!(
-                "dt must be finite, not {dt}"
+                "dt is 0 or more seconds, not {dt}"
             )));
         }
         let r = self.inner.update(dt);
@@ -218,19 +243,22 @@ impl Animator {
             let ev = PyDict::new(py);
             ev.set_item("layer", e.layer)?;
             ev.set_item("clip", e.clip.name())?;
-            let (kind, name) = match e.kind {
+            let event = e.clip.events().get(e.index);
+            let (kind, name, time) = match e.kind {
                 EventKind::Clip => (
                     "event",
-                    e.clip.events().get(e.index).map(|x| x.name.clone()),
+                    event.map(|x| x.name.clone()),
+                    event.map(|x| x.time),
                 ),
-                EventKind::Looped { .. } => ("looped", None),
-                EventKind::Ended { .. } => ("ended", None),
-                EventKind::TransitionFinished => ("transition_finished", None),
-                _ => ("other", None),
+                EventKind::Looped { .. } => ("looped", None, None),
+                EventKind::Ended { .. } => ("ended", None, None),
+                EventKind::TransitionFinished => ("transition_finished", None, None),
+                _ => ("other", None, None),
             };
             ev.set_item("kind", kind)?;
             ev.set_item("name", name)?;
-            ev.set_item("time", e.at)?;
+            ev.set_item("time", time)?;
+            ev.set_item("at", e.at)?;
             ev.set_item("weight", e.weight)?;
             events.push(ev);
         }

@@ -125,12 +125,18 @@ impl Asset {
 
     /// The clip named `name` (or at that index).
     fn clip(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<Clip>> {
-        if let Ok(i) = name.extract::<usize>() {
-            return self.clips.get(i).map(|c| c.clone_ref(py)).ok_or_else(|| {
-                PyIndexError::new_err(format!("no clip {i} ({} clips)", self.clips.len()))
-            });
+        if let Ok(i) = name.extract::<i64>() {
+            return usize::try_from(i)
+                .ok()
+                .and_then(|i| self.clips.get(i))
+                .map(|c| c.clone_ref(py))
+                .ok_or_else(|| {
+                    PyIndexError::new_err(format!("no clip {i} ({} clips)", self.clips.len()))
+                });
         }
-        let n: String = name.extract()?;
+        let n: String = name
+            .extract()
+            .map_err(|_| PyTypeError::new_err("a clip's name (str) or index (int) is needed"))?;
         self.inner
             .clips
             .iter()
@@ -149,7 +155,7 @@ impl Asset {
     fn skin<'py>(
         &self,
         py: Python<'py>,
-        mesh: usize,
+        mesh: i64,
         clip: &Clip,
         times: &Bound<'py, PyAny>,
         normals: bool,
@@ -163,7 +169,7 @@ impl Asset {
         }
         let sk = self.inner.skeleton.clone();
         let c = clip.inner.clone();
-        self.skin_each(py, mesh, times.len(), normals, move |t, model| {
+        self.skin_each(py, mesh, times.len(), false, normals, move |t, model| {
             let mut pose = skelett::Pose::rest(&sk);
             let _ = skelett::sample_uncached(&c, times[t], &mut pose);
             let _ = local_to_model(&sk, &pose, 0, model);
@@ -177,14 +183,14 @@ impl Asset {
     fn skin_world<'py>(
         &self,
         py: Python<'py>,
-        mesh: usize,
+        mesh: i64,
         world: &Bound<'py, PyAny>,
         normals: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let j = self.inner.skeleton.len();
-        let (frames, data) = matrices_from(world, j)?;
+        let (frames, single, data) = matrices_from(world, j)?;
         let to_model = self.inner.skeleton.root_transform().inverse();
-        self.skin_each(py, mesh, frames, normals, move |t, model| {
+        self.skin_each(py, mesh, frames, single, normals, move |t, model| {
             for (k, m) in model.iter_mut().enumerate() {
                 let at = (t * j + k) * 16;
                 *m = to_model * from_rows(&data[at..at + 16]);
@@ -210,10 +216,31 @@ impl Asset {
     }
 
     /// Writes the asset: `.glb`, `.skl` (skelett's own fast-loading file) or `.ram` (with
-    /// its first clip as the `.raa` beside it), by the path's extension.
-    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+    /// its first clip as the `.raa` beside it; `ram_counts`: skelett's counted layout instead
+    /// of the article's; `raa_fps`: the frame rate of its whole frames), by the path's
+    /// extension. Returns what the format cannot hold (as `skelett convert` warns).
+    #[pyo3(signature = (path, *, ram_counts = false, raa_fps = 30.0))]
+    fn save(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        ram_counts: bool,
+        raa_fps: f32,
+    ) -> PyResult<Vec<String>> {
+        let ram = ram_options(ram_counts, raa_fps)?;
         let a = self.inner.clone();
-        py.detach(move || save(&a, &path)).map_err(io_error)
+        py.detach(move || save(&a, &path, &ram)).map_err(io_error)
+    }
+
+    /// The asset with every length multiplied by `factor` (0.01: centimetres to metres).
+    fn scaled(&self, py: Python<'_>, factor: f32) -> PyResult<Asset> {
+        if !(factor.is_finite() && factor > 0.0) {
+            return Err(PyValueError::new_err(format!(
+                "factor must be positive, not {factor}"
+            )));
+        }
+        let a = self.inner.scaled(factor).map_err(value_error)?;
+        Asset::new(py, a)
     }
 
     /// The asset as `.skl` bytes (what pickling stores).
@@ -253,11 +280,14 @@ impl Asset {
             declared_cm_per_unit: a.model_cm_per_unit(),
             ..Default::default()
         };
+        let pool = crate::pool()?;
         let results = py.detach(move || {
-            a.clips
-                .par_iter()
-                .map(|c| skelett::compress::compress(&a.skeleton, c, &options))
-                .collect::<Vec<_>>()
+            pool.install(|| {
+                a.clips
+                    .par_iter()
+                    .map(|c| skelett::compress::compress(&a.skeleton, c, &options))
+                    .collect::<Vec<_>>()
+            })
         });
         let mut out = (*self.inner).clone();
         let mut reports = Vec::new();
@@ -307,18 +337,23 @@ impl Asset {
 impl Asset {
     /// Skins mesh `mesh` at `frames` poses in parallel; `model(t, out)` writes pose `t`'s
     /// model-space matrices.
+    #[allow(clippy::too_many_arguments)]
     fn skin_each<'py>(
         &self,
         py: Python<'py>,
-        mesh: usize,
+        mesh: i64,
         frames: usize,
+        single: bool,
         normals: bool,
         model: impl Fn(usize, &mut [Mat4]) + Send + Sync,
     ) -> PyResult<Bound<'py, PyAny>> {
         let a = self.inner.clone();
-        let m = a.meshes.get(mesh).ok_or_else(|| {
-            PyIndexError::new_err(format!("no mesh {mesh} ({} meshes)", a.meshes.len()))
-        })?;
+        let m = usize::try_from(mesh)
+            .ok()
+            .and_then(|i| a.meshes.get(i))
+            .ok_or_else(|| {
+                PyIndexError::new_err(format!("no mesh {mesh} ({} meshes)", a.meshes.len()))
+            })?;
         let s = &a.skins[m.skin];
         let meshes = m
             .primitives
@@ -328,74 +363,85 @@ impl Asset {
             .map_err(value_error)?;
         let n: usize = m.primitives.iter().map(|p| p.positions.len()).sum();
         let root = a.skeleton.root_transform();
+        let pool = crate::pool()?;
         let (pos, nrm) = py.detach(|| {
-            let mut pos = vec![0f32; frames * n * 3];
-            let mut nrm = vec![0f32; if normals { frames * n * 3 } else { 0 }];
-            let per = n * 3;
-            let work = |t: usize, p: &mut [f32], q: Option<&mut [f32]>| {
-                let mut mats = vec![Mat4::IDENTITY; a.skeleton.len()];
-                model(t, &mut mats);
-                let mut matrices = vec![Mat4::IDENTITY; s.len()];
-                let _ = skelett::skinning_palette(s, &mats, &mut matrices);
-                let mut palette = SkinPalette::new(SkinningMethod::Linear);
-                palette.set_matrices(&matrices);
-                let mut offset = 0;
-                let mut q = q;
-                for (prim, sm) in m.primitives.iter().zip(&meshes) {
-                    let count = prim.positions.len();
-                    let mut out_p = vec![Vec3::ZERO; count];
-                    let mut out_n = vec![
-                        Vec3::ZERO;
-                        if normals && prim.normals.is_some() {
-                            count
-                        } else {
-                            0
-                        }
-                    ];
-                    let _ = skin(
-                        sm,
-                        &palette,
-                        SkinOutput {
-                            positions: &mut out_p,
-                            normals: (!out_n.is_empty()).then_some(&mut out_n[..]),
-                            tangents: None,
-                        },
-                    );
-                    for (k, &src) in sm.source_vertices().iter().enumerate() {
-                        let v = root.transform_point3(out_p[k]);
-                        let at = (offset + src as usize) * 3;
-                        p[at..at + 3].copy_from_slice(&v.to_array());
-                        if let Some(q) = q.as_deref_mut() {
-                            if !out_n.is_empty() {
-                                let w = root.transform_vector3(out_n[k]).normalize_or_zero();
-                                q[at..at + 3].copy_from_slice(&w.to_array());
+            pool.install(|| {
+                let mut pos = vec![0f32; frames * n * 3];
+                let mut nrm = vec![0f32; if normals { frames * n * 3 } else { 0 }];
+                let per = n * 3;
+                let work = |t: usize, p: &mut [f32], q: Option<&mut [f32]>| {
+                    let mut mats = vec![Mat4::IDENTITY; a.skeleton.len()];
+                    model(t, &mut mats);
+                    let mut matrices = vec![Mat4::IDENTITY; s.len()];
+                    let _ = skelett::skinning_palette(s, &mats, &mut matrices);
+                    let mut palette = SkinPalette::new(SkinningMethod::Linear);
+                    palette.set_matrices(&matrices);
+                    let mut offset = 0;
+                    let mut q = q;
+                    for (prim, sm) in m.primitives.iter().zip(&meshes) {
+                        let count = prim.positions.len();
+                        let mut out_p = vec![Vec3::ZERO; count];
+                        let mut out_n = vec![
+                            Vec3::ZERO;
+                            if normals && prim.normals.is_some() {
+                                count
+                            } else {
+                                0
+                            }
+                        ];
+                        let _ = skin(
+                            sm,
+                            &palette,
+                            SkinOutput {
+                                positions: &mut out_p,
+                                normals: (!out_n.is_empty()).then_some(&mut out_n[..]),
+                                tangents: None,
+                            },
+                        );
+                        for (k, &src) in sm.source_vertices().iter().enumerate() {
+                            let v = root.transform_point3(out_p[k]);
+                            let at = (offset + src as usize) * 3;
+                            p[at..at + 3].copy_from_slice(&v.to_array());
+                            if let Some(q) = q.as_deref_mut() {
+                                if !out_n.is_empty() {
+                                    let w = root.transform_vector3(out_n[k]).normalize_or_zero();
+                                    q[at..at + 3].copy_from_slice(&w.to_array());
+                                }
                             }
                         }
+                        offset += count;
                     }
-                    offset += count;
+                };
+                if normals {
+                    pos.par_chunks_mut(per.max(1))
+                        .zip(nrm.par_chunks_mut(per.max(1)))
+                        .enumerate()
+                        .for_each(|(t, (p, q))| work(t, p, Some(q)));
+                } else {
+                    pos.par_chunks_mut(per.max(1))
+                        .enumerate()
+                        .for_each(|(t, p)| work(t, p, None));
                 }
-            };
-            if normals {
-                pos.par_chunks_mut(per.max(1))
-                    .zip(nrm.par_chunks_mut(per.max(1)))
-                    .enumerate()
-                    .for_each(|(t, (p, q))| work(t, p, Some(q)));
-            } else {
-                pos.par_chunks_mut(per.max(1))
-                    .enumerate()
-                    .for_each(|(t, p)| work(t, p, None));
-            }
-            (pos, nrm)
+                (pos, nrm)
+            })
         });
-        let p = Array3::from_shape_vec((frames, n, 3), pos)
-            .map_err(value_error)?
-            .into_pyarray(py)
-            .into_any();
+        // One pose in (a (J, 4, 4) array), one set of vertices out.
+        let shaped = |v: Vec<f32>| -> PyResult<Bound<'py, PyAny>> {
+            Ok(if single {
+                Array2::from_shape_vec((n, 3), v)
+                    .map_err(value_error)?
+                    .into_pyarray(py)
+                    .into_any()
+            } else {
+                Array3::from_shape_vec((frames, n, 3), v)
+                    .map_err(value_error)?
+                    .into_pyarray(py)
+                    .into_any()
+            })
+        };
+        let p = shaped(pos)?;
         if normals {
-            let q = Array3::from_shape_vec((frames, n, 3), nrm)
-                .map_err(value_error)?
-                .into_pyarray(py)
-                .into_any();
+            let q = shaped(nrm)?;
             Ok((p, q).into_pyobject(py)?.into_any())
         } else {
             Ok(p)
@@ -403,47 +449,121 @@ impl Asset {
     }
 }
 
-/// `(T, J, 4, 4)` or `(J, 4, 4)` matrices as (T, row-major floats).
-fn matrices_from(world: &Bound<'_, PyAny>, joints: usize) -> PyResult<(usize, Vec<f32>)> {
-    if let Ok(a) = world.extract::<PyArrayLike4<'_, f32, AllowTypeChange>>() {
-        let s = a.shape().to_vec();
-        if s[1] != joints || s[2] != 4 || s[3] != 4 {
-            return Err(PyValueError::new_err(format!(
-                "world matrices of shape (T, {joints}, 4, 4) needed, got {s:?}"
-            )));
-        }
-        return Ok((s[0], a.as_array().iter().copied().collect()));
+/// `(T, J, 4, 4)` or `(J, 4, 4)` matrices as (T, whether one pose, row-major floats), every
+/// element finite.
+fn matrices_from(world: &Bound<'_, PyAny>, joints: usize) -> PyResult<(usize, bool, Vec<f32>)> {
+    let (frames, single, data) =
+        if let Ok(a) = world.extract::<PyArrayLike4<'_, f32, AllowTypeChange>>() {
+            let s = a.shape().to_vec();
+            if s[1] != joints || s[2] != 4 || s[3] != 4 {
+                return Err(PyValueError::new_err(format!(
+                    "world matrices of shape (T, {joints}, 4, 4) needed, got {s:?}"
+                )));
+            }
+            (
+                s[0],
+                false,
+                a.as_array().iter().copied().collect::<Vec<f32>>(),
+            )
+        } else if let Ok(a) = world.extract::<PyArrayLike3<'_, f32, AllowTypeChange>>() {
+            let s = a.shape().to_vec();
+            if s[0] != joints || s[1] != 4 || s[2] != 4 {
+                return Err(PyValueError::new_err(format!(
+                    "world matrices of shape ({joints}, 4, 4) needed, got {s:?}"
+                )));
+            }
+            (1, true, a.as_array().iter().copied().collect())
+        } else {
+            return Err(PyTypeError::new_err(
+                "world matrices: a float array of shape (T, J, 4, 4) or (J, 4, 4)",
+            ));
+        };
+    if let Some(i) = data.iter().position(|v| !v.is_finite()) {
+        let per = joints * 16;
+        return Err(PyValueError::new_err(format!(
+            "world matrices must be finite: pose {}, joint {}, element {} is {}",
+            i / per.max(1),
+            (i % per.max(1)) / 16,
+            i % 16,
+            data[i]
+        )));
     }
-    if let Ok(a) = world.extract::<PyArrayLike3<'_, f32, AllowTypeChange>>() {
-        let s = a.shape().to_vec();
-        if s[0] != joints || s[1] != 4 || s[2] != 4 {
-            return Err(PyValueError::new_err(format!(
-                "world matrices of shape ({joints}, 4, 4) needed, got {s:?}"
-            )));
-        }
-        return Ok((1, a.as_array().iter().copied().collect()));
-    }
-    Err(PyTypeError::new_err(
-        "world matrices: a float array of shape (T, J, 4, 4) or (J, 4, 4)",
-    ))
+    Ok((frames, single, data))
 }
 
-/// Saves by extension.
-fn save(asset: &skelett_io::Asset, path: &Path) -> Result<(), skelett_io::Error> {
+/// How a `.ram` + `.raa` pair is written.
+fn ram_options(counted: bool, fps: f32) -> PyResult<skelett_io::rite::WriteOptions> {
+    if !(fps.is_finite() && fps > 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "raa_fps must be positive, not {fps}"
+        )));
+    }
+    let layout = if counted {
+        skelett_io::rite::Layout::Counted
+    } else {
+        skelett_io::rite::Layout::Article
+    };
+    Ok(skelett_io::rite::WriteOptions::layout(layout).with_fps(fps))
+}
+
+/// Saves by extension; returns what the format cannot hold, as the CLI's `convert` warns.
+fn save(
+    asset: &skelett_io::Asset,
+    path: &Path,
+    ram: &skelett_io::rite::WriteOptions,
+) -> Result<Vec<String>, skelett_io::Error> {
     match path
         .extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase)
         .as_deref()
     {
-        Some("skl") => skelett_io::native::save(asset, path),
-        Some("ram") => skelett_io::rite::save(asset, path),
-        Some("glb") => skelett_io::gltf::save(asset, path),
+        Some("skl") => skelett_io::native::save(asset, path).map(|()| Vec::new()),
+        Some("ram") => skelett_io::rite::save_with(asset, path, ram)
+            .map(|()| skelett_io::rite::losses_with(asset, ram)),
+        Some("glb") => skelett_io::gltf::save(asset, path).map(|()| {
+            asset
+                .meshes
+                .iter()
+                .filter(|m| !m.morph_full_weights.is_empty())
+                .map(|m| {
+                    format!(
+                        "mesh {:?}: in-between shapes baked into per-target weights (glTF has \
+                         none)",
+                        m.name
+                    )
+                })
+                .collect()
+        }),
         _ => Err(skelett_io::Error::UnknownFormat {
             file: path.to_path_buf(),
             known: "glb, skl, ram",
         }),
     }
+}
+
+/// The readers' options from `load`'s keywords.
+fn load_options(
+    to_meters: bool,
+    y_up: bool,
+    right_handed: bool,
+    animation_options: bool,
+    raa: Option<Vec<PathBuf>>,
+    raa_fps: f32,
+) -> PyResult<skelett_io::LoadOptions> {
+    if !(raa_fps.is_finite() && raa_fps > 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "raa_fps must be positive, not {raa_fps}"
+        )));
+    }
+    Ok(skelett_io::LoadOptions {
+        fbx: skelett_io::fbx::Options { to_meters, y_up },
+        x: skelett_io::x::Options {
+            right_handed,
+            animation_options,
+        },
+        rite: skelett_io::rite::Options::animations(raa.unwrap_or_default()).with_fps(raa_fps),
+    })
 }
 
 /// The joint hierarchy: names, parents and rest pose, and forward kinematics from arrays.
@@ -514,22 +634,25 @@ impl Skeleton {
         let (frames, single, data) = crate::clip::locals_from(local, self.inner.len())?;
         let sk = self.inner.clone();
         let j = sk.len();
+        let pool = crate::pool()?;
         let out = py.detach(move || {
-            let mut out = vec![0f32; frames * j * 16];
-            out.par_chunks_mut((j * 16).max(1))
-                .enumerate()
-                .for_each(|(t, o)| {
-                    let pose: Vec<Transform> = (0..j)
-                        .map(|k| transform_from(&data[(t * j + k) * 10..(t * j + k) * 10 + 10]))
-                        .collect();
-                    let mut model = vec![Mat4::IDENTITY; j];
-                    let _ = local_to_model(&sk, &pose, 0, &mut model);
-                    let root = sk.root_transform();
-                    for (k, m) in model.iter().enumerate() {
-                        o[k * 16..k * 16 + 16].copy_from_slice(&rows(&(root * *m)));
-                    }
-                });
-            out
+            pool.install(|| {
+                let mut out = vec![0f32; frames * j * 16];
+                out.par_chunks_mut((j * 16).max(1))
+                    .enumerate()
+                    .for_each(|(t, o)| {
+                        let pose: Vec<Transform> = (0..j)
+                            .map(|k| transform_from(&data[(t * j + k) * 10..(t * j + k) * 10 + 10]))
+                            .collect();
+                        let mut model = vec![Mat4::IDENTITY; j];
+                        let _ = local_to_model(&sk, &pose, 0, &mut model);
+                        let root = sk.root_transform();
+                        for (k, m) in model.iter().enumerate() {
+                            o[k * 16..k * 16 + 16].copy_from_slice(&rows(&(root * *m)));
+                        }
+                    });
+                out
+            })
         });
         if single {
             Ok(Array3::from_shape_vec((j, 4, 4), out)
@@ -824,33 +947,31 @@ impl Mesh {
 }
 
 /// Loads a file skelett reads (`.glb`, `.gltf`, `.fbx`, `.bvh`, `.x`, `.ram` (+ `.raa`),
-/// `.skl`), with the CLI's options: FBX `to_meters` and `y_up`, `.x` `right_handed`, and for
-/// a `.ram` the `.raa` files to read onto it (`raa`, default: the one beside it) and their
-/// frame rate (`raa_fps`). Reads without the GIL.
+/// `.skl`), with the CLI's options, each for the format it names: FBX `to_meters` and
+/// `y_up`, `.x` `right_handed` and `animation_options`, and for a `.ram` the `.raa` files to
+/// read onto it (`raa`, default: the one beside it) and their frame rate (`raa_fps`).
+/// Reads without the GIL.
 #[pyfunction]
-#[pyo3(signature = (path, *, to_meters = false, y_up = false, right_handed = false, raa = None, raa_fps = 30.0))]
+#[pyo3(signature = (path, *, to_meters = false, y_up = false, right_handed = false, animation_options = false, raa = None, raa_fps = 30.0))]
+#[allow(clippy::too_many_arguments)]
 pub fn load(
     py: Python<'_>,
     path: PathBuf,
     to_meters: bool,
     y_up: bool,
     right_handed: bool,
+    animation_options: bool,
     raa: Option<Vec<PathBuf>>,
     raa_fps: f32,
 ) -> PyResult<Asset> {
-    if !(raa_fps.is_finite() && raa_fps > 0.0) {
-        return Err(PyValueError::new_err(format!(
-            "raa_fps must be positive, not {raa_fps}"
-        )));
-    }
-    let options = skelett_io::LoadOptions {
-        fbx: skelett_io::fbx::Options { to_meters, y_up },
-        x: skelett_io::x::Options {
-            right_handed,
-            ..Default::default()
-        },
-        rite: skelett_io::rite::Options::animations(raa.unwrap_or_default()).with_fps(raa_fps),
-    };
+    let options = load_options(
+        to_meters,
+        y_up,
+        right_handed,
+        animation_options,
+        raa,
+        raa_fps,
+    )?;
     let asset = py
         .detach(move || skelett_io::load_with(&path, &options))
         .map_err(io_error)?;
@@ -858,25 +979,57 @@ pub fn load(
 }
 
 /// Loads a file from bytes (the format from its first bytes: glTF binary, FBX, BVH, `.x`,
-/// `.skl`); `name` is used in errors.
+/// `.skl`) with `load`'s options; `name` is used in errors.
 #[pyfunction]
-#[pyo3(signature = (data, name = "<bytes>"))]
-pub fn load_bytes(py: Python<'_>, data: Vec<u8>, name: &str) -> PyResult<Asset> {
+#[pyo3(signature = (data, name = "<bytes>", *, to_meters = false, y_up = false, right_handed = false, animation_options = false))]
+pub fn load_bytes(
+    py: Python<'_>,
+    data: Vec<u8>,
+    name: &str,
+    to_meters: bool,
+    y_up: bool,
+    right_handed: bool,
+    animation_options: bool,
+) -> PyResult<Asset> {
     let name = PathBuf::from(name);
+    let options = load_options(to_meters, y_up, right_handed, animation_options, None, 30.0)?;
     let asset = py
-        .detach(move || skelett_io::from_bytes_with(&data, &name, &Default::default()))
+        .detach(move || skelett_io::from_bytes_with(&data, &name, &options))
         .map_err(io_error)?;
     Asset::new(py, asset)
 }
 
 /// Converts a file to another format by the output's extension (`.glb`, `.skl`, `.ram`),
-/// as `skelett convert` does; returns the reader's warnings.
+/// as `skelett convert` does, with `load`'s options for reading and `Asset.save`'s for
+/// writing; returns the reader's warnings and what the output format cannot hold.
 #[pyfunction]
-pub fn convert(py: Python<'_>, source: PathBuf, output: PathBuf) -> PyResult<Vec<String>> {
+#[pyo3(signature = (source, output, *, to_meters = false, y_up = false, right_handed = false, animation_options = false, raa = None, raa_fps = 30.0, ram_counts = false))]
+#[allow(clippy::too_many_arguments)]
+pub fn convert(
+    py: Python<'_>,
+    source: PathBuf,
+    output: PathBuf,
+    to_meters: bool,
+    y_up: bool,
+    right_handed: bool,
+    animation_options: bool,
+    raa: Option<Vec<PathBuf>>,
+    raa_fps: f32,
+    ram_counts: bool,
+) -> PyResult<Vec<String>> {
+    let options = load_options(
+        to_meters,
+        y_up,
+        right_handed,
+        animation_options,
+        raa,
+        raa_fps,
+    )?;
+    let ram = ram_options(ram_counts, raa_fps)?;
     py.detach(move || {
-        let a = skelett_io::load(&source)?;
-        save(&a, &output)?;
-        Ok(a.warnings)
+        let a = skelett_io::load_with(&source, &options)?;
+        let lost = save(&a, &output, &ram)?;
+        Ok(a.warnings.into_iter().chain(lost).collect())
     })
     .map_err(io_error)
 }

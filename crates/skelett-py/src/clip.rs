@@ -61,11 +61,27 @@ pub(crate) fn times_from(times: &Bound<'_, PyAny>) -> PyResult<Vec<f32>> {
     Ok(v.iter().map(|&t| t as f32).collect())
 }
 
-/// Local transforms `(T, J, 10)` or `(J, 10)` as (T, whether one pose, flat floats).
+/// Local transforms `(T, J, 10)` or `(J, 10)` as (T, whether one pose, flat floats), every
+/// value finite.
 pub(crate) fn locals_from(
     local: &Bound<'_, PyAny>,
     joints: usize,
 ) -> PyResult<(usize, bool, Vec<f32>)> {
+    let (frames, single, data) = locals_any(local, joints)?;
+    if let Some(i) = data.iter().position(|v| !v.is_finite()) {
+        let per = (joints * 10).max(1);
+        return Err(PyValueError::new_err(format!(
+            "local transforms must be finite: pose {}, joint {}, value {} is {}",
+            i / per,
+            (i % per) / 10,
+            i % 10,
+            data[i]
+        )));
+    }
+    Ok((frames, single, data))
+}
+
+fn locals_any(local: &Bound<'_, PyAny>, joints: usize) -> PyResult<(usize, bool, Vec<f32>)> {
     if let Ok(a) = local.extract::<PyArrayLike3<'_, f32, AllowTypeChange>>() {
         let s = a.shape().to_vec();
         if s[1] != joints || s[2] != 10 {
@@ -115,23 +131,26 @@ impl Clip {
         times: Vec<f32>,
         per: usize,
         each: impl Fn(&[Transform], &mut [f32]) + Send + Sync,
-    ) -> Vec<f32> {
+    ) -> PyResult<Vec<f32>> {
         let clip = self.inner.clone();
         let sk = self.skeleton.clone();
-        py.detach(move || {
-            let mut out = vec![0f32; times.len() * per];
-            out.par_chunks_mut(per.max(1))
-                .zip(times.par_iter())
-                .for_each_init(
-                    || (SamplingCache::for_clip(&clip), skelett::Pose::rest(&sk)),
-                    |(cache, pose), (o, &t)| {
-                        // The pose has the clip's joint count: sampling cannot fail.
-                        let _ = sample(&clip, t, cache, pose);
-                        each(pose, o);
-                    },
-                );
-            out
-        })
+        let pool = crate::pool()?;
+        Ok(py.detach(move || {
+            pool.install(|| {
+                let mut out = vec![0f32; times.len() * per];
+                out.par_chunks_mut(per.max(1))
+                    .zip(times.par_iter())
+                    .for_each_init(
+                        || (SamplingCache::for_clip(&clip), skelett::Pose::rest(&sk)),
+                        |(cache, pose), (o, &t)| {
+                            // The pose has the clip's joint count: sampling cannot fail.
+                            let _ = sample(&clip, t, cache, pose);
+                            each(pose, o);
+                        },
+                    );
+                out
+            })
+        }))
     }
 
     /// Scene-space world matrices of a pose, row-major, into `o` (16 per joint).
@@ -262,7 +281,7 @@ impl Clip {
             for (k, p) in pose.iter().enumerate() {
                 o[k * 10..k * 10 + 10].copy_from_slice(&srt(p));
             }
-        });
+        })?;
         Ok(Array3::from_shape_vec((t, j, 10), out)
             .map_err(value_error)?
             .into_pyarray(py))
@@ -281,7 +300,7 @@ impl Clip {
         let out = self.batch(py, times, j * 16, move |pose, o| {
             let mut model = vec![Mat4::IDENTITY; sk.len()];
             Self::world_into(&sk, pose, &mut model, o);
-        });
+        })?;
         Ok(Array4::from_shape_vec((t, j, 4, 4), out)
             .map_err(value_error)?
             .into_pyarray(py)
@@ -305,7 +324,7 @@ impl Clip {
                 let p = root.transform_point3(m.w_axis.truncate());
                 o[k * 3..k * 3 + 3].copy_from_slice(&p.to_array());
             }
-        });
+        })?;
         Ok(Array3::from_shape_vec((t, j, 3), out)
             .map_err(value_error)?
             .into_pyarray(py))
@@ -385,6 +404,32 @@ impl Clip {
             })
             .map_err(value_error)?;
         Ok(Clip::new(Arc::new(clip.0), clip.1))
+    }
+
+    /// The same clip with `events` added: `(time, name)` or `(time, name, payload)` tuples,
+    /// times within the clip (`ValueError` otherwise). The animator reports them as they are
+    /// crossed.
+    fn with_events(&self, events: Vec<Bound<'_, PyAny>>) -> PyResult<Clip> {
+        let mut list = Vec::with_capacity(events.len());
+        for e in events {
+            let (time, name, payload) = if let Ok((t, n)) = e.extract::<(f32, String)>() {
+                (t, n, None)
+            } else {
+                e.extract::<(f32, String, Option<String>)>().map_err(|_| {
+                    PyTypeError::new_err("an event: (time, name) or (time, name, payload)")
+                })?
+            };
+            list.push(skelett::ClipEvent {
+                time,
+                name,
+                payload,
+            });
+        }
+        let c = (*self.inner)
+            .clone()
+            .with_events(list)
+            .map_err(value_error)?;
+        Ok(Clip::new(Arc::new(c), self.skeleton.clone()))
     }
 
     /// This clip retargeted onto `target` (another character: names, proportions and rest

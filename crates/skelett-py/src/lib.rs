@@ -56,6 +56,33 @@ pub(crate) fn value_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
+/// rayon's thread pool for this process. Python's `fork` (multiprocessing's default start
+/// method on Linux before 3.14) copies a process without its threads: a child that used the
+/// parent's pool would wait forever for workers that do not exist there. So the pool is made
+/// per process id, and a child makes its own on first use (the parent's copy is leaked in
+/// the child, never dropped: dropping it would signal threads that are not there).
+pub(crate) fn pool() -> PyResult<std::sync::Arc<rayon::ThreadPool>> {
+    use std::sync::{Arc, Mutex};
+    static POOL: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut slot = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((p, pool)) = slot.as_ref() {
+        if *p == pid {
+            return Ok(pool.clone());
+        }
+    }
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("skelett-{i}"))
+            .build()
+            .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?,
+    );
+    if let Some(old) = slot.replace((pid, pool.clone())) {
+        std::mem::forget(old);
+    }
+    Ok(pool)
+}
+
 /// The module.
 #[pymodule]
 fn skelett(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -179,9 +179,14 @@ def test_skinning_matches_the_three_js_reference():
         want = np.array(s["world"], dtype=np.float64)
         got = skinned[k, verts]
         assert np.abs(got - want).max() < 1e-4 * max(1.0, size), (s["t"], np.abs(got - want).max())
-    # The same from world matrices the caller computed.
+    # The same from world matrices the caller computed; one pose gives (N, 3).
     world = clip.sample_world(times)
     np.testing.assert_allclose(asset.skin_world(0, world), skinned, atol=1e-4)
+    np.testing.assert_allclose(asset.skin_world(0, world[1]), skinned[1], atol=1e-4)
+    bad = world.copy()
+    bad[0, 3, 1, 2] = math.nan
+    with pytest.raises(ValueError, match="finite: pose 0, joint 3"):
+        asset.skin_world(0, bad)
     pos, nrm = asset.skin(0, clip, times[:2], normals=True)
     np.testing.assert_allclose(np.linalg.norm(nrm, axis=-1), 1.0, atol=1e-4)
 
@@ -205,12 +210,29 @@ def test_errors_are_exceptions_with_file_and_place():
     with pytest.raises(ValueError):
         asset.clip("NoSuchClip")
     with pytest.raises(IndexError):
+        asset.clip(-1)
+    with pytest.raises(TypeError):
+        asset.clip(1.5)
+    with pytest.raises(IndexError):
         asset.skin(7, clip, [0.0])
+    with pytest.raises(IndexError):
+        asset.skin(-1, clip, [0.0])
+    local = clip.sample_local([0.0])
+    local[0, 2, 4] = math.inf
+    with pytest.raises(ValueError, match="finite: pose 0, joint 2, value 4"):
+        asset.skeleton.world_from_local(local)
     other = skelett.load(data("bvh/01_01.bvh")).clips[0]
     with pytest.raises(ValueError, match="skeleton"):
         asset.skin(0, other, [0.0])
+    a = skelett.Animator(asset.skeleton)
     with pytest.raises(ValueError):
-        skelett.Animator(asset.skeleton).play(clip, wrap="sometimes")
+        a.play(clip, wrap="sometimes")
+    for bad in (lambda: a.play(clip, start=2.0), lambda: a.play(clip, start=math.nan),
+                lambda: a.set_layer_weight(0, math.nan), lambda: a.set_layer_weight(0, 5.0),
+                lambda: a.set_speed(0, math.nan), lambda: a.update(-0.1),
+                lambda: a.update(math.inf), lambda: a.add_layer(weight=-2.0)):
+        with pytest.raises(ValueError):
+            bad()
 
 
 def test_objects_pickle_and_come_back_equal():
@@ -254,7 +276,15 @@ def test_poses_edited_in_numpy_go_back_to_a_clip_and_a_file(tmp_path):
 
 def test_convert_and_compress(tmp_path):
     out = tmp_path / "fox.skl"
-    skelett.convert(data("gltf/Fox.glb"), out)
+    assert skelett.convert(data("gltf/Fox.glb"), out) == []
+    # What a format cannot hold is returned, as the CLI warns.
+    lost = skelett.load(out).save(tmp_path / "fox.ram")
+    assert any("clips after the first" in w for w in lost), lost
+    counted = tmp_path / "fox_counted.ram"
+    skelett.convert(data("gltf/Fox.glb"), counted, ram_counts=True, raa_fps=25.0)
+    assert (tmp_path / "fox_counted.raa").read_text().startswith("fps 25\n")
+    assert skelett.load(out).scaled(0.01).skeleton.rest_local[1, 1] == pytest.approx(
+        skelett.load(out).skeleton.rest_local[1, 1] * 0.01)
     fox = skelett.load(out)
     compressed, reports = fox.compress(error_cm=0.01)
     assert [r["clip"] for r in reports] == [c.name for c in fox.clips]
@@ -264,6 +294,24 @@ def test_convert_and_compress(tmp_path):
     assert sum(c.size_bytes for c in compressed.clips) < sum(c.size_bytes for c in fox.clips)
     with pytest.raises(ValueError):
         fox.compress(error_cm=-1.0)
+
+
+def test_a_process_forked_after_a_batch_call_samples_too():
+    """multiprocessing's fork (Linux's default) copies no threads: the package makes its
+    thread pool per process, so a forked worker does not wait forever on the parent's."""
+    import multiprocessing as mp
+
+    clip = skelett.load(data("bvh/01_01.bvh")).clips[0]
+    times = np.linspace(clip.start, clip.end, 64)
+    want = clip.sample_positions(times)  # the parent's pool now exists
+    with mp.get_context("fork").Pool(2) as pool:
+        got = pool.starmap_async(_positions, [(clip, times), (clip, times)]).get(timeout=120)
+    for g in got:
+        np.testing.assert_array_equal(g, want)
+
+
+def _positions(clip, times):
+    return clip.sample_positions(times)
 
 
 def test_a_capture_retargets_onto_a_game_character(tmp_path):
@@ -298,6 +346,17 @@ def test_the_animator_plays_cross_fades_and_reports():
     for _ in range(12):
         kinds += [e["kind"] for e in a.update(1 / 30)["events"]]
     assert "transition_finished" in kinds
+    # Clip events, added from Python, fire with their name and clip time.
+    survey = asset.clip("Survey").with_events([(0.5, "look", "left"), (1.0, "blink")])
+    assert survey.events == [(0.5, "look", "left"), (1.0, "blink", None)]
+    e = skelett.Animator(asset.skeleton)
+    e.play(survey)
+    fired = []
+    for _ in range(40):
+        fired += [(x["name"], x["time"]) for x in e.update(1 / 30)["events"] if x["kind"] == "event"]
+    assert fired[:2] == [("look", 0.5), ("blink", 1.0)]
+    with pytest.raises(ValueError):
+        asset.clip("Survey").with_events([(99.0, "late")])
     upper = a.add_layer("override", 0.5, mask="b_Spine01_02")
     a.play(asset.clip("Survey"), layer=upper, rotation="nlerp")
     a.update(1 / 30)

@@ -19,10 +19,17 @@ def world_positions(path: str) -> npt.NDArray[np.float32]:
 
 def animate(asset: skelett.Asset) -> float:
     a = skelett.Animator(asset.skeleton)
-    a.play(asset.clips[0], wrap="loop")
+    a.play(asset.clips[0], wrap="loop", rotation="nlerp")
     result = a.update(1 / 60)
+    names = [e["name"] for e in result["events"] if e["kind"] == "event"]
     yaw: float = result["root_motion"]["yaw"]
-    return yaw
+    return yaw + len(names)
+
+
+def skinned(asset: skelett.Asset, clip: skelett.Clip) -> npt.NDArray[np.float32]:
+    positions, normals = asset.skin(0, clip, [0.0, 0.5], normals=True)
+    assert normals.shape == positions.shape
+    return asset.skin(0, clip, np.array([0.0]))
 
 
 def compress(asset: skelett.Asset) -> float:
