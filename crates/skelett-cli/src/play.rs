@@ -406,11 +406,11 @@ fn options(c: &Command) -> Result<PlayOptions> {
         },
         sync_group: c.sync,
         start: c.start.unwrap_or(0.0),
-        rotation: match c.rotation.as_deref().unwrap_or("slerp") {
-            "slerp" => RotationInterpolation::Slerp,
-            "nlerp" => RotationInterpolation::Nlerp,
-            other => return Err(format!("unknown rotation {other:?} (slerp, nlerp)").into()),
-        },
+        rotation: c
+            .rotation
+            .as_deref()
+            .unwrap_or("slerp")
+            .parse::<RotationInterpolation>()?,
     })
 }
 

@@ -2075,7 +2075,7 @@ fn several_raa_files_load_onto_one_ram() {
     std::fs::rename(dir.join("fox.raa"), &walk).unwrap();
     let raa = std::fs::read_to_string(&walk).unwrap();
     assert!(raa.starts_with("track 0 "), "{}", &raa[..40]);
-    // A second animation: the first one at 60 frames per second plays twice as fast.
+    // A second animation, the Run clip, written in the counted layout.
     let (ok, _, err) = skelett(&[
         "convert",
         data("gltf/Fox.glb").to_str().unwrap(),

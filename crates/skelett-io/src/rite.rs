@@ -59,8 +59,8 @@ struct Tokens<'a> {
     line: usize,
     /// Where the current line starts.
     line_start: usize,
-    /// The line and column (in characters, from 1) of the last token read, or of the end
-    /// of the text once it is reached: where an error points.
+    /// The line and byte offset of the last token read, or of the end of the text once it
+    /// is reached: where an error points (the column is counted from it).
     at: (usize, usize),
     file: &'a Path,
 }
@@ -80,12 +80,14 @@ impl<'a> Tokens<'a> {
     }
 
     fn err(&self, expected: &str) -> Error {
-        Error::Syntax {
-            file: self.file.to_path_buf(),
-            line: self.at.0,
-            column: self.at.1,
-            expected: expected.into(),
-        }
+        self.err_at(self.at, expected)
+    }
+
+    /// The column, in characters from 1, of byte offset `pos` (a token's start, so a
+    /// character boundary) on its line.
+    fn column(&self, pos: usize) -> usize {
+        let start = self.text[..pos].rfind('\n').map_or(0, |i| i + 1);
+        self.text[start..pos].chars().count() + 1
     }
 
     fn peek(&mut self) -> Option<&'a str> {
@@ -104,9 +106,9 @@ impl<'a> Tokens<'a> {
             }
             self.pos += 1;
         }
-        // Positions are at whitespace or the end, so they are character boundaries.
-        let column = self.text[self.line_start..self.pos].chars().count() + 1;
-        self.at = (self.line, column);
+        // The token's byte offset; its column in characters is counted only for an error
+        // (counting here made a long line quadratic).
+        self.at = (self.line, self.pos);
         if self.pos >= b.len() {
             return None;
         }
@@ -396,11 +398,12 @@ impl<'a> Tokens<'a> {
         Ok(Some((section, count)))
     }
 
+    /// An error at `at`: a line and a token's byte offset, as `self.at` holds them.
     fn err_at(&self, at: (usize, usize), expected: &str) -> Error {
         Error::Syntax {
             file: self.file.to_path_buf(),
             line: at.0,
-            column: at.1,
+            column: self.column(at.1.min(self.text.len())),
             expected: expected.into(),
         }
     }
@@ -460,6 +463,13 @@ pub fn from_str_with(
     raas: &[(&str, &Path)],
     fps: f32,
 ) -> Result<Asset, Error> {
+    if !(fps.is_finite() && fps > 0.0) {
+        return Err(Error::Invalid {
+            file: ram_name.to_path_buf(),
+            location: "the frame rate of the RAA files".into(),
+            problem: format!("a positive frame rate is needed, not {fps}"),
+        });
+    }
     let mut t = Tokens::new(ram, ram_name);
     let mut ids: HashMap<i64, usize> = HashMap::new();
     let mut raw_parents = Vec::new();
@@ -471,7 +481,9 @@ pub fn from_str_with(
     let mut item_ids: [HashMap<i64, usize>; 3] = Default::default();
     let mut items: [Vec<f32>; 3] = Default::default();
     let mut triangles: Vec<[(i64, (usize, usize)); 9]> = Vec::new();
-    let mut weights: Vec<(i64, i64, f32, (usize, usize))> = Vec::new();
+    // Weights: vertex id and where it is, joint id and where it is, the weight.
+    #[allow(clippy::type_complexity)]
+    let mut weights: Vec<(i64, (usize, usize), i64, (usize, usize), f32)> = Vec::new();
     // The section being read, whether a heading named it, and its count.
     let mut section = Section::Joints;
     let mut named = false;
@@ -652,12 +664,13 @@ pub fn from_str_with(
             }
             Section::Weights => {
                 let _id = t.int("a weight id")?;
-                let at = t.at;
                 let v = t.int("a vertex id")?;
+                let v_at = t.at;
                 let j = t.int("a joint id")?;
+                let j_at = t.at;
                 let _name = t.string("a joint name")?;
                 let w = t.f32("a weight")?;
-                weights.push((v, j, w, at));
+                weights.push((v, v_at, j, j_at, w));
             }
         }
     }
@@ -727,13 +740,13 @@ pub fn from_str_with(
             }
         }
         let mut per_vertex: Vec<Vec<(u16, f32)>> = vec![Vec::new(); pos.len() / 3];
-        for &(v, j, w, at) in &weights {
+        for &(v, v_at, j, j_at, w) in &weights {
             let v = *vid
                 .get(&v)
-                .ok_or_else(|| t.err_at(at, &format!("a vertex id that exists, found {v}")))?;
+                .ok_or_else(|| t.err_at(v_at, &format!("a vertex id that exists, found {v}")))?;
             let j = *ids
                 .get(&j)
-                .ok_or_else(|| t.err_at(at, &format!("a joint id that exists, found {j}")))?;
+                .ok_or_else(|| t.err_at(j_at, &format!("a joint id that exists, found {j}")))?;
             if w > 0.0 {
                 per_vertex[v].push((joint_of_source[j], w));
             }
@@ -819,6 +832,7 @@ fn read_raa(
     }
     let mut tracks_count = None;
     let mut channels = Vec::new();
+    let mut tracked = std::collections::HashSet::new();
     loop {
         if let Some((_, c)) = t.heading_line()? {
             if c.is_some() {
@@ -857,6 +871,12 @@ fn read_raa(
         let j = *ids
             .get(&jid)
             .ok_or_else(|| t.err_at(at, &format!("a joint id of the RAM, found {jid}")))?;
+        if !tracked.insert(j) {
+            return Err(t.err_at(
+                at,
+                &format!("a joint without a track yet: joint id {jid} has one above"),
+            ));
+        }
         let joint = joint_of_source[j];
         if skeleton.name(joint) != jname {
             warnings.push(format!(
@@ -982,10 +1002,10 @@ impl WriteOptions {
         self
     }
 
-    /// The frame rate clip `index` of `asset` is written at: [`WriteOptions::fps`] or
+    /// The frame rate clips are written at: [`WriteOptions::fps`] or
     /// [`DEFAULT_FPS`] (not the clip's own rate, which the article's layout could not tell a
     /// reader).
-    pub fn fps_for(&self, _asset: &Asset, _index: usize) -> f32 {
+    pub fn frame_rate(&self) -> f32 {
         self.fps
             .filter(|f| f.is_finite() && *f > 0.0)
             .unwrap_or(DEFAULT_FPS)
@@ -1017,7 +1037,7 @@ pub fn save_with(
     let ram = ram.as_ref();
     crate::check_for_writing(asset, ram)?;
     let raa = ram.with_extension("raa");
-    let fps = options.fps_for(asset, 0);
+    let fps = options.frame_rate();
     if let Some(keys) = raa_key_count(asset, 0, fps) {
         crate::check_output_size(
             &raa,
@@ -1068,7 +1088,7 @@ pub fn losses(asset: &Asset) -> Vec<String> {
 pub fn losses_with(asset: &Asset, options: &WriteOptions) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(c) = asset.clips.first() {
-        let fps = options.fps_for(asset, 0);
+        let fps = options.frame_rate();
         if !keys_on_frames(c, fps) {
             out.push(format!(
                 "clip {:?}: keys between the whole frames of {fps} fps are resampled at those \
@@ -1247,10 +1267,15 @@ pub fn to_string_with(asset: &Asset, layout: Layout) -> String {
 /// anything, a `.raa` past the output limit ([`crate::max_output_bytes`]).
 pub const RAA_LINE_BYTES: u64 = 64;
 
-/// How many keyframe lines [`animation_to_string`] writes for clip `index` at `fps`: joints
-/// times frames (`None` without that clip). Check it against a budget before writing.
+/// At most how many keyframe lines [`animation_to_string`] writes for clip `index` at `fps`:
+/// joints times frames, as if every joint were resampled at every frame (the writer writes
+/// only the joints the clip turns, and keeps keys that fall on frames); `None` without that
+/// clip or with a frame rate that is not positive. Check it against a budget before writing.
 pub fn raa_key_count(asset: &Asset, index: usize, fps: f32) -> Option<u64> {
     let clip = asset.clips.get(index)?;
+    if !(fps.is_finite() && fps > 0.0) {
+        return None;
+    }
     let (first, last) = raa_frames(clip, fps);
     let frames = last - first + 1.0;
     // Saturating for huge values (and infinity).
@@ -1277,30 +1302,49 @@ fn raa_frames(clip: &skelett::Clip, fps: f32) -> (f64, f64) {
     }
 }
 
-/// Whether every key of a clip falls on a whole frame at `fps` (within a thousandth of a
-/// frame): if not, the RAA written at that rate resamples it.
+/// Whether the RAA written at `fps` keeps every rotation channel's keys: LINEAR, each on its
+/// own whole frame (within a thousandth of a frame). If not, the channels that are not are
+/// resampled at every frame (STEP and cubic ones too, which RAA's slerp cannot hold).
 pub fn keys_on_frames(clip: &skelett::Clip, fps: f32) -> bool {
+    if !(fps.is_finite() && fps > 0.0) {
+        return false;
+    }
+    let keyed = clip.decompressed();
     let mut i = 0;
-    while let Some(ch) = clip.channel(i) {
+    while let Some(ch) = keyed.channel(i) {
         i += 1;
-        if !ch.times.iter().all(|&t| {
-            let f = f64::from(t) * f64::from(fps);
-            (f - f.round()).abs() < 1e-3
-        }) {
+        if ch.target == skelett::Target::Rotation && frames_of(&ch, fps).is_none() {
             return false;
         }
     }
-    // A compact clip has no keys to look at: its grid is its own.
-    clip.compact_grid()
-        .is_none_or(|(rate, _)| (f64::from(fps) / f64::from(rate)).fract() == 0.0)
+    true
 }
 
-/// Writes clip `index` of an asset as RAA text in the article's layout: every joint's
-/// rotation (relative to its rest rotation, the RAM's orientation), sampled at every whole
-/// frame at `fps` within the clip, as the format carries rotations only and numbers frames
-/// with whole numbers (keys between frames are resampled: [`keys_on_frames`] tells). The text
-/// has [`raa_key_count`] keyframe lines: check it first ([`save`] refuses a `.raa` past the
-/// output limit); memory is 16 bytes per line.
+/// The whole frame numbers at `fps` of a LINEAR channel's keys, if each key falls on its own
+/// frame (within a thousandth of one); `None` otherwise.
+fn frames_of(ch: &skelett::ChannelView<'_>, fps: f32) -> Option<Vec<i64>> {
+    if ch.interpolation != skelett::Interpolation::Linear {
+        return None;
+    }
+    let mut out: Vec<i64> = Vec::with_capacity(ch.times.len());
+    for &t in ch.times {
+        let f = f64::from(t) * f64::from(fps);
+        let whole = f.round();
+        if (f - whole).abs() >= 1e-3 || out.last().is_some_and(|&l| l >= whole as i64) {
+            return None;
+        }
+        out.push(whole as i64);
+    }
+    Some(out)
+}
+
+/// Writes clip `index` of an asset as RAA text in the article's layout: a track for each
+/// joint whose rotation the clip turns or holds away from the rest pose (relative to its
+/// rest rotation, the RAM's orientation), as the format carries rotations only, with whole
+/// frame numbers at `fps` covering the clip: a LINEAR channel's keys where each falls on its
+/// own frame, every frame resampled otherwise ([`keys_on_frames`] tells). The text has at
+/// most [`raa_key_count`] keyframe lines: check that first ([`save`] refuses a `.raa` past
+/// the output limit); memory is 16 bytes per resampled line.
 pub fn animation_to_string(asset: &Asset, index: usize, fps: f32) -> Option<String> {
     let mut out = Vec::new();
     match write_animation_with(asset, index, fps, Layout::Article, &mut out) {
@@ -1342,6 +1386,12 @@ pub fn write_animation_with(
     let Some(clip) = asset.clips.get(index) else {
         return Ok(false);
     };
+    if !(fps.is_finite() && fps > 0.0) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("a positive frame rate is needed, not {fps}"),
+        ));
+    }
     let s = &asset.skeleton;
     let n = s.len();
     // The rotations are held (16 bytes a line) between sampling and writing: bounded like the
@@ -1393,21 +1443,11 @@ pub fn write_animation_with(
         let skelett::ChannelValues::Quat(values) = ch.values else {
             continue;
         };
-        let on_frames = ch.interpolation == skelett::Interpolation::Linear
-            && ch.times.iter().all(|&t| {
-                let f = f64::from(t) * f64::from(fps);
-                (f - f.round()).abs() < 1e-3
-            });
-        let keys = on_frames.then(|| {
-            ch.times
-                .iter()
+        let keys = frames_of(&ch, fps).map(|frames| {
+            frames
+                .into_iter()
                 .zip(values)
-                .map(|(&t, &q)| {
-                    (
-                        (f64::from(t) * f64::from(fps)).round() as i64,
-                        relative(j, q),
-                    )
-                })
+                .map(|(f, &q)| (f, relative(j, q)))
                 .collect::<Vec<_>>()
         });
         tracks.push((j, keys));

@@ -335,16 +335,16 @@ fn the_writer_writes_the_articles_layout_at_whole_frames() {
     assert!(l.iter().any(|l| l.contains("resampled")), "{l:?}");
     assert!(l.iter().any(|l| l.contains("--raa-fps 25")), "{l:?}");
     assert!(rite::losses(&a).iter().all(|l| !l.contains("resampled")));
-    let raa24 = rite::animation_to_string(&wave, 0, 25.0).unwrap();
-    let frames: Vec<&str> = raa24
+    let raa25 = rite::animation_to_string(&wave, 0, 25.0).unwrap();
+    let frames: Vec<&str> = raa25
         .lines()
         .filter(|l| !l.starts_with("track"))
         .map(|l| l.split(' ').nth(1).unwrap())
         .collect();
     // Only the animated joint has a track, resampled at every frame from 0 to 9 (the clip
     // ends at frame 8.33).
-    assert_eq!(raa24.matches("track ").count(), 1, "{raa24}");
-    assert!(raa24.starts_with("track 0 1 \"knee\"\n"), "{raa24}");
+    assert_eq!(raa25.matches("track ").count(), 1, "{raa25}");
+    assert!(raa25.starts_with("track 0 1 \"knee\"\n"), "{raa25}");
     assert_eq!(frames, ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"]);
     assert!(l.iter().any(|l| l.contains("to frame 9")), "{l:?}");
 }
@@ -384,7 +384,7 @@ fn bad_article_layout_files_name_the_file_and_line() {
         m.contains("m.ram") && m.contains("line 29") && m.contains("vertex id 9"),
         "{m}"
     );
-    // Sections out of order, and a line of no known shape.
+    // A line of the wrong shape under a heading.
     let ram = ARTICLE_RAM.replace("Normals\n0 0 0 1\n", "Normals\n0 0 0 1 1 1 1\n");
     let m = e(&ram, WALK);
     assert!(
@@ -409,6 +409,34 @@ fn bad_article_layout_files_name_the_file_and_line() {
     let ram = ARTICLE_RAM.replace("Weights\n", "Weights\nVertices\n");
     let m = e(&ram, WALK);
     assert!(m.contains("article's order"), "{m}");
+    // Two tracks for one joint: the second track's line.
+    let m = e(
+        ARTICLE_RAM,
+        &format!("{WAVE}track 1 1 \"knee\"\n0 0 0 0 0 1\n"),
+    );
+    assert!(
+        m.contains("line 4") && m.contains("joint id 1 has one above"),
+        "{m}"
+    );
+    // A weight naming a vertex that is not there: at the vertex id.
+    let m = e(
+        &ARTICLE_RAM.replace("4 3 1 \"knee\" 1", "4 9 1 \"knee\" 1"),
+        WALK,
+    );
+    assert!(
+        m.contains("line 35, column 3") && m.contains("vertex id that exists, found 9"),
+        "{m}"
+    );
+    // A frame rate that is not positive.
+    let m = rite::from_str_with(
+        ARTICLE_RAM,
+        Path::new("m.ram"),
+        &[(WALK, Path::new("t.raa"))],
+        0.0,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(m.contains("positive frame rate"), "{m}");
     // A track whose name is not the joint's: read by its id, with a warning.
     let a = rite::from_str(
         ARTICLE_RAM,

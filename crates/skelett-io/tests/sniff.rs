@@ -32,9 +32,8 @@ fn every_shared_file_is_recognised_by_content() {
             };
             let bytes = std::fs::read(&path).unwrap();
             assert_eq!(sniff(&bytes), Some(format), "{}", path.display());
-            // Through memory and through the path: the same asset, or the same refusal
-            // The name without its folder (a BVH clip is named
-            // after its file).
+            // Through memory and through the path: the same asset, or the same refusal. The
+            // name without its folder (a BVH clip is named after its file).
             let name = Path::new(path.file_name().unwrap());
             let by_content = from_bytes_with(&bytes, name, &LoadOptions::default());
             let by_path = skelett_io::load(&path);

@@ -229,3 +229,26 @@ fn regex_free_close(text: &str) -> String {
     out.push_str(rest);
     out
 }
+
+/// An animation whose key holds no keys, asked to close its cycle, is refused like any
+/// other empty channel, not a panic (found by review: closing took its first value).
+#[test]
+fn an_empty_key_with_animation_options_is_refused_cleanly() {
+    let text = "xof 0303txt 0032\n\
+        Frame Root { FrameTransformMatrix { 1,0,0,0, 0,1,0,0, 0,0,1,0, 0,0,0,1;; } }\n\
+        AnimationSet Empty { Animation { { Root }\n\
+          AnimationKey { 0; 0; }\n\
+          AnimationKey { 2; 2; 0; 3; 0,0,0;;, 30; 3; 1,0,0;;; }\n\
+          AnimationOptions { 0; 0; } } }\n";
+    // Refused as it is without the options: a channel needs keys.
+    for animation_options in [false, true] {
+        let options = Options {
+            animation_options,
+            ..Default::default()
+        };
+        let e = from_bytes_with(text.as_bytes(), Path::new("empty.x"), &options)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("empty.x") && e.contains("has no keys"), "{e}");
+    }
+}

@@ -333,7 +333,7 @@ fn assert_same(a: &Asset, b: &Asset, what: &str) {
 }
 
 fn encoded_dir() -> PathBuf {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/tmp/x_encoded");
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("x_encoded");
     std::fs::create_dir_all(&d).unwrap();
     d
 }
@@ -581,10 +581,7 @@ fn truncated_binary_and_compressed_files_are_refused_with_their_offset() {
                 Err(e) => {
                     let m = e.to_string();
                     assert!(m.contains(&name), "{m}");
-                    assert!(
-                        m.contains("byte") || m.contains("line") || m.contains(':'),
-                        "{m}"
-                    );
+                    assert!(m.contains("byte") || m.contains("line"), "{m}");
                     if *form != "bin" && cut > 30 {
                         assert!(
                             m.contains("block") || m.contains("bytes the file gives"),

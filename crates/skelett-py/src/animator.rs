@@ -51,15 +51,9 @@ fn options(speed: f32, wrap: &str, start: f32, rotation: &str) -> PyResult<PlayO
             }
         },
         start,
-        rotation: match rotation {
-            "slerp" => RotationInterpolation::Slerp,
-            "nlerp" => RotationInterpolation::Nlerp,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "rotation {other:?}: \"slerp\" or \"nlerp\""
-                )))
-            }
-        },
+        rotation: rotation
+            .parse::<RotationInterpolation>()
+            .map_err(PyValueError::new_err)?,
         ..Default::default()
     })
 }

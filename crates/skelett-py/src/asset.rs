@@ -68,7 +68,7 @@ impl Asset {
         let skins = inner
             .skins
             .iter()
-            .map(|s| Skin::new(py, s, &inner.skeleton).and_then(|s| Py::new(py, s)))
+            .map(|s| Skin::new(py, s).and_then(|s| Py::new(py, s)))
             .collect::<PyResult<_>>()?;
         let meshes = inner
             .meshes
@@ -707,7 +707,7 @@ pub struct Skin {
 }
 
 impl Skin {
-    fn new(py: Python<'_>, s: &skelett::Skin, _sk: &skelett::Skeleton) -> PyResult<Self> {
+    fn new(py: Python<'_>, s: &skelett::Skin) -> PyResult<Self> {
         let joints = Array1::from_vec(s.joints().to_vec()).into_pyarray(py);
         read_only(joints.as_any())?;
         let v: Vec<f32> = s.inverse_bind().iter().flat_map(rows).collect();
@@ -984,7 +984,7 @@ pub fn load(
 #[pyo3(signature = (data, name = "<bytes>", *, to_meters = false, y_up = false, right_handed = false, animation_options = false))]
 pub fn load_bytes(
     py: Python<'_>,
-    data: Vec<u8>,
+    data: &[u8],
     name: &str,
     to_meters: bool,
     y_up: bool,
@@ -992,9 +992,16 @@ pub fn load_bytes(
     animation_options: bool,
 ) -> PyResult<Asset> {
     let name = PathBuf::from(name);
-    let options = load_options(to_meters, y_up, right_handed, animation_options, None, 30.0)?;
+    let options = load_options(
+        to_meters,
+        y_up,
+        right_handed,
+        animation_options,
+        None,
+        skelett_io::rite::DEFAULT_FPS,
+    )?;
     let asset = py
-        .detach(move || skelett_io::from_bytes_with(&data, &name, &options))
+        .detach(move || skelett_io::from_bytes_with(data, &name, &options))
         .map_err(io_error)?;
     Asset::new(py, asset)
 }
@@ -1036,14 +1043,14 @@ pub fn convert(
 
 /// An asset from `.skl` bytes (`Asset.to_skl_bytes`; unpickling uses it).
 #[pyfunction]
-pub fn from_skl_bytes(py: Python<'_>, data: Vec<u8>) -> PyResult<Asset> {
-    let a = skelett_io::native::from_bytes(&data, Path::new("<pickle>")).map_err(io_error)?;
+pub fn from_skl_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Asset> {
+    let a = skelett_io::native::from_bytes(data, Path::new("<pickle>")).map_err(io_error)?;
     Asset::new(py, a)
 }
 
 /// A skeleton from `.skl` bytes (unpickling uses it).
 #[pyfunction]
-pub fn skeleton_from_skl_bytes(data: Vec<u8>) -> PyResult<Skeleton> {
-    let a = skelett_io::native::from_bytes(&data, Path::new("<pickle>")).map_err(io_error)?;
+pub fn skeleton_from_skl_bytes(data: &[u8]) -> PyResult<Skeleton> {
+    let a = skelett_io::native::from_bytes(data, Path::new("<pickle>")).map_err(io_error)?;
     Ok(Skeleton { inner: a.skeleton })
 }

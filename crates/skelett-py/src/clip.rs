@@ -497,8 +497,8 @@ pub fn joint_map(
 
 /// A clip from `.skl` bytes (its skeleton and the one clip; unpickling uses it).
 #[pyfunction]
-pub fn clip_from_skl_bytes(data: Vec<u8>) -> PyResult<Clip> {
-    let a = skelett_io::native::from_bytes(&data, Path::new("<pickle>")).map_err(io_error)?;
+pub fn clip_from_skl_bytes(data: &[u8]) -> PyResult<Clip> {
+    let a = skelett_io::native::from_bytes(data, Path::new("<pickle>")).map_err(io_error)?;
     let c = a
         .clips
         .first()

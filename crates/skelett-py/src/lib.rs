@@ -84,8 +84,8 @@ pub(crate) fn pool() -> PyResult<std::sync::Arc<rayon::ThreadPool>> {
 }
 
 /// The module.
-#[pymodule]
-fn skelett(m: &Bound<'_, PyModule>) -> PyResult<()> {
+#[pymodule(name = "skelett")]
+fn skelett_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SkelettError", m.py().get_type::<SkelettError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<asset::Asset>()?;

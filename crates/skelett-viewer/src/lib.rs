@@ -75,7 +75,8 @@ pub struct ViewerOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ViewerError {
-    /// The asset has no clip to play (no longer returned: such a file shows its rest pose).
+    /// The asset has no clip to play (no longer returned: such a file shows its rest pose;
+    /// kept so that matches on it still compile).
     #[error("the file has no clips to view")]
     NoClips,
     /// The window could not be opened (eframe's message: its error is not `Send`).
@@ -99,12 +100,15 @@ pub enum ViewerError {
     /// The animation graph does not fit the file (an unknown clip, joint, ...).
     #[error(transparent)]
     Graph(#[from] skelett_io::Error),
+    /// A file opened from the viewer (Open…, a dropped file) could not be read.
+    #[error(transparent)]
+    Load(skelett_io::Error),
 }
 
 /// Opens the viewer on `asset` and returns when the window closes.
 ///
 /// # Errors
-/// [`ViewerError`]: no clips, no window or GPU, or the first failure while running (a
+/// [`ViewerError`]: no window or GPU, or the first failure while running (a
 /// screenshot that cannot be written, for one).
 pub fn run(asset: Asset, options: ViewerOptions) -> Result<(), ViewerError> {
     let asset = prepare(asset)?;
@@ -449,7 +453,7 @@ impl Viewer {
     /// clip. A file that cannot be viewed leaves the current one and says why in the log.
     fn open(&mut self, ctx: &egui::Context, path: &Path) {
         let opened = skelett_io::load_with(path, &self.options.load)
-            .map_err(ViewerError::from)
+            .map_err(ViewerError::Load)
             .and_then(prepare)
             .and_then(|asset| {
                 let mut options = self.options.clone();
@@ -492,7 +496,7 @@ impl Viewer {
                 *self = next;
             }
             // skelett's errors name the file already.
-            Err(e @ (ViewerError::Graph(_) | ViewerError::Skelett(_))) => {
+            Err(e @ (ViewerError::Load(_) | ViewerError::Skelett(_))) => {
                 self.log(format!("could not open: {e}"))
             }
             Err(e) => self.log(format!("could not open {}: {e}", path.display())),

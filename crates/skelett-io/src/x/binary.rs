@@ -15,8 +15,12 @@
 //! run of floats into another, across member boundaries (a Mesh is `[24] [72 floats]
 //! [12, 3, 0, 2, 1, ...]`), so the numbers of an object are read as one flat stream, exactly
 //! as the text form's are. Every record's length is checked against what is left before it
-//! is read (a count can never ask for more memory than the file holds), and every error
-//! names the byte offset (in the decompressed data for a `bzip` file).
+//! is read (a count can never ask for more than the file holds: the tree then takes about
+//! ten times the bytes of the numbers it holds, as the text form's does), and every error
+//! names the byte offset (in the decompressed data for a `bzip` file). A STRING record is
+//! followed by a separator token; the SDK's table calls that terminator a DWORD, but real
+//! files (the shared exporter's cube, Wine's and assimp's readers) write a 2-byte token,
+//! and a separator is skipped wherever it stands.
 
 use std::path::Path;
 

@@ -228,7 +228,7 @@ struct Obj {
 ///
 /// # Errors
 /// [`Error::Malformed`] for a header that is not `.x`'s or a binary token stream that does not
-/// parse (with its byte offset), [`Error::Syntax`] with a line for text that does not parse,
+/// parse (with its byte offset), [`Error::Unsupported`] for a form other than the four, [`Error::Syntax`] with a line for text that does not parse,
 /// [`Error::Invalid`] for a compressed file whose blocks do not inflate (or whose decompressed
 /// data does not parse: the offset in it is named), and for objects whose counts or values do
 /// not fit, [`Error::Build`] when the runtime rejects the result.
@@ -236,7 +236,9 @@ pub fn from_bytes_with(bytes: &[u8], name: &Path, options: &Options) -> Result<A
     let header = |expected: &str| Error::Malformed {
         file: name.to_path_buf(),
         offset: 0,
-        expected: format!("the .x header \"xof 0303txt 0032\" ({expected})"),
+        expected: format!(
+            "the .x header \"xof 0303txt 0032\" (or bin, tzip, bzip; 0032 or 0064): {expected}"
+        ),
     };
     if bytes.len() < 16 || &bytes[..4] != b"xof " {
         return Err(header("\"xof \" and 12 more bytes"));
@@ -943,16 +945,21 @@ fn animation_options(
                 // Hold to the clip's end first if this channel stops early, then back to the
                 // first key one frame later.
                 let hold = ch.times.last().is_some_and(|&t| t < end);
+                // A key without values (`AnimationKey { 0; 0; }`) has nothing to close.
                 match &mut ch.values {
                     RawValues::Vec3(v) => {
-                        let (first, last) = (v[0], v[v.len() - 1]);
+                        let (Some(&first), Some(&last)) = (v.first(), v.last()) else {
+                            continue;
+                        };
                         if hold {
                             v.push(last);
                         }
                         v.push(first);
                     }
                     RawValues::Quat(q) => {
-                        let (first, last) = (q[0], q[q.len() - 1]);
+                        let (Some(&first), Some(&last)) = (q.first(), q.last()) else {
+                            continue;
+                        };
                         if hold {
                             q.push(last);
                         }

@@ -14,7 +14,9 @@
 //! The decompressed body is the file without its header: text from its first token for
 //! `tzip`, the binary token stream for `bzip`. Every size is checked: a block must inflate to
 //! exactly the size its header gives, and all blocks to the size the file gives, which may
-//! not pass the input limit (the limit bounds what a small file can unpack to).
+//! pass neither the input limit nor [`MAX_RATIO`] times the compressed file's size: DEFLATE
+//! can unpack a thousandfold, and a few megabytes must not become gigabytes (real `.x` files
+//! compress 3 to 10 times).
 
 use std::path::Path;
 
@@ -25,6 +27,13 @@ use crate::Error;
 
 /// The largest block MSZIP writes.
 const MAX_BLOCK: usize = 32 * 1024;
+
+/// How many times its own size a compressed file may unpack to (with at least
+/// [`MIN_ALLOWANCE`] bytes allowed whatever its size).
+pub(super) const MAX_RATIO: u64 = 64;
+
+/// What any compressed file may unpack to, however small.
+const MIN_ALLOWANCE: u64 = 16 << 20;
 
 /// Inflates the blocks of a compressed `.x` file (`bytes` is the whole file, header included).
 pub(super) fn inflate(bytes: &[u8], file: &Path) -> Result<Vec<u8>, Error> {
@@ -40,13 +49,17 @@ pub(super) fn inflate(bytes: &[u8], file: &Path) -> Result<Vec<u8>, Error> {
         ));
     };
     let total = u32::from_le_bytes([size[0], size[1], size[2], size[3]]) as u64;
-    let limit = crate::max_input_bytes();
+    let limit = crate::max_input_bytes().min(
+        (bytes.len() as u64)
+            .saturating_mul(MAX_RATIO)
+            .max(MIN_ALLOWANCE),
+    );
     let Some(want) = total.checked_sub(16).filter(|&w| total <= limit && w > 0) else {
         return Err(bad(
             16,
             format!(
-                "a decompressed size from 17 bytes to the input limit of {limit} bytes, \
-                 found {total}"
+                "a decompressed size from 17 bytes to {limit} bytes (the input limit, or \
+                 {MAX_RATIO} times the file's size), found {total}"
             ),
         ));
     };

@@ -57,7 +57,7 @@ pub(super) fn parse(
     Ok(top)
 }
 
-pub(super) struct Lexer<'a> {
+struct Lexer<'a> {
     b: &'a [u8],
     pos: usize,
     line: usize,
@@ -287,7 +287,7 @@ impl<'a> Lexer<'a> {
 }
 
 /// A number token: its value and whether it is an integer literal; `None` for a word.
-pub(super) fn parse_num(t: &str) -> Option<(f64, bool)> {
+fn parse_num(t: &str) -> Option<(f64, bool)> {
     let c = t.as_bytes().first()?;
     if !(c.is_ascii_digit() || *c == b'-' || *c == b'+' || *c == b'.') {
         return None;

@@ -68,8 +68,10 @@ pub struct PlayOptions {
     pub sync_group: Option<u32>,
     /// Where to start, as a fraction of the clip (ignored when joining a running group).
     pub start: f32,
-    /// How this player interpolates rotation keys: slerp (the default) or the cheaper nlerp
-    /// ([`RotationInterpolation`] gives the error of each).
+    /// How this clip's rotation keys are interpolated: slerp (the default) or the cheaper
+    /// nlerp ([`RotationInterpolation`] gives the error of each). For clips played directly
+    /// (`play`, `crossfade`, `inertialize`, `queue`); blend trees, blend spaces and graph
+    /// states slerp.
     pub rotation: RotationInterpolation,
 }
 

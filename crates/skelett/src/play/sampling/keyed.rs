@@ -11,17 +11,8 @@ use crate::Transform;
 impl Keys {
     /// Evaluates a STEP or CUBICSPLINE channel (or any channel, slowly) in segment `k`
     /// (keys `k` and `k + 1`) at `u` in 0..=1 through the segment, which is time `t`.
-    /// `nlerp` interpolates LINEAR rotations by nlerp instead of slerp.
     #[inline]
-    pub(crate) fn eval_track(
-        &self,
-        track: &Track,
-        k: usize,
-        u: f32,
-        t: f32,
-        nlerp: bool,
-        out: &mut Transform,
-    ) {
+    pub(crate) fn eval_track(&self, track: &Track, k: usize, u: f32, t: f32, out: &mut Transform) {
         let ts = track.time_start as usize;
         let vs = track.value_start as usize;
         let t1 = self.times[ts + k + 1];
@@ -29,9 +20,6 @@ impl Keys {
         // STEP switches exactly at the next key's time (u may round to just below 1 there).
         let step_key = if t >= t1 { k + 1 } else { k };
         match (track.target, track.interpolation) {
-            (Target::Rotation, Interpolation::Linear) if nlerp => {
-                out.rotation = super::nlerp_aligned(self.quats[vs + k], self.quats[vs + k + 1], u);
-            }
             (Target::Rotation, Interpolation::Linear) => {
                 let seg = self.slerp[vs + k];
                 out.rotation =
