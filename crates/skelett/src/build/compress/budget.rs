@@ -473,7 +473,7 @@ pub(super) fn compress_on(
     Ok(None)
 }
 
-/// Each trial of [`loosen`] rebuilds and measures the whole clip, so skeletons up to this
+/// Each trial of [`loosen`] rebuilds the whole clip (and measures the joints it moves), so skeletons up to this
 /// many joints are loosened joint by joint, and larger ones in this many blocks of
 /// neighbouring joints: the work stays linear in the joint count (it was quadratic: 8,191
 /// joints took 52 s), at the price of a slightly coarser spend on skeletons that large.
@@ -493,12 +493,30 @@ pub(super) fn loosen(
     scale: &[f32],
     best: &Outcome,
 ) -> Result<Outcome, Error> {
-    let budget = target / 0.97;
     let n = skeleton.len();
     let block = n.div_ceil(LOOSEN_TRIALS).max(1);
     let mut scale = scale.to_vec();
     let mut plans = best.plans.clone();
     let mut out = None;
+    // Each joint's largest error at the check times, under the plans accepted so far: a
+    // trial measures only the joints its changes move (the subtrees of the changed joints)
+    // and takes the others' from here, which is what measuring the whole clip would find,
+    // since a joint's decoded track depends on its own plan only.
+    let mut errors = vec![0f32; n];
+    metric::measure(
+        skeleton,
+        reference,
+        &best.clip,
+        shell,
+        &p.check_times,
+        |_, j, e| {
+            errors[j] = worse(errors[j], e);
+        },
+    )?;
+    let parents: Vec<Option<usize>> = (0..n)
+        .map(|j| skeleton.parent(j as JointIndex).map(usize::from))
+        .collect();
+    let (mut moved, mut needed) = (vec![false; n], vec![false; n]);
     for _ in 0..2 {
         let mut end = n;
         while end > 0 {
@@ -518,16 +536,45 @@ pub(super) fn loosen(
             if changed.is_empty() {
                 continue;
             }
+            // The joints the change moves (parents come before their children), and those
+            // to compose: them and every joint above them.
+            moved.fill(false);
+            for &j in &changed {
+                moved[j] = true;
+            }
+            for j in 0..n {
+                if let Some(q) = parents[j] {
+                    moved[j] |= moved[q];
+                }
+            }
+            needed.copy_from_slice(&moved);
+            for j in (0..n).rev() {
+                if let (true, Some(q)) = (needed[j], parents[j]) {
+                    needed[q] = true;
+                }
+            }
             let o = assemble(reference, skeleton, p, &candidate)?;
-            if check(skeleton, p, reference, &o.clip, shell, budget, false)?
-                .stats
-                .max
-                <= target
-            {
+            let mut trial = errors.clone();
+            for (e, &m) in trial.iter_mut().zip(&moved) {
+                if m {
+                    *e = 0.0;
+                }
+            }
+            metric::measure_joints(
+                skeleton,
+                reference,
+                &o.clip,
+                shell,
+                &p.check_times,
+                Some((&needed, &moved)),
+                |_, j, e| trial[j] = worse(trial[j], e),
+            )?;
+            if trial.iter().fold(0.0f32, |a, &e| worse(a, e)) <= target {
                 for j in changed {
                     scale[j] *= 1.5;
                 }
                 plans = candidate;
+                errors = trial;
                 out = Some(o);
             }
         }
@@ -535,6 +582,15 @@ pub(super) fn loosen(
     match out {
         Some(o) => Ok(o),
         None => assemble(reference, skeleton, p, &plans),
+    }
+}
+
+/// The larger of two errors, a NaN counting as infinite (as [`check`] counts it).
+fn worse(a: f32, e: f32) -> f32 {
+    if e.is_nan() {
+        f32::INFINITY
+    } else {
+        a.max(e)
     }
 }
 

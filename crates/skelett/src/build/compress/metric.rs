@@ -42,6 +42,23 @@ pub(crate) fn measure(
     candidate: &Clip,
     shell: f32,
     times: &[f32],
+    on_error: impl FnMut(usize, usize, f32),
+) -> Result<(), Error> {
+    measure_joints(skeleton, reference, candidate, shell, times, None, on_error)
+}
+
+/// [`measure`] for some joints: with `only` = (needed, measured), only the `needed` joints are
+/// composed (they must include every ancestor of a measured joint) and `on_error` is called
+/// for the `measured` ones. A trial that changes a few joints' channels moves only their
+/// subtrees: measuring just those (composing the chains above them) is what keeps the
+/// encoder's joint-by-joint loosening linear, not quadratic, in the joint count.
+pub(crate) fn measure_joints(
+    skeleton: &Skeleton,
+    reference: &Clip,
+    candidate: &Clip,
+    shell: f32,
+    times: &[f32],
+    only: Option<(&[bool], &[bool])>,
     mut on_error: impl FnMut(usize, usize, f32),
 ) -> Result<(), Error> {
     let n = skeleton.len();
@@ -55,9 +72,12 @@ pub(crate) fn measure(
     for (i, &t) in times.iter().enumerate() {
         sample(reference, t, &mut ca, &mut pa)?;
         sample(candidate, t, &mut cb, &mut pb)?;
-        compose(skeleton, &pa, &mut ma);
-        compose(skeleton, &pb, &mut mb);
+        compose(skeleton, &pa, &mut ma, only.map(|o| o.0));
+        compose(skeleton, &pb, &mut mb, only.map(|o| o.0));
         for j in 0..n {
+            if only.is_some_and(|(_, measured)| !measured[j]) {
+                continue;
+            }
             let d = mb[j] - ma[j];
             // The vertex error is the origin's difference plus the axis' difference.
             let o = d.w_axis.truncate();
@@ -73,10 +93,18 @@ pub(crate) fn measure(
 
 /// Model-space matrices of `pose`, composed in f64: at a budget of 0.01 cm on a skeleton a
 /// few metres in size, f32's own rounding is a tenth of the budget, too much for the
-/// measurement the guarantee rests on.
-fn compose(skeleton: &Skeleton, pose: &[crate::Transform], model: &mut [DMat4]) {
+/// measurement the guarantee rests on. With `needed`, only those joints (ancestors first).
+fn compose(
+    skeleton: &Skeleton,
+    pose: &[crate::Transform],
+    model: &mut [DMat4],
+    needed: Option<&[bool]>,
+) {
     let parents = skeleton.parents();
     for (j, l) in pose.iter().enumerate().take(model.len()) {
+        if needed.is_some_and(|n| !n[j]) {
+            continue;
+        }
         let local = DMat4::from_scale_rotation_translation(
             l.scale.as_dvec3(),
             l.rotation.as_dquat().normalize(),
