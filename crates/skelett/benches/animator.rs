@@ -1,7 +1,11 @@
 //! One character update, end to end (criterion): the animator cross-fading two synchronised
-//! clips, then local-to-model and the skinning palette — the workload ozz-animation 0.16 was
-//! measured with on this machine (issue 3): 1.03 µs per robot_quaternius character (43 joints)
-//! and 0.70 per Fox updated over and over; 2.51 and 1.48 when 1024 different characters are.
+//! clips, then local-to-model and the skinning palette — the workload of
+//! `../shared/bench/ozz`'s harness. ozz-animation 0.16 measured with it on this machine (issue
+//! 23's table, an earlier session; the figures quoted here before were older and too high):
+//! 1.16 µs per robot_quaternius character (58 joints in ozz's conversion), 0.622 per Fox and
+//! 0.564 per CesiumMan updated over and over; 1.63, 0.803 and 0.728 µs when 1024 different
+//! characters are. CesiumMan has one clip: it cross-fades into itself (two players, both
+//! sampled and blended).
 //!
 //! - `one`: the same character again and again (its data stays in the caches);
 //! - `crowd_1024`: 1024 characters sharing the clips, with their own animators and buffers
@@ -77,6 +81,7 @@ fn bench(c: &mut Criterion) {
             "Robot_Running",
         ),
         ("fox", "gltf/Fox.glb", "Walk", "Run"),
+        ("cesium_man", "gltf/CesiumMan.glb", "0", "0"),
     ] {
         let mut group = c.benchmark_group(format!("character_{label}"));
         let asset = skelett_io::load(data(file)).expect("shared data beside the repository");

@@ -6,6 +6,9 @@
 //! forward sampling 8.8 ns/joint on Fox, 5.3 on robot_quaternius, 9.8 on CesiumMan; random
 //! seeks 23.6, 16.6 and 32.4; local-to-model 5.9-6.4; palette 3.3-3.4 ns/matrix.
 //!
+//! `blend_2` and `blend_3` blend two and three sampled poses with equal weights (ns/joint as
+//! above), ozz's two- and three-layer `BlendingJob`.
+//!
 //! `sample_forward_60hz_nlerp` is the forward playback with [`RotationInterpolation::Nlerp`],
 //! to compare with slerp's `sample_forward_60hz` in the same run.
 //!
@@ -19,7 +22,8 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use glam::Mat4;
 use skelett::{
-    local_to_model, sample, skinning_palette, Pose, RotationInterpolation, SamplingCache,
+    blend, local_to_model, sample, skinning_palette, BlendInput, Pose, RotationInterpolation,
+    SamplingCache,
 };
 
 /// (label, file, clip) triples benchmarked.
@@ -72,6 +76,30 @@ fn bench_runtime(c: &mut Criterion) {
                 sample(clip, black_box(seeks[k]), &mut cache, &mut pose).unwrap();
             })
         });
+        // Blending alone: two and three sampled poses (the clip at other times), equal
+        // weights, no masks: ozz's BlendingJob with two and three layers.
+        let poses: Vec<Pose> = [0.25f32, 0.5, 0.75]
+            .iter()
+            .map(|f| {
+                let mut p = Pose::rest(skeleton);
+                sample(clip, clip.start() + clip.duration() * f, &mut cache, &mut p).unwrap();
+                p
+            })
+            .collect();
+        let mut blended = Pose::rest(skeleton);
+        for layers in [2usize, 3] {
+            let inputs: Vec<BlendInput> = poses[..layers]
+                .iter()
+                .map(|p| BlendInput {
+                    pose: p,
+                    weight: 1.0,
+                    mask: None,
+                })
+                .collect();
+            group.bench_function(format!("blend_{layers}"), |b| {
+                b.iter(|| blend(black_box(&inputs), skeleton.rest_pose(), &mut blended).unwrap())
+            });
+        }
         let mut model = vec![Mat4::IDENTITY; n];
         group.bench_function("local_to_model", |b| {
             b.iter(|| local_to_model(skeleton, black_box(&pose), 0, &mut model).unwrap())
