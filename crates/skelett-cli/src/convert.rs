@@ -88,12 +88,8 @@ fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
             *c = std::sync::Arc::new(closed);
         }
     }
-    match ext.as_str() {
-        "skl" => skelett_io::native::save(&asset, output)?,
-        // The model, and beside it the first clip as .raa (rotations only).
-        "ram" => skelett_io::rite::save_with(&asset, output, &opts.ram())?,
-        _ => skelett_io::gltf::save(&asset, output)?,
-    }
+    // What the written format cannot hold, said rather than dropped silently.
+    let lost = skelett_io::save_by_extension(&asset, output, &opts.ram())?;
     let bytes = std::fs::metadata(output).map_or(0, |m| m.len());
     let mut msg = format!(
         "{} -> {} ({} joints, {} clips, {} meshes, {} bytes)",
@@ -104,23 +100,6 @@ fn convert_one(input: &Path, output: &Path, opts: &Options) -> Result<String> {
         asset.meshes.len(),
         bytes
     );
-    // What the written format cannot hold, said rather than dropped silently.
-    let lost = match ext.as_str() {
-        "ram" => skelett_io::rite::losses_with(&asset, &opts.ram()),
-        "glb" => asset
-            .meshes
-            .iter()
-            .filter(|m| !m.morph_full_weights.is_empty())
-            .map(|m| {
-                format!(
-                    "mesh {:?}: in-between shapes baked into per-target weights (glTF has \
-                     none; channels named channel@weight)",
-                    m.name
-                )
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
     for l in notes.iter().chain(&lost) {
         msg.push_str(&format!("\n  warning: {}", crate::term_safe(l)));
     }

@@ -889,6 +889,46 @@ pub fn load_with(path: impl AsRef<Path>, options: &LoadOptions) -> Result<Asset,
     }
 }
 
+/// Writes `asset` by `path`'s extension: `.glb`, `.skl`, or `.ram` with its first clip as
+/// the `.raa` beside it (in `ram`'s layout and at its frame rate). Returns what that format
+/// cannot hold, one line each (empty when nothing is lost): what `skelett convert` and the
+/// Python package's `save` warn about.
+///
+/// # Errors
+/// [`Error::UnknownFormat`] for another extension; otherwise the writer's.
+pub fn save_by_extension(
+    asset: &Asset,
+    path: &Path,
+    ram: &rite::WriteOptions,
+) -> Result<Vec<String>, Error> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("skl") => native::save(asset, path).map(|()| Vec::new()),
+        Some("ram") => rite::save_with(asset, path, ram).map(|()| rite::losses_with(asset, ram)),
+        Some("glb") => gltf::save(asset, path).map(|()| {
+            asset
+                .meshes
+                .iter()
+                .filter(|m| !m.morph_full_weights.is_empty())
+                .map(|m| {
+                    format!(
+                        "mesh {:?}: in-between shapes baked into per-target weights (glTF has \
+                         none; channels named channel@weight)",
+                        m.name
+                    )
+                })
+                .collect()
+        }),
+        _ => Err(Error::UnknownFormat {
+            file: path.to_path_buf(),
+            known: "glb, skl, ram",
+        }),
+    }
+}
+
 /// The README's Rust examples, compiled as doctests so they stay true.
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]

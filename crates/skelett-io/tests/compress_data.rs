@@ -7,27 +7,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use glam::{DMat4, DVec3};
 use skelett::compress::{compress, CompressOptions, CompressReport};
 use skelett::{sample, sample_uncached, Clip, Pose, SamplingCache, Skeleton, Transform};
-
-/// Every animation file of the shared data.
-fn data_files() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for dir in ["gltf", "bvh", "x", "fbx"] {
-        let d = common::data(dir);
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&d)
-            .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
-            .map(|e| e.unwrap().path())
-            .filter(|p| skelett_io::is_known_extension(p))
-            .collect();
-        files.sort();
-        out.extend(files);
-    }
-    out
-}
 
 /// Model-space matrices of a pose, composed in f64.
 fn model(skeleton: &Skeleton, pose: &[Transform]) -> Vec<DMat4> {
@@ -146,7 +130,7 @@ fn options(asset: &skelett_io::Asset, cm: Option<f32>, rate: Option<f32>) -> Com
 fn every_clip_of_the_data_set_stays_within_the_budget() {
     let mut clips = 0;
     let (mut raw, mut small) = (0usize, 0usize);
-    for file in data_files() {
+    for file in common::animation_files() {
         let asset = skelett_io::load(&file).unwrap_or_else(|e| panic!("{e}"));
         let opts = options(&asset, None, None);
         for clip in &asset.clips {

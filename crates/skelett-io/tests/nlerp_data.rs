@@ -6,27 +6,9 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use skelett::{
     sample, ChannelValues, Interpolation, Pose, RotationInterpolation, SamplingCache, Target,
 };
-
-/// Every animation file of the shared data.
-fn data_files() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for dir in ["gltf", "bvh", "x", "fbx"] {
-        let d = common::data(dir);
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&d)
-            .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
-            .map(|e| e.unwrap().path())
-            .filter(|p| skelett_io::is_known_extension(p))
-            .collect();
-        files.sort();
-        out.extend(files);
-    }
-    out
-}
 
 /// The largest angle (radians) between nlerp and slerp over a key pair whose rotations are
 /// `alpha` radians apart, in f64: `max over u of |2 atan2(u sin Ω, 1 - u + u cos Ω) - u α|`
@@ -52,7 +34,7 @@ fn nlerp_stays_within_its_error_bound_on_every_clip() {
     let mut checked = 0usize;
     // Joint samples in all, and those more than 0.01 degree from slerp.
     let (mut samples, mut over) = (0usize, 0usize);
-    for file in data_files() {
+    for file in common::animation_files() {
         let asset = skelett_io::load(&file).unwrap_or_else(|e| panic!("{e}"));
         for clip in &asset.clips {
             if clip.is_compact() {

@@ -229,7 +229,8 @@ impl Asset {
     ) -> PyResult<Vec<String>> {
         let ram = ram_options(ram_counts, raa_fps)?;
         let a = self.inner.clone();
-        py.detach(move || save(&a, &path, &ram)).map_err(io_error)
+        py.detach(move || skelett_io::save_by_extension(&a, &path, &ram))
+            .map_err(io_error)
     }
 
     /// The asset with every length multiplied by `factor` (0.01: centimetres to metres).
@@ -504,42 +505,6 @@ fn ram_options(counted: bool, fps: f32) -> PyResult<skelett_io::rite::WriteOptio
         skelett_io::rite::Layout::Article
     };
     Ok(skelett_io::rite::WriteOptions::layout(layout).with_fps(fps))
-}
-
-/// Saves by extension; returns what the format cannot hold, as the CLI's `convert` warns.
-fn save(
-    asset: &skelett_io::Asset,
-    path: &Path,
-    ram: &skelett_io::rite::WriteOptions,
-) -> Result<Vec<String>, skelett_io::Error> {
-    match path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase)
-        .as_deref()
-    {
-        Some("skl") => skelett_io::native::save(asset, path).map(|()| Vec::new()),
-        Some("ram") => skelett_io::rite::save_with(asset, path, ram)
-            .map(|()| skelett_io::rite::losses_with(asset, ram)),
-        Some("glb") => skelett_io::gltf::save(asset, path).map(|()| {
-            asset
-                .meshes
-                .iter()
-                .filter(|m| !m.morph_full_weights.is_empty())
-                .map(|m| {
-                    format!(
-                        "mesh {:?}: in-between shapes baked into per-target weights (glTF has \
-                         none)",
-                        m.name
-                    )
-                })
-                .collect()
-        }),
-        _ => Err(skelett_io::Error::UnknownFormat {
-            file: path.to_path_buf(),
-            known: "glb, skl, ram",
-        }),
-    }
 }
 
 /// The readers' options from `load`'s keywords.
@@ -1035,7 +1000,7 @@ pub fn convert(
     let ram = ram_options(ram_counts, raa_fps)?;
     py.detach(move || {
         let a = skelett_io::load_with(&source, &options)?;
-        let lost = save(&a, &output, &ram)?;
+        let lost = skelett_io::save_by_extension(&a, &output, &ram)?;
         Ok(a.warnings.into_iter().chain(lost).collect())
     })
     .map_err(io_error)

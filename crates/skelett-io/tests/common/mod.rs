@@ -86,6 +86,23 @@ pub fn compare_world(
 }
 
 /// Every asset of the shared data set that skelett reads (glTF, BVH, FBX, .x), sorted.
+/// Every animation file of the shared data that `skelett_io::load` reads, folder by folder
+/// (glTF, BVH, .x, FBX), each folder sorted.
+pub fn animation_files() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for dir in ["gltf", "bvh", "x", "fbx"] {
+        let d = data(dir);
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&d)
+            .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
+            .map(|e| e.unwrap().path())
+            .filter(|p| skelett_io::is_known_extension(p))
+            .collect();
+        files.sort();
+        out.extend(files);
+    }
+    out
+}
+
 pub fn all_assets() -> Vec<PathBuf> {
     let mut v = Vec::new();
     for dir in ["gltf", "bvh", "fbx", "x"] {
