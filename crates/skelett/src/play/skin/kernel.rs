@@ -2,7 +2,7 @@
 //! built twice (baseline SSE2 and AVX+FMA, chosen at run time unless the `scalar` feature
 //! is on).
 
-use glam::{Mat3A, Mat4, Quat, Vec3, Vec3A, Vec4};
+use glam::{Mat3A, Mat4, Vec3, Vec3A, Vec4};
 
 use super::*;
 
@@ -297,9 +297,52 @@ pub(super) fn linear_vertex<const K: usize, const F: bool>(
     }
 }
 
-/// One vertex by dual quaternion blending (all its joints are rigid).
+/// The blended dual quaternion `(r, d)` of one vertex and `n = |r|²`, all its joints rigid;
+/// the first joint's when the blend cancels out.
 #[inline(always)]
-pub(super) fn dual_vertex<const K: usize>(
+pub(super) fn blend_dual<const K: usize, const F: bool>(
+    d: &[DualQuat],
+    j: &[u16],
+    w: &[f32],
+) -> (Vec4, Vec4, f32) {
+    let first = &d[j[0] as usize];
+    let r0 = Vec4::from(first.real);
+    let (mut real, mut dual) = (r0, Vec4::from(first.dual));
+    if K > 1 {
+        real *= w[0];
+        dual *= w[0];
+        let mut last = 1.0 - w[0];
+        for i in 1..K {
+            let q = &d[j[i] as usize];
+            let wi = if i + 1 < K { w[i] } else { last };
+            last -= wi;
+            let qr = Vec4::from(q.real);
+            // Shortest path: blend each rotation on the first one's hemisphere (the weight
+            // takes the sign of the dot product; branch-free).
+            let s = f32::from_bits(wi.to_bits() ^ (r0.dot(qr).to_bits() & 0x8000_0000));
+            let s = Vec4::splat(s);
+            real = madd::<F>(qr, s, real);
+            dual = madd::<F>(Vec4::from(q.dual), s, dual);
+        }
+    }
+    let n = real.dot(real);
+    // Opposite rotations with equal weights cancel: keep the first joint's transform.
+    if (1e-12..=f32::MAX).contains(&n) {
+        (real, dual, n)
+    } else {
+        (r0, Vec4::from(first.dual), 1.0)
+    }
+}
+
+/// One vertex by dual quaternion blending (all its joints are rigid).
+///
+/// The blended dual quaternion `(r, d)` is not normalised with a square root: with
+/// `n = |r|²`, its rotation is the matrix of `r` scaled by `1 / n` and its translation is
+/// `2 (d r*) / n` (the unit dual quaternion `(r, d) / |r|` gives the same), so one division
+/// turns it into an affine matrix, applied to the position and directions as linear blending
+/// applies its blended matrix.
+#[inline(always)]
+pub(super) fn dual_vertex<const K: usize, const F: bool>(
     palette: &SkinPalette,
     j: &[u16],
     w: &[f32],
@@ -307,44 +350,38 @@ pub(super) fn dual_vertex<const K: usize>(
     v: usize,
     out: &mut SkinOutput<'_>,
 ) {
-    let d = &palette.dual;
-    let first = d[j[0] as usize];
-    let (mut real, mut dual) = (real_zero(), real_zero());
-    let mut last = 1.0;
-    for i in 0..K {
-        let q = d[j[i] as usize];
-        let wi = if i + 1 < K { w[i] } else { last };
-        last -= wi;
-        // Shortest path: blend each rotation on the first one's hemisphere.
-        let s = if first.real.dot(q.real) < 0.0 {
-            -wi
-        } else {
-            wi
-        };
-        real += q.real * s;
-        dual += q.dual * s;
-    }
-    let len = real.length();
-    let (real, dual) = if len > 1e-6 {
-        (real * len.recip(), dual * len.recip())
-    } else {
-        (first.real, first.dual)
-    };
-    // Translation of a unit dual quaternion: 2 * dual * conj(real).
-    let t = (dual * real.conjugate()) * 2.0;
-    out.positions[v] = real * src.positions[v] + Vec3::new(t.x, t.y, t.z);
-    if let (Some(o), Some(n)) = (out.normals.as_deref_mut(), src.normals) {
-        o[v] = unit(Vec3A::from(real * n[v]), n[v]);
+    let (real, dual, n) = blend_dual::<K, F>(&palette.dual, j, w);
+    let m = dual_to_affine(real, dual, n);
+    out.positions[v] = m.point::<F>(src.positions[v]);
+    if let (Some(o), Some(nr)) = (out.normals.as_deref_mut(), src.normals) {
+        let nr = nr[v];
+        o[v] = unit(m.vector::<F>(nr), nr);
     }
     if let (Some(o), Some(t)) = (out.tangents.as_deref_mut(), src.tangents) {
         let t = t[v];
-        o[v] = unit(Vec3A::from(real * t.truncate()), t.truncate()).extend(t.w);
+        o[v] = unit(m.vector::<F>(t.truncate()), t.truncate()).extend(t.w);
     }
 }
 
+/// The affine matrix of the dual quaternion `(r, d) / sqrt(n)` with `n = |r|²`.
 #[inline(always)]
-pub(super) fn real_zero() -> Quat {
-    Quat::from_xyzw(0.0, 0.0, 0.0, 0.0)
+pub(super) fn dual_to_affine(r: Vec4, d: Vec4, n: f32) -> Affine {
+    let s = 2.0 / n;
+    let (x, y, z, w) = (r.x, r.y, r.z, r.w);
+    let (xs, ys, zs) = (x * s, y * s, z * s);
+    let (xx, yy, zz) = (x * xs, y * ys, z * zs);
+    let (xy, xz, yz) = (x * ys, x * zs, y * zs);
+    let (wx, wy, wz) = (w * xs, w * ys, w * zs);
+    // Translation: 2 (d r*) / n, whose vector part is w·d_v - d_w·r_v + r_v × d_v.
+    let rv = Vec3::new(x, y, z);
+    let dv = Vec3::new(d.x, d.y, d.z);
+    let t = (dv * w - rv * d.w + rv.cross(dv)) * s;
+    Affine {
+        x: Vec4::new(1.0 - (yy + zz), xy + wz, xz - wy, 0.0),
+        y: Vec4::new(xy - wz, 1.0 - (xx + zz), yz + wx, 0.0),
+        z: Vec4::new(xz + wy, yz - wx, 1.0 - (xx + yy), 0.0),
+        w: t.extend(1.0),
+    }
 }
 
 /// Skins one influence group with `K` influences per vertex.
@@ -370,27 +407,56 @@ pub(super) fn group<const K: usize, const F: bool>(
         tangents: src.tangents.map(|s| &s[..n]),
     };
     let joints = &joints[..n * K];
-    let dq = palette.dual_ready;
-    let mut vertex = |v: usize, j: &[u16], w: &[f32]| {
-        if dq && j.iter().all(|&j| palette.rigid[j as usize]) {
-            dual_vertex::<K>(palette, j, w, &src, v, &mut out);
-        } else {
-            linear_vertex::<K, F>(palette, j, w, &src, v, &mut out);
-        }
-    };
-    if K == 1 {
-        for (v, j) in joints.chunks_exact(1).enumerate() {
-            vertex(v, j, &[]);
-        }
-    } else {
-        let weights = &weights[..n * (K - 1)];
+    let w1 = K.saturating_sub(1);
+    let weights = &weights[..n * w1];
+    if !palette.dual_ready {
         for (v, (j, w)) in joints
             .chunks_exact(K)
-            .zip(weights.chunks_exact(K - 1))
+            .zip(
+                weights
+                    .chunks_exact(w1.max(1))
+                    .chain(std::iter::repeat(&[][..])),
+            )
             .enumerate()
         {
-            vertex(v, j, w);
+            linear_vertex::<K, F>(palette, j, &w[..w1], &src, v, &mut out);
         }
+        return;
+    }
+    let rigid = |j: &[u16]| palette.all_rigid || j.iter().all(|&j| palette.rigid[j as usize]);
+    let one = |v: usize, out: &mut SkinOutput<'_>| {
+        let (j, w) = (&joints[v * K..][..K], &weights[v * w1..][..w1]);
+        if rigid(j) {
+            dual_vertex::<K, F>(palette, j, w, &src, v, out);
+        } else {
+            linear_vertex::<K, F>(palette, j, w, &src, v, out);
+        }
+    };
+    // In the FMA build, blocks of LANES vertices whose joints are all rigid take the AVX
+    // kernel; the rest go one vertex at a time.
+    #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+    let v = {
+        use super::dual_avx::{dual_block, LANES};
+        let mut v = 0;
+        while F && v + LANES <= n {
+            if rigid(&joints[v * K..(v + LANES) * K]) {
+                // SAFETY: `F` is true only in code instantiated from `skin_range_fma`, called
+                // only after `fma_available()` confirmed AVX and FMA.
+                // `avx_dual_blocks_match_one_vertex_at_a_time` runs it.
+                unsafe { dual_block::<K>(&palette.dual, joints, weights, &src, v, &mut out) };
+            } else {
+                for u in v..v + LANES {
+                    one(u, &mut out);
+                }
+            }
+            v += LANES;
+        }
+        v
+    };
+    #[cfg(not(all(target_arch = "x86_64", not(feature = "scalar"))))]
+    let v = 0;
+    for u in v..n {
+        one(u, &mut out);
     }
 }
 
@@ -398,6 +464,7 @@ pub(super) fn group<const K: usize, const F: bool>(
 mod tests {
     use super::super::palette::{is_rigid, is_similarity};
     use super::*;
+    use glam::Quat;
 
     #[test]
     pub(super) fn tiny_and_huge_directions_fall_back_instead_of_blowing_up() {
@@ -478,6 +545,111 @@ mod tests {
             assert!((a.1[v] - b.1[v]).length() < 1e-5);
             assert!((a.2[v] - b.2[v]).length() < 1e-5);
         }
+    }
+
+    /// The AVX dual quaternion blocks (taken by the FMA build) give what the baseline build
+    /// gives one vertex at a time, for every influence count, with blocks that mix rigid and
+    /// scaling joints (those vertices fall back to linear blending) and leftover vertices.
+    #[cfg(not(feature = "scalar"))]
+    #[test]
+    pub(super) fn avx_dual_blocks_match_one_vertex_at_a_time() {
+        let n = 203;
+        let joints = 9;
+        let mut p = crate::MeshPrimitive {
+            positions: (0..n)
+                .map(|i| Vec3::new(i as f32 * 0.1 - 5.0, (i % 7) as f32, (i % 3) as f32))
+                .collect(),
+            normals: Some(
+                (0..n)
+                    .map(|i| {
+                        if i % 50 == 7 {
+                            Vec3::ZERO // falls back to the bind direction
+                        } else {
+                            Vec3::new(1.0, i as f32 * 0.3, -0.5).normalize()
+                        }
+                    })
+                    .collect(),
+            ),
+            tangents: Some(
+                (0..n)
+                    .map(|i| Vec4::new(0.0, 1.0, i as f32, -1.0).normalize())
+                    .collect(),
+            ),
+            influences: 8,
+            ..Default::default()
+        };
+        for v in 0..n {
+            for i in 0..8 {
+                // Joint 8 scales; only vertices past 160 use it.
+                let j = if v > 160 && i == 0 {
+                    8
+                } else {
+                    (v + 3 * i) % 8
+                };
+                p.joints.push(j as u16);
+                let k = (v / 16) % 8; // 16-vertex runs of each influence count
+                p.weights.push(if i <= k {
+                    1.0 + (i * v % 5) as f32
+                } else {
+                    0.0
+                });
+            }
+        }
+        let mesh = SkinningMesh::new(&p, joints).unwrap();
+        assert!(mesh.groups().len() >= 8);
+        let mut mats: Vec<Mat4> = (0..joints)
+            .map(|i| {
+                let axis = Vec3::new(1.0, i as f32, 0.5 - i as f32).normalize();
+                Mat4::from_rotation_translation(
+                    Quat::from_axis_angle(axis, 0.9 * i as f32 - 3.0),
+                    Vec3::new(i as f32, -2.0 * i as f32, 0.5),
+                )
+            })
+            .collect();
+        mats[8] *= Mat4::from_scale(Vec3::new(1.0, 1.5, 1.0));
+        let mut pal = SkinPalette::new(SkinningMethod::DualQuaternion);
+        pal.set_matrices(&mats);
+        assert!(!pal.all_rigid);
+        let run = |fma: bool| {
+            let mut pos = vec![Vec3::ZERO; n];
+            let mut nrm = vec![Vec3::ZERO; n];
+            let mut tan = vec![Vec4::ZERO; n];
+            let out = SkinOutput {
+                positions: &mut pos,
+                normals: Some(&mut nrm),
+                tangents: Some(&mut tan),
+            };
+            if fma {
+                skin_range_dispatch(&mesh, &pal, None, 0, out);
+            } else {
+                skin_range::<false>(&mesh, &pal, None, 0, out);
+            }
+            (pos, nrm, tan)
+        };
+        let (a, b) = (run(true), run(false));
+        for v in 0..n {
+            let scale = b.0[v].length().max(1.0);
+            assert!(
+                (a.0[v] - b.0[v]).length() < 2e-6 * scale,
+                "{v}: {} {}",
+                a.0[v],
+                b.0[v]
+            );
+            assert!(
+                (a.1[v] - b.1[v]).length() < 2e-6,
+                "{v}: {} {}",
+                a.1[v],
+                b.1[v]
+            );
+            assert!(
+                (a.2[v] - b.2[v]).length() < 2e-6,
+                "{v}: {} {}",
+                a.2[v],
+                b.2[v]
+            );
+        }
+        // The zero normal came back as given.
+        assert_eq!(a.1[7], Vec3::ZERO);
     }
 
     #[test]

@@ -30,9 +30,14 @@
 //! as unit dual quaternions, so a joint that twists does not collapse the skin around it
 //! (LBS's "candy wrapper"). Dual quaternions cannot carry scale, so a vertex influenced by any
 //! joint whose palette entry scales or shears falls back to linear blending, per vertex.
+//! The blend is turned into a matrix without a square root (one division by the squared
+//! length of its rotation part) and applied like linear blending's. On CPUs with AVX and FMA
+//! eight vertices go at once, one per lane (`dual_avx.rs`): about 1.2-1.35x the time of
+//! linear blending on CesiumMan instead of 5x one vertex at a time.
 //!
 //! [`skin_par`] (feature `rayon`) splits the vertices into chunks skinned on rayon's pool.
 
+mod dual_avx;
 mod kernel;
 mod mesh;
 mod palette;

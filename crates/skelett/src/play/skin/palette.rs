@@ -17,6 +17,7 @@ pub enum SkinningMethod {
 
 /// A unit dual quaternion: a rotation `real` and a translation held in `dual`.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
+#[repr(C)]
 pub struct DualQuat {
     /// The rotation.
     pub real: Quat,
@@ -49,6 +50,8 @@ pub struct SkinPalette {
     pub(super) use_normal: bool,
     pub(super) dual: Vec<DualQuat>,
     pub(super) rigid: Vec<bool>,
+    /// Whether every entry of `rigid` is true (no per-vertex check then).
+    pub(super) all_rigid: bool,
     /// Whether `dual` and `rigid` match `matrices` (the method was DualQuaternion at the
     /// last update).
     pub(super) dual_ready: bool,
@@ -165,6 +168,7 @@ impl SkinPalette {
                 let r = Quat::from_mat3a(&Mat3A::from_mat4(*m)).normalize();
                 *dq = DualQuat::from_rotation_translation(r, m.w_axis.truncate());
             }
+            self.all_rigid = self.rigid.iter().all(|&r| r);
         }
     }
 }

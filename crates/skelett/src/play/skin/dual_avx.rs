@@ -1,0 +1,331 @@
+//! Dual quaternion skinning of eight vertices at once with AVX and FMA: the blend, the
+//! conversion to a matrix and its application done in structure-of-arrays form, one vertex
+//! per 256-bit lane.
+//!
+//! One vertex at a time, turning the blended dual quaternion into a matrix is scalar work
+//! (about forty dependent products that four-wide registers cannot share out) and costs more
+//! than the blend itself. Eight vertices side by side do it in the same number of
+//! instructions as one. The palette's dual quaternions are loaded as whole 32-byte rows and
+//! transposed, positions and normals are de-interleaved from and re-interleaved to the
+//! caller's `Vec3` arrays with shuffles; the arithmetic is that of
+//! [`super::kernel::dual_vertex`], which handles the vertices left over and every CPU
+//! without AVX. Only the FMA build of the skinning kernel ([`super::kernel::skin_range_fma`])
+//! calls in here, after run-time detection.
+//!
+//! Written with `std::arch` because the layout changes (8x8 transpose, 3x8 de-interleave)
+//! are what the compiler does not produce from portable code: an attempt with fixed-size
+//! arrays vectorised the arithmetic but went through memory lane by lane, and stalled on
+//! store forwarding.
+
+#![cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+
+use std::arch::x86_64::*;
+
+use glam::{Vec3, Vec4};
+
+use super::kernel::{unit, Source};
+use super::{DualQuat, SkinOutput};
+
+/// Vertices per block: a 256-bit register of `f32`.
+pub(super) const LANES: usize = 8;
+
+/// The dual quaternions of `joints[l * K + i]` for the eight lanes `l`, transposed: element
+/// `c` holds component `c` (real x, y, z, w, then dual x, y, z, w) of every lane.
+#[inline(always)]
+unsafe fn load_transposed<const K: usize>(d: &[DualQuat], joints: &[u16], i: usize) -> [__m256; 8] {
+    // SAFETY (for the loads): `DualQuat` is `repr(C)` of two `Quat`s, each four `f32`
+    // (x, y, z, w), so a reference to one is valid for reading 8 consecutive f32; indexing
+    // `d` checks the joint is in range. Unaligned loads have no alignment requirement.
+    let row =
+        |l: usize| _mm256_loadu_ps(&d[joints[l * K + i] as usize] as *const DualQuat as *const f32);
+    let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
+    let (r4, r5, r6, r7) = (row(4), row(5), row(6), row(7));
+    let (t0, t1) = (_mm256_unpacklo_ps(r0, r1), _mm256_unpackhi_ps(r0, r1));
+    let (t2, t3) = (_mm256_unpacklo_ps(r2, r3), _mm256_unpackhi_ps(r2, r3));
+    let (t4, t5) = (_mm256_unpacklo_ps(r4, r5), _mm256_unpackhi_ps(r4, r5));
+    let (t6, t7) = (_mm256_unpacklo_ps(r6, r7), _mm256_unpackhi_ps(r6, r7));
+    let s0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+    let s1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+    let s2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+    let s3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+    let s4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+    let s5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+    let s6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+    let s7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+    [
+        _mm256_permute2f128_ps::<0x20>(s0, s4),
+        _mm256_permute2f128_ps::<0x20>(s1, s5),
+        _mm256_permute2f128_ps::<0x20>(s2, s6),
+        _mm256_permute2f128_ps::<0x20>(s3, s7),
+        _mm256_permute2f128_ps::<0x31>(s0, s4),
+        _mm256_permute2f128_ps::<0x31>(s1, s5),
+        _mm256_permute2f128_ps::<0x31>(s2, s6),
+        _mm256_permute2f128_ps::<0x31>(s3, s7),
+    ]
+}
+
+/// Eight `Vec3` as their x, y and z lanes.
+#[inline(always)]
+unsafe fn load_vec3(v: &[Vec3]) -> [__m256; 3] {
+    let v = &v[..LANES];
+    // SAFETY: `Vec3` is `repr(C)` of three f32, so eight of them are 24 consecutive f32,
+    // and `v` has eight elements (the slice above checks it). Unaligned 16-byte loads at
+    // offsets 0, 4, ..., 20 read exactly those 24.
+    let p = v.as_ptr() as *const f32;
+    let half = |lo: usize, hi: usize| {
+        _mm256_insertf128_ps::<1>(
+            _mm256_castps128_ps256(_mm_loadu_ps(p.add(lo))),
+            _mm_loadu_ps(p.add(hi)),
+        )
+    };
+    let m03 = half(0, 12); // x0 y0 z0 x1 | x4 y4 z4 x5
+    let m14 = half(4, 16); // y1 z1 x2 y2 | y5 z5 x6 y6
+    let m25 = half(8, 20); // z2 x3 y3 z3 | z6 x7 y7 z7
+    let xy = _mm256_shuffle_ps::<0b10_01_11_10>(m14, m25); // x2 y2 x3 y3
+    let yz = _mm256_shuffle_ps::<0b01_00_10_01>(m03, m14); // y0 z0 y1 z1
+    [
+        _mm256_shuffle_ps::<0b10_00_11_00>(m03, xy),
+        _mm256_shuffle_ps::<0b11_01_10_00>(yz, xy),
+        _mm256_shuffle_ps::<0b11_00_11_01>(yz, m25),
+    ]
+}
+
+/// Writes the lanes `x`, `y`, `z` to eight `Vec3`.
+#[inline(always)]
+unsafe fn store_vec3(out: &mut [Vec3], [x, y, z]: [__m256; 3]) {
+    let out = &mut out[..LANES];
+    let rxy = _mm256_shuffle_ps::<0b10_00_10_00>(x, y); // x0 x2 y0 y2
+    let ryz = _mm256_shuffle_ps::<0b11_01_11_01>(y, z); // y1 y3 z1 z3
+    let rzx = _mm256_shuffle_ps::<0b11_01_10_00>(z, x); // z0 z2 x1 x3
+    let r03 = _mm256_shuffle_ps::<0b10_00_10_00>(rxy, rzx); // x0 y0 z0 x1
+    let r14 = _mm256_shuffle_ps::<0b11_01_10_00>(ryz, rxy); // y1 z1 x2 y2
+    let r25 = _mm256_shuffle_ps::<0b11_01_11_01>(rzx, ryz); // z2 x3 y3 z3
+                                                            // SAFETY: as in `load_vec3`, `out` is 24 consecutive f32 (checked above); the six
+                                                            // unaligned 16-byte stores cover exactly them, and `out` is borrowed mutably.
+    let p = out.as_mut_ptr() as *mut f32;
+    _mm_storeu_ps(p, _mm256_castps256_ps128(r03));
+    _mm_storeu_ps(p.add(4), _mm256_castps256_ps128(r14));
+    _mm_storeu_ps(p.add(8), _mm256_castps256_ps128(r25));
+    _mm_storeu_ps(p.add(12), _mm256_extractf128_ps::<1>(r03));
+    _mm_storeu_ps(p.add(16), _mm256_extractf128_ps::<1>(r14));
+    _mm_storeu_ps(p.add(20), _mm256_extractf128_ps::<1>(r25));
+}
+
+/// `m` (rows of three lanes) times the direction `v`, scaled to unit length; `v` itself in
+/// lanes where the length is zero, subnormal or not finite (as [`unit`]).
+#[inline(always)]
+unsafe fn rotate_unit(m: &[__m256; 12], v: [__m256; 3]) -> [__m256; 3] {
+    let row = |r: usize| {
+        _mm256_fmadd_ps(
+            m[4 * r],
+            v[0],
+            _mm256_fmadd_ps(m[4 * r + 1], v[1], _mm256_mul_ps(m[4 * r + 2], v[2])),
+        )
+    };
+    let (x, y, z) = (row(0), row(1), row(2));
+    let l2 = _mm256_fmadd_ps(x, x, _mm256_fmadd_ps(y, y, _mm256_mul_ps(z, z)));
+    // One Newton-Raphson step on the estimate, as `transform::inv_sqrt`.
+    let e = _mm256_rsqrt_ps(l2);
+    let h = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5), l2), e), e);
+    let inv = _mm256_mul_ps(e, _mm256_sub_ps(_mm256_set1_ps(1.5), h));
+    let ok = _mm256_and_ps(
+        _mm256_cmp_ps::<_CMP_GE_OQ>(l2, _mm256_set1_ps(f32::MIN_POSITIVE)),
+        _mm256_cmp_ps::<_CMP_LE_OQ>(l2, _mm256_set1_ps(f32::MAX)),
+    );
+    [
+        _mm256_blendv_ps(v[0], _mm256_mul_ps(x, inv), ok),
+        _mm256_blendv_ps(v[1], _mm256_mul_ps(y, inv), ok),
+        _mm256_blendv_ps(v[2], _mm256_mul_ps(z, inv), ok),
+    ]
+}
+
+/// Skins vertices `v0..v0 + 8` of an influence group with `K` influences per vertex by dual
+/// quaternion blending; every joint they use must be rigid. `joints` and `weights` are the
+/// group's (`K` and `K - 1` per vertex), `src` and `out` cover the group.
+///
+/// # Safety
+/// The CPU must support AVX and FMA.
+#[target_feature(enable = "avx,fma")]
+pub(super) unsafe fn dual_block<const K: usize>(
+    d: &[DualQuat],
+    joints: &[u16],
+    weights: &[f32],
+    src: &Source<'_>,
+    v0: usize,
+    out: &mut SkinOutput<'_>,
+) {
+    let joints = &joints[v0 * K..(v0 + LANES) * K];
+    let w1 = K.saturating_sub(1);
+    let weights = &weights[v0 * w1..(v0 + LANES) * w1];
+    // The blend (see `kernel::blend_dual`), lane by lane.
+    let first = load_transposed::<K>(d, joints, 0);
+    let mut q = first;
+    if K > 1 {
+        let weight = |i: usize| {
+            let w = |l: usize| weights[l * w1 + i];
+            _mm256_setr_ps(w(0), w(1), w(2), w(3), w(4), w(5), w(6), w(7))
+        };
+        let w0 = weight(0);
+        for c in &mut q {
+            *c = _mm256_mul_ps(*c, w0);
+        }
+        let mut last = _mm256_sub_ps(_mm256_set1_ps(1.0), w0);
+        let sign = _mm256_set1_ps(-0.0);
+        for i in 1..K {
+            let qi = load_transposed::<K>(d, joints, i);
+            let wi = if i + 1 < K { weight(i) } else { last };
+            last = _mm256_sub_ps(last, wi);
+            let dot = _mm256_fmadd_ps(
+                first[0],
+                qi[0],
+                _mm256_fmadd_ps(
+                    first[1],
+                    qi[1],
+                    _mm256_fmadd_ps(first[2], qi[2], _mm256_mul_ps(first[3], qi[3])),
+                ),
+            );
+            // The weight takes the sign of the dot product: shortest path.
+            let s = _mm256_xor_ps(wi, _mm256_and_ps(dot, sign));
+            for c in 0..8 {
+                q[c] = _mm256_fmadd_ps(qi[c], s, q[c]);
+            }
+        }
+    }
+    let n = _mm256_fmadd_ps(
+        q[0],
+        q[0],
+        _mm256_fmadd_ps(
+            q[1],
+            q[1],
+            _mm256_fmadd_ps(q[2], q[2], _mm256_mul_ps(q[3], q[3])),
+        ),
+    );
+    // Opposite rotations with equal weights cancel: those lanes keep the first joint's.
+    let ok = _mm256_and_ps(
+        _mm256_cmp_ps::<_CMP_GE_OQ>(n, _mm256_set1_ps(1e-12)),
+        _mm256_cmp_ps::<_CMP_LE_OQ>(n, _mm256_set1_ps(f32::MAX)),
+    );
+    for c in 0..8 {
+        q[c] = _mm256_blendv_ps(first[c], q[c], ok);
+    }
+    let n = _mm256_blendv_ps(_mm256_set1_ps(1.0), n, ok);
+    // The matrix, as `kernel::dual_to_affine`, rows of four lanes (m[row * 4 + column]).
+    let s = _mm256_div_ps(_mm256_set1_ps(2.0), n);
+    let [x, y, z, w, dx, dy, dz, dw] = q;
+    let (xs, ys, zs) = (
+        _mm256_mul_ps(x, s),
+        _mm256_mul_ps(y, s),
+        _mm256_mul_ps(z, s),
+    );
+    let (xx, yy, zz) = (
+        _mm256_mul_ps(x, xs),
+        _mm256_mul_ps(y, ys),
+        _mm256_mul_ps(z, zs),
+    );
+    let (xy, xz, yz) = (
+        _mm256_mul_ps(x, ys),
+        _mm256_mul_ps(x, zs),
+        _mm256_mul_ps(y, zs),
+    );
+    let (wx, wy, wz) = (
+        _mm256_mul_ps(w, xs),
+        _mm256_mul_ps(w, ys),
+        _mm256_mul_ps(w, zs),
+    );
+    let one = _mm256_set1_ps(1.0);
+    // Translation: (w d_v - d_w r_v + r_v x d_v) * s.
+    let t = |a: __m256, da: __m256, b: __m256, db: __m256, c: __m256, dc: __m256| {
+        // a, b, c: this axis and the next two of r; da, db, dc: the same of d.
+        let cross = _mm256_fmsub_ps(b, dc, _mm256_mul_ps(c, db));
+        _mm256_mul_ps(
+            _mm256_add_ps(_mm256_fmsub_ps(da, w, _mm256_mul_ps(a, dw)), cross),
+            s,
+        )
+    };
+    let m = [
+        _mm256_sub_ps(one, _mm256_add_ps(yy, zz)),
+        _mm256_sub_ps(xy, wz),
+        _mm256_add_ps(xz, wy),
+        t(x, dx, y, dy, z, dz),
+        _mm256_add_ps(xy, wz),
+        _mm256_sub_ps(one, _mm256_add_ps(xx, zz)),
+        _mm256_sub_ps(yz, wx),
+        t(y, dy, z, dz, x, dx),
+        _mm256_sub_ps(xz, wy),
+        _mm256_add_ps(yz, wx),
+        _mm256_sub_ps(one, _mm256_add_ps(xx, yy)),
+        t(z, dz, x, dx, y, dy),
+    ];
+    let p = load_vec3(&src.positions[v0..]);
+    let row = |r: usize| {
+        _mm256_fmadd_ps(
+            m[4 * r],
+            p[0],
+            _mm256_fmadd_ps(
+                m[4 * r + 1],
+                p[1],
+                _mm256_fmadd_ps(m[4 * r + 2], p[2], m[4 * r + 3]),
+            ),
+        )
+    };
+    store_vec3(&mut out.positions[v0..], [row(0), row(1), row(2)]);
+    if let (Some(o), Some(ns)) = (out.normals.as_deref_mut(), src.normals) {
+        store_vec3(&mut o[v0..], rotate_unit(&m, load_vec3(&ns[v0..])));
+    }
+    if let (Some(o), Some(ts)) = (out.tangents.as_deref_mut(), src.tangents) {
+        // Rarely asked for on the CPU: the rows go through memory, each lane scalar.
+        let mut rows = [[0.0f32; LANES]; 12];
+        for (r, mr) in rows.iter_mut().zip(&m) {
+            // SAFETY: `r` is eight f32; an unaligned store writes exactly them.
+            _mm256_storeu_ps(r.as_mut_ptr(), *mr);
+        }
+        for l in 0..LANES {
+            let t = ts[v0 + l];
+            let e = |r: usize, c: usize| rows[4 * r + c][l];
+            let v = glam::Vec3A::new(
+                e(0, 0) * t.x + e(0, 1) * t.y + e(0, 2) * t.z,
+                e(1, 0) * t.x + e(1, 1) * t.y + e(1, 2) * t.z,
+                e(2, 0) * t.x + e(2, 1) * t.y + e(2, 2) * t.z,
+            );
+            o[v0 + l] = Vec4::from((unit(v, t.truncate()), t.w));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn avx() -> bool {
+        super::super::kernel::fma_available()
+    }
+
+    #[test]
+    fn vec3_lanes_round_trip() {
+        if !avx() {
+            return;
+        }
+        let v: Vec<Vec3> = (0..8)
+            .map(|i| Vec3::new(i as f32, 10.0 + i as f32, 20.0 + i as f32))
+            .collect();
+        // SAFETY: AVX and FMA were just detected.
+        let (lanes, back) = unsafe {
+            let lanes = load_vec3(&v);
+            let mut back = vec![Vec3::ZERO; 8];
+            store_vec3(&mut back, lanes);
+            let mut a = [[0.0f32; 8]; 3];
+            for (a, l) in a.iter_mut().zip(lanes) {
+                _mm256_storeu_ps(a.as_mut_ptr(), l);
+            }
+            (a, back)
+        };
+        for i in 0..8 {
+            assert_eq!(
+                [lanes[0][i], lanes[1][i], lanes[2][i]],
+                v[i].to_array(),
+                "lane {i}"
+            );
+        }
+        assert_eq!(back, v);
+    }
+}
