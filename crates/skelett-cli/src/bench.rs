@@ -43,7 +43,7 @@ struct Report {
 }
 
 /// Median nanoseconds per call of `f`, over `rounds` rounds of about 5 ms each.
-fn median_ns(rounds: usize, mut f: impl FnMut()) -> f64 {
+pub(crate) fn median_ns(rounds: usize, mut f: impl FnMut()) -> f64 {
     // Calibrate: double the batch until it takes at least 5 ms.
     let mut batch = 1usize;
     loop {

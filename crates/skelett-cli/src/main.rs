@@ -13,6 +13,7 @@ mod inspect;
 mod render;
 mod retarget;
 mod sample;
+mod scaling;
 mod side_by_side;
 
 use std::path::{Path, PathBuf};
@@ -49,7 +50,8 @@ Examples:
   skelett inspect rig.fbx --to-meters --y-up
                                         FBX in metres and Y-up (global flags: --to-meters,
                                         --y-up for FBX, --right-handed for DirectX .x)
-  skelett bench model.glb               sampling and hierarchy speed on your data";
+  skelett bench model.glb               sampling and hierarchy speed on your data
+  skelett bench --scaling --plot s.svg  cost per joint from 1 to 100,000 characters, 20 to 1,000 joints";
 const AFTER_HELP: &str = "\
 The embedded default character is the Khronos glTF sample \"Fox\": mesh by PixelMannen (CC0),
 rigging and animation by @tomkranis (CC BY 4.0, https://creativecommons.org/licenses/by/4.0/),
@@ -428,6 +430,15 @@ enum Command {
         #[arg(long, default_value_t = 15,
               value_parser = clap::value_parser!(u32).range(1..=10_000))]
         rounds: u32,
+        /// Instead: how the cost per joint grows with the number of characters (1 to
+        /// 100,000 of the file's skeleton, one thread and all cores) and with skeleton size
+        /// (generated skeletons of 20 to 1,000 joints). Uses up to a few GB for the largest
+        /// crowd.
+        #[arg(long)]
+        scaling: bool,
+        /// With --scaling: also draw the figures as an SVG plot to this file.
+        #[arg(long, requires = "scaling")]
+        plot: Option<PathBuf>,
     },
 }
 
@@ -767,9 +778,22 @@ fn main() -> ExitCode {
             },
             json,
         ),
-        Command::Bench { file, json, rounds } => {
-            bench::run(&mut out, file.as_deref(), json, rounds.max(3) as usize)
-        }
+        Command::Bench {
+            file,
+            json,
+            rounds,
+            scaling: true,
+            plot,
+        } => scaling::run(
+            &mut out,
+            file.as_deref(),
+            json,
+            rounds.max(3) as usize,
+            plot.as_deref(),
+        ),
+        Command::Bench {
+            file, json, rounds, ..
+        } => bench::run(&mut out, file.as_deref(), json, rounds.max(3) as usize),
     };
     // A closed pipe (`skelett inspect | head`) is not an error worth a panic.
     use std::io::Write as _;
