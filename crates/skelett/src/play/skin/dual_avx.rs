@@ -8,8 +8,10 @@
 //! instructions as one. The palette's dual quaternions are loaded as whole 32-byte rows and
 //! transposed, positions and normals are de-interleaved from and re-interleaved to the
 //! caller's `Vec3` arrays with shuffles; the arithmetic is that of
-//! [`super::kernel::dual_vertex`], which handles the vertices left over and every CPU
-//! without AVX. Only the FMA build of the skinning kernel ([`super::kernel::skin_range_fma`])
+//! [`super::kernel::dual_vertex`], the path on CPUs without AVX. Rigid vertices that do not
+//! fill a block go through a padded copy ([`dual_gathered`]): lanes are computed
+//! independently, so every vertex gets the same bits however the mesh is split into ranges
+//! (`skin_par`'s chunks included). Only the FMA build of the skinning kernel ([`super::kernel::skin_range_fma`])
 //! calls in here, after run-time detection.
 //!
 //! Written with `std::arch` because the layout changes (8x8 transpose, 3x8 de-interleave)
@@ -288,6 +290,68 @@ pub(super) unsafe fn dual_block<const K: usize>(
                 e(2, 0) * t.x + e(2, 1) * t.y + e(2, 2) * t.z,
             );
             o[v0 + l] = Vec4::from((unit(v, t.truncate()), t.w));
+        }
+    }
+}
+
+/// The vertices `idx` (one to `LANES` of them, all rigid) through [`dual_block`] by way of a
+/// block padded with copies of the first, so that each gets the bits it would get inside a
+/// full block.
+///
+/// # Safety
+/// The CPU must support AVX and FMA.
+#[target_feature(enable = "avx,fma")]
+pub(super) unsafe fn dual_gathered<const K: usize>(
+    d: &[DualQuat],
+    joints: &[u16],
+    weights: &[f32],
+    src: &Source<'_>,
+    idx: &[usize],
+    out: &mut SkinOutput<'_>,
+) {
+    let w1 = K.saturating_sub(1);
+    let mut j = [0u16; LANES * 8];
+    let mut w = [0.0f32; LANES * 7];
+    let mut p = [Vec3::ZERO; LANES];
+    let mut nr = [Vec3::ZERO; LANES];
+    let mut t = [Vec4::ZERO; LANES];
+    for l in 0..LANES {
+        let u = idx[l.min(idx.len() - 1)];
+        j[l * K..(l + 1) * K].copy_from_slice(&joints[u * K..(u + 1) * K]);
+        w[l * w1..(l + 1) * w1].copy_from_slice(&weights[u * w1..(u + 1) * w1]);
+        p[l] = src.positions[u];
+        if let Some(n) = src.normals {
+            nr[l] = n[u];
+        }
+        if let Some(s) = src.tangents {
+            t[l] = s[u];
+        }
+    }
+    let block = Source {
+        positions: &p,
+        normals: src.normals.map(|_| &nr[..]),
+        tangents: src.tangents.map(|_| &t[..]),
+    };
+    let (mut op, mut on, mut ot) = (
+        [Vec3::ZERO; LANES],
+        [Vec3::ZERO; LANES],
+        [Vec4::ZERO; LANES],
+    );
+    {
+        let mut o = SkinOutput {
+            positions: &mut op,
+            normals: out.normals.is_some().then_some(&mut on[..]),
+            tangents: out.tangents.is_some().then_some(&mut ot[..]),
+        };
+        dual_block::<K>(d, &j[..LANES * K], &w[..LANES * w1], &block, 0, &mut o);
+    }
+    for (l, &u) in idx.iter().enumerate() {
+        out.positions[u] = op[l];
+        if let Some(o) = out.normals.as_deref_mut() {
+            o[u] = on[l];
+        }
+        if let Some(o) = out.tangents.as_deref_mut() {
+            o[u] = ot[l];
         }
     }
 }

@@ -432,24 +432,47 @@ pub(super) fn group<const K: usize, const F: bool>(
             linear_vertex::<K, F>(palette, j, w, &src, v, out);
         }
     };
-    // In the FMA build, blocks of LANES vertices whose joints are all rigid take the AVX
-    // kernel; the rest go one vertex at a time.
+    // In the FMA build every rigid vertex goes through the AVX kernel: whole blocks of LANES
+    // rigid vertices directly, the others gathered into a padded block. Lanes are computed
+    // independently, so a vertex gets the same bits whichever block it is in, and `skin_par`'s
+    // chunks (which need not fall on block boundaries) give what one call gives.
     #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
     let v = {
-        use super::dual_avx::{dual_block, LANES};
+        use super::dual_avx::{dual_block, dual_gathered, LANES};
         let mut v = 0;
-        while F && v + LANES <= n {
-            if rigid(&joints[v * K..(v + LANES) * K]) {
-                // SAFETY: `F` is true only in code instantiated from `skin_range_fma`, called
-                // only after `fma_available()` confirmed AVX and FMA.
-                // `avx_dual_blocks_match_one_vertex_at_a_time` runs it.
+        while F && v < n {
+            let end = (v + LANES).min(n);
+            // SAFETY (both calls): `F` is true only in code instantiated from
+            // `skin_range_fma`, called only after `fma_available()` confirmed AVX and FMA.
+            // `avx_dual_blocks_match_one_vertex_at_a_time` runs both.
+            if end == v + LANES && rigid(&joints[v * K..end * K]) {
                 unsafe { dual_block::<K>(&palette.dual, joints, weights, &src, v, &mut out) };
             } else {
-                for u in v..v + LANES {
-                    one(u, &mut out);
+                let mut idx = [0usize; LANES];
+                let mut m = 0;
+                for u in v..end {
+                    let (j, w) = (&joints[u * K..][..K], &weights[u * w1..][..w1]);
+                    if rigid(j) {
+                        idx[m] = u;
+                        m += 1;
+                    } else {
+                        linear_vertex::<K, F>(palette, j, w, &src, u, &mut out);
+                    }
+                }
+                if m > 0 {
+                    unsafe {
+                        dual_gathered::<K>(
+                            &palette.dual,
+                            joints,
+                            weights,
+                            &src,
+                            &idx[..m],
+                            &mut out,
+                        )
+                    };
                 }
             }
-            v += LANES;
+            v = end;
         }
         v
     };
@@ -650,6 +673,23 @@ mod tests {
         }
         // The zero normal came back as given.
         assert_eq!(a.1[7], Vec3::ZERO);
+        // Skinned in ranges that do not fall on block boundaries (as `skin_par` does), the
+        // FMA build gives the same bits.
+        let mut pos = vec![Vec3::ZERO; n];
+        let mut nrm = vec![Vec3::ZERO; n];
+        let mut tan = vec![Vec4::ZERO; n];
+        let mut start = 0;
+        while start < n {
+            let end = (start + 13).min(n);
+            let out = SkinOutput {
+                positions: &mut pos[start..end],
+                normals: Some(&mut nrm[start..end]),
+                tangents: Some(&mut tan[start..end]),
+            };
+            skin_range_dispatch(&mesh, &pal, None, start, out);
+            start = end;
+        }
+        assert_eq!((pos, nrm, tan), a);
     }
 
     #[test]
