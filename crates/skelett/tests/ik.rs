@@ -124,7 +124,7 @@ proptest! {
         // Each correction turns by at most a half turn, so a 0.001 weight step moves the end
         // by at most about 2 * 0.001 * pi * 1.8 = 0.011.
         prop_assert!(e0.distance(e1) < 0.02, "a jump of {} for a weight step of 0.001", e0.distance(e1));
-        prop_assert!(end(&run(1.0)).distance(target) < 1e-4 * 1.8);
+        prop_assert!(end(&run(1.0)).distance(target) < 1e-4 * 1.8, "off by {}", end(&run(1.0)).distance(target));
     }
 
     /// Degenerate chains and targets never produce NaN: zero-length bones, a target on the

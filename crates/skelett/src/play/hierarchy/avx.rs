@@ -16,6 +16,8 @@ use glam::Mat4;
 
 use crate::{JointIndex, Transform};
 
+const _: () = assert!(std::mem::size_of::<Mat4>() == 64);
+
 /// Whether this CPU has AVX and FMA (checked once by std, then a cached load).
 #[inline]
 pub(super) fn available() -> bool {
@@ -25,19 +27,24 @@ pub(super) fn available() -> bool {
 /// `a * b`, column-major, written to `out`.
 #[inline(always)]
 unsafe fn mul(a: &Mat4, b: &Mat4, out: &mut Mat4) {
-    // SAFETY: `Mat4` is four `Vec4` columns of four f32 (glam: `repr(C)` of 16-byte
-    // aligned columns), 16 consecutive f32; references are valid for reading (`a`, `b`) and
-    // writing (`out`) all of them. The loads and stores are unaligned ones.
+    // SAFETY: `Mat4` is four `Vec4` columns of four f32, 16 consecutive f32 (the size is
+    // asserted below; glam's SSE2 build aligns them to 16 bytes, its scalar build to 4, so
+    // every access here is an unaligned one); the references are valid for reading (`a`,
+    // `b`) and writing (`out`) all of them.
     let pa = a as *const Mat4 as *const f32;
     let pb = b as *const Mat4 as *const f32;
     let po = out as *mut Mat4 as *mut f32;
-    let ax = _mm256_broadcast_ps(&*(pa as *const __m128));
-    let ay = _mm256_broadcast_ps(&*(pa.add(4) as *const __m128));
-    let az = _mm256_broadcast_ps(&*(pa.add(8) as *const __m128));
-    let aw = _mm256_broadcast_ps(&*(pa.add(12) as *const __m128));
+    let (ax, ay, az, aw) = (both(pa), both(pa.add(4)), both(pa.add(8)), both(pa.add(12)));
     let a = [ax, ay, az, aw];
     _mm256_storeu_ps(po, col2(&a, _mm256_loadu_ps(pb)));
     _mm256_storeu_ps(po.add(8), col2(&a, _mm256_loadu_ps(pb.add(8))));
+}
+
+/// The four f32 at `p` in both halves of a 256-bit register (an unaligned load).
+#[inline(always)]
+unsafe fn both(p: *const f32) -> __m256 {
+    let c = _mm_loadu_ps(p);
+    _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(c), c)
 }
 
 /// Two columns of `a * b`: `a`'s columns each in both halves, two columns of `b` in `b2`.

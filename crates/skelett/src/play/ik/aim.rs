@@ -205,14 +205,14 @@ fn turn_toward(aim: &Aim, tip: &Mat4, forward: Vec3, pivot: Vec3) -> Quat {
     // The point o + s f at the target's distance from the pivot (s >= 0, the far one), so
     // that turning it onto t puts the ray through the target: |o + s f|² = dt², a quadratic
     // in s. Inside the offset's sphere no such point exists and the forward axis itself is
-    // aimed. The point found has length dt, so the arc needs no normalization of it.
+    // aimed.
     let of = o.dot(f);
     let disc = of * of - ff * (o.length_squared() - dt2);
     let s = (-of + disc.max(0.0).sqrt()) / ff;
     let mut c = if disc >= 0.0 && s >= 0.0 {
-        arc_scaled(o + f * s, t, dt2)
+        arc_scaled(o + f * s, t)
     } else {
-        arc_scaled(f, t, (ff * dt2).sqrt())
+        arc_scaled(f, t)
     };
     // Roll about the aiming line: the up axis toward the pole. Both flattened across the
     // line, the arc between them is a turn about the line itself (its axis taken exactly

@@ -186,21 +186,32 @@ fn arc(from: Vec3, to: Vec3) -> Quat {
     Quat::from_rotation_arc(from, to)
 }
 
-/// The shortest arc from `from` to `to`, neither of them unit, given the product of their
-/// lengths `lengths` (known to the caller by construction, which spares the square roots of
-/// normalizing both): `(from × to, |from||to| + from · to)` normalized, one square root in
-/// all. Opposite vectors give a half turn about a perpendicular axis; a zero vector, the
-/// identity.
+/// The shortest arc from `from` to `to`, neither of them unit: `(from × to, |from||to| +
+/// from · to)` normalized. Opposite vectors give a half turn about a perpendicular axis; a
+/// zero vector, the identity.
+///
+/// Computed in double precision: near a half turn `|from||to| + from · to` cancels, and in
+/// single precision the few bits left set the arc's axis (a 1e-7 difference in the inputs,
+/// such as FMA rounding in the model matrices, moved a two-bone chain's end by 1e-4 of its
+/// length). Products of two floats are exact in doubles, so the cancellation leaves about
+/// the inputs' own precision.
 #[inline]
-fn arc_scaled(from: Vec3, to: Vec3, lengths: f32) -> Quat {
-    let c = from.cross(to);
-    let w = lengths + from.dot(to);
+fn arc_scaled(from: Vec3, to: Vec3) -> Quat {
+    let (f, t) = (from.as_dvec3(), to.as_dvec3());
+    let lengths = (f.length_squared() * t.length_squared()).sqrt();
+    let c = f.cross(t);
+    let w = lengths + f.dot(t);
     let n2 = c.length_squared() + w * w;
     // Below this the two are (nearly) opposite, or one is zero: the arc's axis is lost in
     // rounding.
-    if n2 > 1e-12 * lengths * lengths && n2.is_finite() {
+    if n2 > 1e-24 * lengths * lengths && n2.is_finite() {
         let r = n2.sqrt().recip();
-        Quat::from_xyzw(c.x * r, c.y * r, c.z * r, w * r)
+        Quat::from_xyzw(
+            (c.x * r) as f32,
+            (c.y * r) as f32,
+            (c.z * r) as f32,
+            (w * r) as f32,
+        )
     } else {
         match from.try_normalize() {
             Some(f) if to.length_squared() > 0.0 => {

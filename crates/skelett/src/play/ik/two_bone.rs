@@ -353,11 +353,10 @@ fn solve(ik: &TwoBone, ms: &Mat4, mm: &Mat4, me: &Mat4) -> Solved {
     let sin_a = (1.0 - cos_a * cos_a).max(0.0).sqrt();
     let b_new = a + (u * cos_a + n * sin_a) * l1;
     let c_new = a + u * d;
-    // Both arcs turn a bone onto a place the law of cosines put at the bone's length: the
-    // product of the lengths is known, no normalization needed.
-    let start = arc_scaled(ab, b_new - a, l1 * l1);
+    // Both arcs turn a bone onto the place the law of cosines put it.
+    let start = arc_scaled(ab, b_new - a);
     let c1 = a + start * (c - a);
-    let mid = arc_scaled(c1 - b_new, c_new - b_new, l2 * l2);
+    let mid = arc_scaled(c1 - b_new, c_new - b_new);
     let distance = c_new.distance(ik.target);
     Solved {
         start,

@@ -11,7 +11,11 @@
 //! [`super::kernel::dual_vertex`], the path on CPUs without AVX. Rigid vertices that do not
 //! fill a block go through a padded copy ([`dual_gathered`]): lanes are computed
 //! independently, so every vertex gets the same bits however the mesh is split into ranges
-//! (`skin_par`'s chunks included). Only the FMA build of the skinning kernel ([`super::kernel::skin_range_fma`])
+//! (`skin_par`'s chunks included). The hemisphere test (the sign of a dot product) is summed
+//! in another order than glam's: for two joints almost exactly a half turn apart the FMA and
+//! baseline builds can pick opposite signs and blend differently, the discontinuity dual
+//! quaternion skinning has there anyway; within one build the choice is always the same.
+//! Only the FMA build of the skinning kernel ([`super::kernel::skin_range_fma`])
 //! calls in here, after run-time detection.
 //!
 //! Written with `std::arch` because the layout changes (8x8 transpose, 3x8 de-interleave)
@@ -27,6 +31,10 @@ use glam::{Vec3, Vec4};
 
 use super::kernel::{unit, Source};
 use super::{DualQuat, SkinOutput};
+
+// The layouts the loads rely on (glam's SSE2 and scalar builds alike).
+const _: () = assert!(std::mem::size_of::<DualQuat>() == 32);
+const _: () = assert!(std::mem::size_of::<Vec3>() == 12);
 
 /// Vertices per block: a 256-bit register of `f32`.
 pub(super) const LANES: usize = 8;
@@ -102,8 +110,9 @@ unsafe fn store_vec3(out: &mut [Vec3], [x, y, z]: [__m256; 3]) {
     let r03 = _mm256_shuffle_ps::<0b10_00_10_00>(rxy, rzx); // x0 y0 z0 x1
     let r14 = _mm256_shuffle_ps::<0b11_01_10_00>(ryz, rxy); // y1 z1 x2 y2
     let r25 = _mm256_shuffle_ps::<0b11_01_11_01>(rzx, ryz); // z2 x3 y3 z3
-                                                            // SAFETY: as in `load_vec3`, `out` is 24 consecutive f32 (checked above); the six
-                                                            // unaligned 16-byte stores cover exactly them, and `out` is borrowed mutably.
+
+    // SAFETY: as in `load_vec3`, `out` is 24 consecutive f32 (checked above); the six
+    // unaligned 16-byte stores cover exactly them, and `out` is borrowed mutably.
     let p = out.as_mut_ptr() as *mut f32;
     _mm_storeu_ps(p, _mm256_castps256_ps128(r03));
     _mm_storeu_ps(p.add(4), _mm256_castps256_ps128(r14));
@@ -202,7 +211,8 @@ pub(super) unsafe fn dual_block<const K: usize>(
             _mm256_fmadd_ps(q[2], q[2], _mm256_mul_ps(q[3], q[3])),
         ),
     );
-    // Opposite rotations with equal weights cancel: those lanes keep the first joint's.
+    // Only NaN or infinite palettes fail this (see `kernel::blend_dual`): those lanes keep
+    // the first joint's transform.
     let ok = _mm256_and_ps(
         _mm256_cmp_ps::<_CMP_GE_OQ>(n, _mm256_set1_ps(1e-12)),
         _mm256_cmp_ps::<_CMP_LE_OQ>(n, _mm256_set1_ps(f32::MAX)),
@@ -309,6 +319,8 @@ pub(super) unsafe fn dual_gathered<const K: usize>(
     idx: &[usize],
     out: &mut SkinOutput<'_>,
 ) {
+    debug_assert!((1..=LANES).contains(&idx.len()));
+    debug_assert_eq!(out.normals.is_some(), src.normals.is_some());
     let w1 = K.saturating_sub(1);
     let mut j = [0u16; LANES * 8];
     let mut w = [0.0f32; LANES * 7];

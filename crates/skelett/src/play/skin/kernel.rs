@@ -326,7 +326,9 @@ pub(super) fn blend_dual<const K: usize, const F: bool>(
         }
     }
     let n = real.dot(real);
-    // Opposite rotations with equal weights cancel: keep the first joint's transform.
+    // Weights are sorted heaviest first and every rotation is put on the first one's
+    // hemisphere, so n >= w[0]² >= 1/K² for a unit palette: this only catches NaN and
+    // infinite palettes, which then keep the first joint's transform.
     if (1e-12..=f32::MAX).contains(&n) {
         (real, dual, n)
     } else {
@@ -576,6 +578,10 @@ mod tests {
     #[cfg(not(feature = "scalar"))]
     #[test]
     pub(super) fn avx_dual_blocks_match_one_vertex_at_a_time() {
+        if !fma_available() {
+            eprintln!("no AVX and FMA on this CPU: only the baseline build exists here");
+            return;
+        }
         let n = 203;
         let joints = 9;
         let mut p = crate::MeshPrimitive {
@@ -690,6 +696,72 @@ mod tests {
             start = end;
         }
         assert_eq!((pos, nrm, tan), a);
+    }
+
+    /// The same with every joint rigid (no per-block check) and a mesh without normals.
+    #[cfg(not(feature = "scalar"))]
+    #[test]
+    pub(super) fn avx_dual_blocks_all_rigid_without_normals() {
+        if !fma_available() {
+            eprintln!("no AVX and FMA on this CPU: only the baseline build exists here");
+            return;
+        }
+        let n = 77;
+        let mut p = crate::MeshPrimitive {
+            positions: (0..n)
+                .map(|i| Vec3::new(i as f32, 1.0, -(i as f32) * 0.5))
+                .collect(),
+            influences: 4,
+            ..Default::default()
+        };
+        for v in 0..n {
+            for i in 0..4 {
+                p.joints.push(((v * 7 + i * 3) % 6) as u16);
+                p.weights
+                    .push(if i <= v % 4 { 1.0 + i as f32 } else { 0.0 });
+            }
+        }
+        let mesh = SkinningMesh::new(&p, 6).unwrap();
+        // Joints 3 and 5 nearly opposite joint 0's rotation (the hemisphere flip).
+        let mats: Vec<Mat4> = (0..6)
+            .map(|i| {
+                let angle = if i % 2 == 1 { 3.1 } else { 0.2 * i as f32 };
+                Mat4::from_rotation_translation(Quat::from_rotation_z(angle), Vec3::splat(i as f32))
+            })
+            .collect();
+        let mut pal = SkinPalette::new(SkinningMethod::DualQuaternion);
+        pal.set_matrices(&mats);
+        assert!(pal.all_rigid);
+        let run = |fma: bool, chunk: usize| {
+            let mut pos = vec![Vec3::ZERO; n];
+            let mut start = 0;
+            while start < n {
+                let end = (start + chunk).min(n);
+                let out = SkinOutput {
+                    positions: &mut pos[start..end],
+                    normals: None,
+                    tangents: None,
+                };
+                if fma {
+                    skin_range_dispatch(&mesh, &pal, None, start, out);
+                } else {
+                    skin_range::<false>(&mesh, &pal, None, start, out);
+                }
+                start = end;
+            }
+            pos
+        };
+        let (a, b) = (run(true, n), run(false, n));
+        for v in 0..n {
+            let scale = b[v].length().max(1.0);
+            assert!(
+                (a[v] - b[v]).length() < 2e-6 * scale,
+                "{v}: {} {}",
+                a[v],
+                b[v]
+            );
+        }
+        assert_eq!(run(true, 5), a);
     }
 
     #[test]
