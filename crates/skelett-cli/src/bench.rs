@@ -8,15 +8,26 @@
 //! - forward: the clip played at 60 Hz from start to end, through a warm sampling cache;
 //! - seek: pseudo-random times over the clip (every sample a jump);
 //! - local-to-model: the whole skeleton from a sampled pose;
-//! - palette: skin 0's matrices (model x inverse bind).
+//! - palette: skin 0's matrices (model x inverse bind);
+//! - blend: two and three sampled poses blended with equal weights;
+//! - character: what one character does per frame with two clips playing (the first two, or
+//!   the only one at two phases): sample both through their caches, blend 50/50,
+//!   local-to-model, palette; the same character over and over, and 1024 distinct ones in
+//!   turn (their data no longer in the caches);
+//! - skinning: the largest skinned primitive, positions and normals, linear blend and dual
+//!   quaternion, one thread.
 
 use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
 
-use glam::Mat4;
+use glam::{Mat4, Vec3};
 use serde::Serialize;
-use skelett::{local_to_model, sample, skinning_palette, Clip, Pose, SamplingCache};
+use skelett::skin::{skin, SkinOutput, SkinPalette, SkinningMesh, SkinningMethod};
+use skelett::{
+    blend, local_to_model, sample, skinning_palette, BlendInput, Clip, Pose, SamplingCache,
+    Skeleton, Skin,
+};
 
 use crate::outln;
 
@@ -40,6 +51,76 @@ struct Report {
     local_to_model_ns_per_joint: f64,
     palette_ns_per_matrix: Option<f64>,
     palette_matrices: usize,
+    blend2_ns_per_joint: Option<f64>,
+    blend3_ns_per_joint: Option<f64>,
+    character: Option<CharacterRow>,
+    skinning: Option<SkinningRow>,
+}
+
+#[derive(Serialize)]
+struct CharacterRow {
+    clips: [String; 2],
+    one_us: f64,
+    crowd_1024_us: f64,
+}
+
+#[derive(Serialize)]
+struct SkinningRow {
+    vertices: usize,
+    linear_ns_per_vertex: f64,
+    dual_quaternion_ns_per_vertex: f64,
+}
+
+/// One character of the `character` row: two clips sampled, blended, local-to-model and
+/// palette, each with its own buffers.
+struct Character {
+    time: f32,
+    caches: [SamplingCache; 2],
+    poses: [Pose; 2],
+    blended: Pose,
+    model: Vec<Mat4>,
+    palette: Vec<Mat4>,
+}
+
+impl Character {
+    fn new(skeleton: &Skeleton, clips: [&Clip; 2], skin: Option<&Skin>, time: f32) -> Self {
+        Character {
+            time,
+            caches: clips.map(SamplingCache::for_clip),
+            poses: [Pose::rest(skeleton), Pose::rest(skeleton)],
+            blended: Pose::rest(skeleton),
+            model: vec![Mat4::IDENTITY; skeleton.len()],
+            palette: vec![Mat4::IDENTITY; skin.map_or(0, Skin::len)],
+        }
+    }
+
+    fn update(&mut self, skeleton: &Skeleton, clips: [&Clip; 2], skin: Option<&Skin>) {
+        self.time += 1.0 / 60.0;
+        for (k, clip) in clips.iter().enumerate() {
+            // The second clip half a cycle later (the same clip twice still blends two poses).
+            let t = clip.start()
+                + (self.time + 0.5 * k as f32 * clip.duration()) % clip.duration().max(1e-6);
+            let _ = sample(clip, t, &mut self.caches[k], &mut self.poses[k]);
+        }
+        let inputs = [
+            BlendInput {
+                pose: &self.poses[0],
+                weight: 0.5,
+                mask: None,
+            },
+            BlendInput {
+                pose: &self.poses[1],
+                weight: 0.5,
+                mask: None,
+            },
+        ];
+        let _ = blend(&inputs, skeleton.rest_pose(), &mut self.blended);
+        let _ = local_to_model(skeleton, &self.blended, 0, &mut self.model);
+        if let Some(skin) = skin {
+            let _ = skinning_palette(skin, &self.model, &mut self.palette);
+        }
+        black_box(&self.palette);
+    }
 }
 
 /// Median nanoseconds per call of `f`, over `rounds` rounds of about 5 ms each.
@@ -141,6 +222,92 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
         }
         _ => (None, 0),
     };
+    // Blending: poses of the first clip (two and three phases).
+    let (mut blend2, mut blend3) = (None, None);
+    if let Some(clip) = asset.clips.first() {
+        let poses: Vec<Pose> = [0.2f32, 0.5, 0.8]
+            .iter()
+            .map(|f| {
+                let mut p = Pose::rest(skeleton);
+                let _ = skelett::sample_uncached(clip, clip.start() + clip.duration() * f, &mut p);
+                p
+            })
+            .collect();
+        let mut out = Pose::rest(skeleton);
+        for (layers, into) in [(2usize, &mut blend2), (3, &mut blend3)] {
+            let inputs: Vec<BlendInput> = poses[..layers]
+                .iter()
+                .map(|p| BlendInput {
+                    pose: p,
+                    weight: 1.0,
+                    mask: None,
+                })
+                .collect();
+            *into = Some(
+                median_ns(rounds, || {
+                    blend(black_box(&inputs), skeleton.rest_pose(), &mut out).unwrap();
+                    black_box(&out);
+                }) / n.max(1) as f64,
+            );
+        }
+    }
+    // One character, and 1024 distinct ones.
+    let character = match asset.clips.as_slice() {
+        [] => None,
+        clips => {
+            let pair: [&Clip; 2] = [&clips[0], clips.get(1).unwrap_or(&clips[0])];
+            let skin = asset.skins.first();
+            let mut one = Character::new(skeleton, pair, skin, 0.0);
+            let one_ns = median_ns(rounds, || one.update(skeleton, pair, skin));
+            let mut crowd: Vec<Character> = (0..1024)
+                .map(|i| Character::new(skeleton, pair, skin, i as f32 * 0.013))
+                .collect();
+            let crowd_ns = median_ns(rounds, || {
+                for c in crowd.iter_mut() {
+                    c.update(skeleton, pair, skin);
+                }
+            }) / 1024.0;
+            Some(CharacterRow {
+                clips: pair.map(|c| c.name().to_string()),
+                one_us: one_ns / 1000.0,
+                crowd_1024_us: crowd_ns / 1000.0,
+            })
+        }
+    };
+    // Skinning the largest skinned primitive in the pose above.
+    let largest = asset
+        .meshes
+        .iter()
+        .flat_map(|m| m.primitives.iter().map(move |p| (p, m.skin)))
+        .filter(|(p, s)| p.vertex_count() > 0 && *s < asset.skins.len())
+        .max_by_key(|(p, _)| p.vertex_count());
+    let skinning = match largest {
+        Some((p, s)) => {
+            let skin_def = &asset.skins[s];
+            let mesh = SkinningMesh::new(p, skin_def.len())?;
+            let count = mesh.vertex_count();
+            let mut pos = vec![Vec3::ZERO; count];
+            let mut nrm = vec![Vec3::ZERO; count];
+            let mut per_vertex = |method| -> Result<f64> {
+                let mut palette = SkinPalette::new(method);
+                palette.update(skin_def, &model)?;
+                Ok(median_ns(rounds, || {
+                    let out = SkinOutput {
+                        positions: &mut pos,
+                        normals: Some(&mut nrm),
+                        tangents: None,
+                    };
+                    skin(black_box(&mesh), &palette, out).unwrap();
+                }) / count.max(1) as f64)
+            };
+            Some(SkinningRow {
+                vertices: count,
+                linear_ns_per_vertex: per_vertex(SkinningMethod::Linear)?,
+                dual_quaternion_ns_per_vertex: per_vertex(SkinningMethod::DualQuaternion)?,
+            })
+        }
+        None => None,
+    };
     let report = Report {
         source,
         joints: n,
@@ -149,6 +316,10 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
         local_to_model_ns_per_joint: l2m,
         palette_ns_per_matrix: palette,
         palette_matrices,
+        blend2_ns_per_joint: blend2,
+        blend3_ns_per_joint: blend3,
+        character,
+        skinning,
     };
     if json {
         outln!(out, "{}", serde_json::to_string_pretty(&report)?);
@@ -191,6 +362,28 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
             report.palette_matrices
         ),
         None => outln!(out, "  palette          (no skin)"),
+    }
+    if let (Some(b2), Some(b3)) = (report.blend2_ns_per_joint, report.blend3_ns_per_joint) {
+        outln!(out, "  blend 2 / 3      {b2:>8.2} / {b3:.2} ns/joint");
+    }
+    if let Some(c) = &report.character {
+        outln!(
+            out,
+            "  character        {:>8.3} µs one, {:.3} µs each of 1024 ({} + {}: sample both, blend, local-to-model, palette)",
+            c.one_us,
+            c.crowd_1024_us,
+            c.clips[0],
+            c.clips[1]
+        );
+    }
+    if let Some(k) = &report.skinning {
+        outln!(
+            out,
+            "  skinning         {:>8.2} ns/vertex linear, {:.2} dual quaternion ({} vertices, positions and normals)",
+            k.linear_ns_per_vertex,
+            k.dual_quaternion_ns_per_vertex,
+            k.vertices
+        );
     }
     Ok(())
 }

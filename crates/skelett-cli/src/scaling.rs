@@ -326,14 +326,11 @@ pub fn run(
     Ok(())
 }
 
-/// One log-x panel: `lines` of (label, colour, points as (x, ns/joint)).
-fn panel(
-    s: &mut String,
-    x0: f64,
-    title: &str,
-    xlabel: &str,
-    lines: &[(&str, &str, Vec<(f64, f64)>)],
-) {
+/// A plotted line: label, colour, points as (x, ns/joint).
+type Line<'a> = (&'a str, &'a str, Vec<(f64, f64)>);
+
+/// One log-x panel of `lines`.
+fn panel(s: &mut String, x0: f64, title: &str, xlabel: &str, lines: &[Line<'_>]) {
     let (w, h, left, top) = (420.0, 300.0, x0 + 60.0, 40.0);
     let pts = lines.iter().flat_map(|l| l.2.iter().copied());
     let (mut xmin, mut xmax, mut ymax) = (f64::MAX, f64::MIN, 0.0f64);

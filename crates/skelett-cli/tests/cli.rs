@@ -230,6 +230,16 @@ fn bench_reports_every_clip() {
     }
     assert!(v["local_to_model_ns_per_joint"].as_f64().unwrap() > 0.0);
     assert_eq!(v["palette_matrices"], 24);
+    for row in ["blend2_ns_per_joint", "blend3_ns_per_joint"] {
+        assert!(v[row].as_f64().unwrap() > 0.0, "{row}");
+    }
+    let c = &v["character"];
+    assert!(c["one_us"].as_f64().unwrap() > 0.0 && c["crowd_1024_us"].as_f64().unwrap() > 0.0);
+    assert_eq!(c["clips"][0], "Survey");
+    let k = &v["skinning"];
+    assert_eq!(k["vertices"], 1728);
+    assert!(k["linear_ns_per_vertex"].as_f64().unwrap() > 0.0);
+    assert!(k["dual_quaternion_ns_per_vertex"].as_f64().unwrap() > 0.0);
 }
 
 #[test]

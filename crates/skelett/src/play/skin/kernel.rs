@@ -353,7 +353,18 @@ pub(super) fn dual_vertex<const K: usize, const F: bool>(
     out: &mut SkinOutput<'_>,
 ) {
     let (real, dual, n) = blend_dual::<K, F>(&palette.dual, j, w);
-    let m = dual_to_affine(real, dual, n);
+    rigid_vertex::<F>(&dual_to_affine(real, dual, n), src, v, out);
+}
+
+/// One vertex through the matrix `m` of a dual quaternion blend: directions always come out
+/// unit (as dual quaternion skinning gives them).
+#[inline(always)]
+pub(super) fn rigid_vertex<const F: bool>(
+    m: &Affine,
+    src: &Source<'_>,
+    v: usize,
+    out: &mut SkinOutput<'_>,
+) {
     out.positions[v] = m.point::<F>(src.positions[v]);
     if let (Some(o), Some(nr)) = (out.normals.as_deref_mut(), src.normals) {
         let nr = nr[v];
@@ -411,7 +422,8 @@ pub(super) fn group<const K: usize, const F: bool>(
     let joints = &joints[..n * K];
     let w1 = K.saturating_sub(1);
     let weights = &weights[..n * w1];
-    if !palette.dual_ready {
+    // Dual quaternions need rigid joints: without any, every vertex blends linearly.
+    if !palette.dual_ready || !palette.any_rigid {
         for (v, (j, w)) in joints
             .chunks_exact(K)
             .zip(
@@ -422,6 +434,26 @@ pub(super) fn group<const K: usize, const F: bool>(
             .enumerate()
         {
             linear_vertex::<K, F>(palette, j, &w[..w1], &src, v, &mut out);
+        }
+        return;
+    }
+    if K == 1 {
+        // One rigid joint: its dual quaternion's matrix, made once per palette entry (the
+        // blend of one is itself), so these vertices cost what linear blending costs.
+        for v in 0..n {
+            let j = joints[v] as usize;
+            if palette.rigid[j] {
+                let m = &palette.dual_matrices[j];
+                let a = Affine {
+                    x: m.x_axis,
+                    y: m.y_axis,
+                    z: m.z_axis,
+                    w: m.w_axis,
+                };
+                rigid_vertex::<F>(&a, &src, v, &mut out);
+            } else {
+                linear_vertex::<1, F>(palette, &joints[v..v + 1], &[], &src, v, &mut out);
+            }
         }
         return;
     }

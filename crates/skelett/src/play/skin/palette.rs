@@ -52,6 +52,10 @@ pub struct SkinPalette {
     pub(super) rigid: Vec<bool>,
     /// Whether every entry of `rigid` is true (no per-vertex check then).
     pub(super) all_rigid: bool,
+    /// Whether some entry of `rigid` is true (if none is, every vertex blends linearly).
+    pub(super) any_rigid: bool,
+    /// Each `dual` entry as a matrix: what a vertex with that one rigid joint is skinned by.
+    pub(super) dual_matrices: Vec<Mat4>,
     /// Whether `dual` and `rigid` match `matrices` (the method was DualQuaternion at the
     /// last update).
     pub(super) dual_ready: bool,
@@ -158,6 +162,7 @@ impl SkinPalette {
         if self.dual_ready {
             self.dual.resize(n, DualQuat::default());
             self.rigid.resize(n, false);
+            self.dual_matrices.resize(n, Mat4::IDENTITY);
             for ((dq, rigid), m) in self
                 .dual
                 .iter_mut()
@@ -168,7 +173,13 @@ impl SkinPalette {
                 let r = Quat::from_mat3a(&Mat3A::from_mat4(*m)).normalize();
                 *dq = DualQuat::from_rotation_translation(r, m.w_axis.truncate());
             }
+            for (m, dq) in self.dual_matrices.iter_mut().zip(&self.dual) {
+                let (r, d) = (Vec4::from(dq.real), Vec4::from(dq.dual));
+                let a = super::kernel::dual_to_affine(r, d, r.dot(r));
+                *m = Mat4::from_cols(a.x, a.y, a.z, a.w);
+            }
             self.all_rigid = self.rigid.iter().all(|&r| r);
+            self.any_rigid = self.rigid.iter().any(|&r| r);
         }
     }
 }
