@@ -1,11 +1,10 @@
 //! One character update, end to end (criterion): the animator cross-fading two synchronised
 //! clips, then local-to-model and the skinning palette — the workload of
-//! `../shared/bench/ozz`'s harness. ozz-animation 0.16 measured with it on this machine (issue
-//! 23's table, an earlier session; the figures quoted here before were older and too high):
-//! 1.16 µs per robot_quaternius character (58 joints in ozz's conversion), 0.622 per Fox and
-//! 0.564 per CesiumMan updated over and over; 1.63, 0.803 and 0.728 µs when 1024 different
-//! characters are. CesiumMan has one clip: it cross-fades into itself (two players, both
-//! sampled and blended).
+//! `../shared/bench/ozz`'s harness. ozz-animation 0.16 measured with it on this machine
+//! (2026-11-25): 1.15 µs per robot_quaternius character (58 joints in ozz's conversion),
+//! 0.611 per Fox and 0.549 per CesiumMan updated over and over; 1.63-1.67, 0.79-0.82 and
+//! 0.70-0.73 µs when 1024 different characters are. CesiumMan has one clip: it cross-fades
+//! into itself (two players, both sampled and blended).
 //!
 //! - `one`: the same character again and again (its data stays in the caches);
 //! - `crowd_1024`: 1024 characters sharing the clips, with their own animators and buffers

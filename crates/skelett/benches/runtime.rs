@@ -2,9 +2,11 @@
 //!
 //! Each benchmark's throughput is set to the number of joints (matrices for the palette), so
 //! criterion's "thrpt" line gives joints per second: ns/joint = 1000 / (Melem/s). The figures
-//! compare with ozz-animation 0.16 measured on the same files on this machine (issue 2):
-//! forward sampling 8.8 ns/joint on Fox, 5.3 on robot_quaternius, 9.8 on CesiumMan; random
-//! seeks 23.6, 16.6 and 32.4; local-to-model 5.9-6.4; palette 3.3-3.4 ns/matrix.
+//! compare with ozz-animation 0.16 run on the same files by `../shared/bench/ozz` on this
+//! machine (2026-11-25, two runs 0-7 % apart), ns/joint for robot_quaternius / Fox /
+//! CesiumMan: forward sampling, mean of all clips, 3.46 / 5.48 / 7.93; random seeks 15.6 /
+//! 19.7 / 36.6; two- and three-layer blends 2.09-2.34 and 2.95-3.27; local-to-model 6.26 /
+//! 6.43 / 6.58; palette 3.70 / 3.73 / 3.69 ns/matrix.
 //!
 //! `blend_2` and `blend_3` blend two and three sampled poses with equal weights (ns/joint as
 //! above), ozz's two- and three-layer `BlendingJob`.

@@ -7,8 +7,9 @@
 //! far beyond the caches), and CesiumMan with every vertex forced to four influences (the
 //! layout of ozz-animation's 4.4 ns/vertex figure). Each runs on one thread (`skin`), and the
 //! tiled mesh also on both cores (`skin_par`); `lbs_raw_normals` rows skip renormalising
-//! the normals, as ozz-animation's job does. ozz-animation 0.16 on this machine: 3.0
-//! ns/vertex mixed, 4.4 all four influences; memory bandwidth bounds a large mesh at about
+//! the normals, as ozz-animation's job does. ozz-animation 0.16 on this machine, measured
+//! in an earlier session (`../shared/bench/ozz` has no skinning row): 3.0 ns/vertex mixed,
+//! 4.4 all four influences; memory bandwidth bounds a large mesh at about
 //! 3 ns/vertex for the whole machine.
 //!
 //! `cargo bench -p skelett --features rayon --bench skinning`.
