@@ -332,23 +332,30 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
         report.joints,
         report.rounds
     );
-    outln!(
-        out,
-        "  {:<28} {:>9} {:>14} {:>14}",
-        "clip",
-        "channels",
-        "forward ns/j",
-        "seek ns/j"
-    );
-    for r in &report.clips {
+    if report.clips.is_empty() {
         outln!(
             out,
-            "  {:<28} {:>9} {:>14.2} {:>14.2}",
-            r.clip,
-            r.animated_channels,
-            r.forward_ns_per_joint,
-            r.seek_ns_per_joint
+            "  (no clips: sampling, blending and the character are not measured)"
         );
+    } else {
+        outln!(
+            out,
+            "  {:<28} {:>9} {:>14} {:>14}",
+            "clip",
+            "channels",
+            "forward ns/j",
+            "seek ns/j"
+        );
+        for r in &report.clips {
+            outln!(
+                out,
+                "  {:<28} {:>9} {:>14.2} {:>14.2}",
+                r.clip,
+                r.animated_channels,
+                r.forward_ns_per_joint,
+                r.seek_ns_per_joint
+            );
+        }
     }
     outln!(
         out,
@@ -369,12 +376,16 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
     if let Some(c) = &report.character {
         outln!(
             out,
-            "  character        {:>8.3} µs one, {:.3} µs each of 1024 ({} + {}: sample both, blend, local-to-model, palette)",
+            "  character        {:>8.3} µs one, {:.3} µs each of 1024 ({} + {}: sample both, blend, local-to-model{})",
             c.one_us,
             c.crowd_1024_us,
             c.clips[0],
-            c.clips[1]
+            c.clips[1],
+            if report.palette_matrices > 0 { ", palette" } else { "; no skin, no palette" }
         );
+    }
+    if report.skinning.is_none() {
+        outln!(out, "  skinning         (no skinned mesh)");
     }
     if let Some(k) = &report.skinning {
         outln!(
