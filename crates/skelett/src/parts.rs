@@ -266,16 +266,20 @@ impl Clip {
             events: Box::new([]),
             morph: Default::default(),
             frame_rate: None,
-            storage: Storage::Keyed(Keys {
-                tracks: tracks.into(),
-                groups,
-                timelines: p.timelines.into(),
-                times: p.times.into(),
-                vec3s: p.vec3s.into(),
-                quats: p.quats.into(),
-                slerp: p.slerp.into(),
-                counts,
-            }),
+            storage: Storage::Keyed(
+                Keys {
+                    tracks: tracks.into(),
+                    groups,
+                    timelines: p.timelines.into(),
+                    times: p.times.into(),
+                    vec3s: p.vec3s.into(),
+                    quats: p.quats.into(),
+                    slerp: p.slerp.into(),
+                    counts,
+                    lanes: Default::default(),
+                }
+                .lay_out(),
+            ),
         };
         clip.with_events(p.events)
     }

@@ -75,6 +75,7 @@ impl Clip {
                 }
             }
         }
+        out_keys.lanes = crate::clip::lanes::Lanes::build(out_keys);
         Ok(out)
     }
 
@@ -104,6 +105,7 @@ impl Clip {
                         *v *= factor;
                     }
                 }
+                keys.lanes = crate::clip::lanes::Lanes::build(keys);
             }
         }
         out

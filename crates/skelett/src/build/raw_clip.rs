@@ -257,16 +257,20 @@ impl RawClip {
         for (g, end) in groups.iter_mut().enumerate() {
             *end = tracks.partition_point(|t| group(t) <= g);
         }
-        clip.storage = Storage::Keyed(Keys {
-            tracks: tracks.into(),
-            groups,
-            timelines: timelines.into(),
-            times: times.into(),
-            vec3s: vec3s.into(),
-            quats: quats.into(),
-            slerp: slerp.into(),
-            counts,
-        });
+        clip.storage = Storage::Keyed(
+            Keys {
+                tracks: tracks.into(),
+                groups,
+                timelines: timelines.into(),
+                times: times.into(),
+                vec3s: vec3s.into(),
+                quats: quats.into(),
+                slerp: slerp.into(),
+                counts,
+                lanes: Default::default(),
+            }
+            .lay_out(),
+        );
         Ok((clip, report))
     }
 }

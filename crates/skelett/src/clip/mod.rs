@@ -27,12 +27,14 @@
 //!
 //! Where the parts live: the [`Clip`] asset and its accessors here; what a channel animates
 //! and how (`channel.rs`); the raw types importers fill (`raw.rs`); the compact storage
-//! format (`compact.rs`). [`RawClip::build`] and derived clips (additive, scaled,
+//! format (`compact.rs`); the keyed form's playback layout, eight tracks side by side
+//! (`lanes.rs`). [`RawClip::build`] and derived clips (additive, scaled,
 //! decompressed) are on the building side (`build/raw_clip.rs`, `build/reduce.rs`,
 //! `build/derived.rs`); key evaluation on the playing side (`play/sampling`).
 
 pub(crate) mod channel;
 pub(crate) mod compact;
+pub(crate) mod lanes;
 pub(crate) mod morph;
 mod raw;
 
@@ -158,10 +160,13 @@ pub(crate) struct Keys {
     /// One per LINEAR rotation key, at the key's value index: the angle to the next key.
     pub(crate) slerp: Box<[SlerpSegment]>,
     pub(crate) counts: ChannelCounts,
+    /// The LINEAR tracks again, eight side by side for sampling (derived from the arrays
+    /// above by [`Keys::lay_out`]; empty where the sampler does not use it).
+    pub(crate) lanes: Box<lanes::Lanes>,
 }
 
 impl PartialEq for Keys {
-    /// Equal keys; the slerp angles and counts are derived from them and not compared.
+    /// Equal keys; the slerp angles, counts and lanes are derived from them and not compared.
     fn eq(&self, o: &Self) -> bool {
         self.tracks == o.tracks
             && self.groups == o.groups
@@ -173,6 +178,13 @@ impl PartialEq for Keys {
 }
 
 impl Keys {
+    /// The keys with their [`lanes::Lanes`] built: call after the arrays are final, and
+    /// again after changing any value.
+    pub(crate) fn lay_out(mut self) -> Self {
+        self.lanes = lanes::Lanes::build(&self);
+        self
+    }
+
     /// The key times of a track.
     #[inline(always)]
     pub(crate) fn track_times(&self, track: &Track) -> &[f32] {
@@ -339,6 +351,7 @@ impl Clip {
             + k.vec3s.len() * size_of::<Vec3A>()
             + k.quats.len() * size_of::<Quat>()
             + k.slerp.len() * size_of::<SlerpSegment>()
+            + k.lanes.byte_size()
             + self.base.len() * size_of::<Transform>()
             + self.static_joints.len() * size_of::<JointIndex>()
             + morph

@@ -1,18 +1,22 @@
-//! Matrix products of the hierarchy with AVX and FMA: two columns per 256-bit register.
+//! Matrix products of the hierarchy with AVX and FMA.
 //!
-//! A column-major product `a * b` takes, for each column of `b`, the columns of `a` weighted
+//! The palette: a column-major product `a * b` takes, for each column of `b`, the columns of `a` weighted
 //! by that column's four entries. With both halves of a 256-bit register holding `a`'s
 //! column (one broadcast load) and an in-lane shuffle spreading one entry of two of `b`'s
 //! columns across each half, two output columns cost four fused multiply-adds: half the
 //! instructions of four-wide SSE, which spends one shuffle and one multiply or add per entry.
-//! Used by [`super::skinning_palette`] after run-time detection; the baseline build (and
-//! the `scalar` feature) multiplies with glam.
+//!
+//! Local-to-model: rotations turned into matrices eight joints at a time, and the parent's
+//! columns kept in registers along chains (see [`local_to_model`]).
+//!
+//! Both are chosen at run time by [`super::skinning_palette`] and [`super::local_to_model`];
+//! the baseline build (and the `scalar` feature) multiplies with glam.
 
 #![cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
 
 use std::arch::x86_64::*;
 
-use glam::Mat4;
+use glam::{Mat4, Quat};
 
 use crate::{JointIndex, Transform};
 
@@ -56,9 +60,20 @@ unsafe fn col2(a: &[__m256; 4], b2: __m256) -> __m256 {
     _mm256_fmadd_ps(a[3], _mm256_permute_ps::<0xFF>(b2), r)
 }
 
+/// Joints whose rotations [`rotations8`] turns into matrices at a time.
+const BLOCK: usize = 8;
+
 /// [`super::local_to_model`]'s loop: `model[j] = model[parent] * local[j]` for joints
 /// `from..`, roots taking their local matrix (the callers have checked the lengths; parents
 /// precede their children).
+///
+/// Two things make it fast. The rotations of eight joints at a time become matrices in
+/// structure-of-arrays form ([`rotations8`]: a transpose, then each product of the formula
+/// once for eight joints), into a small buffer on the stack from which each joint's entries
+/// are broadcast by loads, not shuffles. And a joint whose parent is the joint just before
+/// it (most joints: chains are stored in order) takes the parent's columns from registers,
+/// not from the store it has just made: the chain of parent-to-child products is what bounds
+/// this loop. Each output column is three fused multiply-adds on four lanes, times the scale.
 ///
 /// # Safety
 /// The CPU must support AVX and FMA.
@@ -69,16 +84,165 @@ pub(super) unsafe fn local_to_model(
     from: usize,
     model: &mut [Mat4],
 ) {
-    for j in from..model.len() {
-        let p = parents[j];
-        let l = local[j].to_mat4();
-        let (done, rest) = model.split_at_mut(j);
-        if p == JointIndex::MAX {
-            rest[0] = l;
-        } else {
-            mul(&done[p as usize], &l, &mut rest[0]);
+    let n = model.len();
+    let (parents, local) = (&parents[..n], &local[..n]);
+    let identity = [
+        _mm_setr_ps(1.0, 0.0, 0.0, 0.0),
+        _mm_setr_ps(0.0, 1.0, 0.0, 0.0),
+        _mm_setr_ps(0.0, 0.0, 1.0, 0.0),
+        _mm_setr_ps(0.0, 0.0, 0.0, 1.0),
+    ];
+    let mut previous = identity;
+    let mut rot = [[0f32; BLOCK]; 9];
+    let mut start = from;
+    while start < n {
+        let count = (n - start).min(BLOCK);
+        let block = &local[start..start + count];
+        let identity_rotation = Quat::IDENTITY;
+        rotations8(
+            std::array::from_fn(|i| block.get(i).map_or(&identity_rotation, |l| &l.rotation)),
+            &mut rot,
+        );
+        for (i, l) in block.iter().enumerate() {
+            let j = start + i;
+            let p = parents[j];
+            let a = if p == JointIndex::MAX {
+                identity
+            } else if p as usize + 1 == j && j > from {
+                previous
+            } else {
+                load(&model[p as usize])
+            };
+            let s = &l.scale;
+            let out = [
+                column(a, &rot, i, 0, &s.x),
+                column(a, &rot, i, 1, &s.y),
+                column(a, &rot, i, 2, &s.z),
+                translation(a, &l.translation),
+            ];
+            store(&mut model[j], out);
+            previous = out;
         }
+        start += count;
     }
+}
+
+/// The rotation matrices of eight quaternions, `out[3 * c + r][i]` the entry of row `r`,
+/// column `c` of quaternion `i`'s matrix (the unit-quaternion formula of
+/// [`super::compose`], term for term).
+#[inline(always)]
+unsafe fn rotations8(q: [&Quat; BLOCK], out: &mut [[f32; BLOCK]; 9]) {
+    // Quaternions i and i + 4 in the two halves; a 4x4 transpose in each half.
+    let (a, b, c, d) = (pair(&q, 0), pair(&q, 1), pair(&q, 2), pair(&q, 3));
+    let (t0, t1) = (_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
+    let (t2, t3) = (_mm256_unpacklo_ps(c, d), _mm256_unpackhi_ps(c, d));
+    let (x, y) = (
+        _mm256_shuffle_ps::<0x44>(t0, t2),
+        _mm256_shuffle_ps::<0xEE>(t0, t2),
+    );
+    let (z, w) = (
+        _mm256_shuffle_ps::<0x44>(t1, t3),
+        _mm256_shuffle_ps::<0xEE>(t1, t3),
+    );
+    let (x2, y2, z2) = (
+        _mm256_add_ps(x, x),
+        _mm256_add_ps(y, y),
+        _mm256_add_ps(z, z),
+    );
+    let (xx, xy, xz) = (
+        _mm256_mul_ps(x, x2),
+        _mm256_mul_ps(x, y2),
+        _mm256_mul_ps(x, z2),
+    );
+    let (yy, yz, zz) = (
+        _mm256_mul_ps(y, y2),
+        _mm256_mul_ps(y, z2),
+        _mm256_mul_ps(z, z2),
+    );
+    let (wx, wy, wz) = (
+        _mm256_mul_ps(w, x2),
+        _mm256_mul_ps(w, y2),
+        _mm256_mul_ps(w, z2),
+    );
+    let one = _mm256_set1_ps(1.0);
+    let entries = [
+        _mm256_sub_ps(one, _mm256_add_ps(yy, zz)),
+        _mm256_add_ps(xy, wz),
+        _mm256_sub_ps(xz, wy),
+        _mm256_sub_ps(xy, wz),
+        _mm256_sub_ps(one, _mm256_add_ps(xx, zz)),
+        _mm256_add_ps(yz, wx),
+        _mm256_add_ps(xz, wy),
+        _mm256_sub_ps(yz, wx),
+        _mm256_sub_ps(one, _mm256_add_ps(xx, yy)),
+    ];
+    for (o, e) in out.iter_mut().zip(entries) {
+        _mm256_storeu_ps(o.as_mut_ptr(), e);
+    }
+}
+
+/// Quaternions `i` and `i + 4` of `q` in the two halves of a register.
+#[inline(always)]
+unsafe fn pair(q: &[&Quat; BLOCK], i: usize) -> __m256 {
+    // SAFETY: a `Quat` is four consecutive f32 (asserted below), readable through the
+    // references.
+    let lo = _mm_loadu_ps(q[i] as *const Quat as *const f32);
+    let hi = _mm_loadu_ps(q[i + 4] as *const Quat as *const f32);
+    _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(lo), hi)
+}
+
+/// Column `c` of `parent * local` for joint `i` of the block: the parent's columns `a`
+/// weighted by the rotation's column `c` (three fused multiply-adds), times the scale `s`.
+/// (Helpers, not closures: a closure does not take on its caller's AVX.)
+#[inline(always)]
+unsafe fn column(a: [__m128; 4], rot: &[[f32; BLOCK]; 9], i: usize, c: usize, s: &f32) -> __m128 {
+    let xy = _mm_fmadd_ps(
+        a[1],
+        _mm_broadcast_ss(&rot[3 * c + 1][i]),
+        _mm_mul_ps(a[0], _mm_broadcast_ss(&rot[3 * c][i])),
+    );
+    let xyz = _mm_fmadd_ps(a[2], _mm_broadcast_ss(&rot[3 * c + 2][i]), xy);
+    _mm_mul_ps(xyz, _mm_broadcast_ss(s))
+}
+
+/// The last column of `parent * local`: the parent's columns `a` weighted by the
+/// translation `t`, plus the parent's translation.
+#[inline(always)]
+unsafe fn translation(a: [__m128; 4], t: &glam::Vec3) -> __m128 {
+    _mm_add_ps(
+        _mm_fmadd_ps(
+            a[1],
+            _mm_broadcast_ss(&t.y),
+            _mm_mul_ps(a[0], _mm_broadcast_ss(&t.x)),
+        ),
+        _mm_fmadd_ps(a[2], _mm_broadcast_ss(&t.z), a[3]),
+    )
+}
+
+const _: () = assert!(std::mem::size_of::<Quat>() == 16);
+
+/// The four columns of `m` (unaligned loads: glam's scalar build aligns `Mat4` to 4 bytes).
+#[inline(always)]
+unsafe fn load(m: &Mat4) -> [__m128; 4] {
+    // SAFETY: a `Mat4` is 16 consecutive f32 (asserted above).
+    let p = m as *const Mat4 as *const f32;
+    [
+        _mm_loadu_ps(p),
+        _mm_loadu_ps(p.add(4)),
+        _mm_loadu_ps(p.add(8)),
+        _mm_loadu_ps(p.add(12)),
+    ]
+}
+
+/// Stores four columns into `m`.
+#[inline(always)]
+unsafe fn store(m: &mut Mat4, c: [__m128; 4]) {
+    // SAFETY: as in `load`, for writing.
+    let p = m as *mut Mat4 as *mut f32;
+    _mm_storeu_ps(p, c[0]);
+    _mm_storeu_ps(p.add(4), c[1]);
+    _mm_storeu_ps(p.add(8), c[2]);
+    _mm_storeu_ps(p.add(12), c[3]);
 }
 
 /// `out[i] = model[joints[i]] * inverse_bind[i]` for every `i` (the callers have checked

@@ -20,6 +20,11 @@
 //! Morph-target weights, the scalar tracks a clip may animate beside its joints, are sampled
 //! by [`sample_morph_weights`] (`morph.rs`).
 //!
+//! On x86-64 CPUs with AVX (without the `scalar` feature) a keyed clip's LINEAR tracks are
+//! sampled eight at a time from its lanes (`lanes.rs`; the layout is `clip/lanes.rs`): every
+//! LINEAR track on the union of their key times, so one cursor finds the segment for all of
+//! them; the results agree with the per-track loops here to rounding.
+//!
 //! Where the parts live: the cursors, the LINEAR loops and the one place where keyed and
 //! compact clips part ways (`dispatch`) here; STEP and cubic keys and slerp (`keyed.rs`);
 //! the decoder of compact clips (`compact.rs`, the bit format it reads is in
@@ -27,6 +32,7 @@
 
 pub(crate) mod compact;
 mod keyed;
+mod lanes;
 mod morph;
 
 pub use morph::sample_morph_weights;
@@ -175,6 +181,8 @@ pub struct SamplingCache {
     clip: u64,
     rotation: RotationInterpolation,
     cursors: Vec<Cursor>,
+    /// The cursor on a keyed clip's union timeline (its lanes: `clip/lanes.rs`).
+    union: Cursor,
     /// This sample's (segment, position) per timeline.
     at: Vec<(u32, f32)>,
     /// For compact clips: decoded keys and decoders per track.
@@ -243,6 +251,7 @@ impl SamplingCache {
             };
             self.cursors.clear();
             self.cursors.resize(timelines, Cursor::default());
+            self.union = Cursor::default();
             self.at.clear();
             self.at.resize(timelines, (0, 0.0));
         }
@@ -369,6 +378,15 @@ enum Search<'a> {
 #[inline(always)]
 fn dispatch(clip: &Clip, time: f32, search: Search<'_>, pose: &mut [Transform]) {
     match (&clip.storage, search) {
+        #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+        (Storage::Keyed(keys), search) if !keys.lanes.is_empty() && crate::clip::lanes::used() => {
+            // SAFETY: AVX was just detected; the lanes were built from these keys (every
+            // constructor and every change of keys rebuilds them); `pose` holds the clip's
+            // joints (checked by the public functions) or is the one entry of `Search::Joint`;
+            // every segment comes from a cursor or a search over its own timeline.
+            // `lanes_follow_the_per_track_path` runs all three searches.
+            unsafe { sample_lanes(clip, keys, time, search, pose) };
+        }
         (Storage::Keyed(keys), Search::Cached(cache)) => {
             let n = keys.timelines.len();
             for (i, (cursor, at)) in cache.cursors[..n]
@@ -409,6 +427,67 @@ fn dispatch(clip: &Clip, time: f32, search: Search<'_>, pose: &mut [Transform]) 
         }
         (Storage::Compact(c), Search::Joint(joint)) => {
             compact::sample_tracks_uncached(c, time - clip.start, Some(joint), pose);
+        }
+    }
+}
+
+/// [`dispatch`] for a keyed clip with lanes (`lanes.rs`).
+///
+/// # Safety
+/// As `lanes::sample`: AVX, lanes built from `keys`, `pose` long enough.
+#[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+#[inline(always)]
+unsafe fn sample_lanes(
+    clip: &Clip,
+    keys: &Keys,
+    time: f32,
+    search: Search<'_>,
+    pose: &mut [Transform],
+) {
+    let lanes = &keys.lanes;
+    let fresh_block = |b: &crate::clip::lanes::Block| {
+        if b.timeline == crate::clip::lanes::UNION {
+            locate_fresh(&lanes.times, time)
+        } else {
+            locate_fresh(keys.timeline_times(b.timeline as usize), time)
+        }
+    };
+    let fresh_track = |tr: &Track| locate_fresh(keys.track_times(tr), time);
+    match search {
+        Search::Cached(cache) => {
+            // Only the timelines something still follows one at a time, and the union.
+            for &i in lanes.timelines.iter() {
+                let i = i as usize;
+                cache.at[i] = cache.cursors[i].locate(keys.timeline_times(i), time);
+            }
+            let union = if lanes.times.is_empty() {
+                (0, 0.0)
+            } else {
+                cache.union.locate(&lanes.times, time)
+            };
+            let at = &cache.at[..keys.timelines.len()];
+            let block_at = |b: &crate::clip::lanes::Block| {
+                if b.timeline == crate::clip::lanes::UNION {
+                    union
+                } else {
+                    at[b.timeline as usize]
+                }
+            };
+            let track_at = |tr: &Track| at[tr.timeline as usize];
+            match cache.rotation {
+                RotationInterpolation::Slerp => {
+                    lanes::sample::<false>(clip, keys, time, block_at, track_at, pose)
+                }
+                RotationInterpolation::Nlerp => {
+                    lanes::sample::<true>(clip, keys, time, block_at, track_at, pose)
+                }
+            }
+        }
+        Search::Fresh => {
+            lanes::sample::<false>(clip, keys, time, fresh_block, fresh_track, pose);
+        }
+        Search::Joint(joint) => {
+            lanes::sample_joint(keys, joint, time, fresh_block, fresh_track, &mut pose[0]);
         }
     }
 }
