@@ -23,12 +23,18 @@ use glam::{Mat4, Quat, Vec3, Vec4};
 /// let p = t.to_mat4().transform_point3(Vec3::X);
 /// assert!((p - t.transform_point(Vec3::X)).length() < 1e-6);
 /// ```
+///
+/// The layout is fixed (`repr(C)`): the rotation's four floats, then the translation's three
+/// and the scale's three, ten consecutive `f32` (padded to 48 bytes where glam aligns
+/// quaternions to 16), which the SIMD blend (`play/pose/avx.rs`) loads as one 256-bit row
+/// and one 64-bit pair.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C)]
 pub struct Transform {
-    /// Translation, applied last.
-    pub translation: Vec3,
     /// Rotation (unit quaternion), applied after scale.
     pub rotation: Quat,
+    /// Translation, applied last.
+    pub translation: Vec3,
     /// Scale along the joint's local axes, applied first.
     pub scale: Vec3,
 }

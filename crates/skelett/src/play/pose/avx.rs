@@ -1,0 +1,274 @@
+//! The unmasked blend with AVX and FMA, eight joints at a time.
+//!
+//! A [`Transform`] is ten consecutive floats (`repr(C)`: rotation, translation, scale). Eight
+//! of them become ten registers, one per component (a four-by-four transpose in each half of
+//! the rows loaded two transforms at a time), so that weighting and summing the inputs is a
+//! fused multiply-add per component for eight joints, the rotations' side tests (dot products
+//! with the first input's rotations) four more, and the normalisation one square root and one
+//! division for eight; then the transpose back. The last `len % 8` joints take one joint at
+//! a time: one 256-bit load for its rotation, translation and the scale's x, one 64-bit load
+//! for the scale's y and z. The same
+//! 2^60 scale as the portable path keeps tiny components' products out of subnormal numbers.
+//! Results equal the portable path's to rounding (fused products; a property test bounds
+//! the difference), and are the same bits on every call: no result depends on the thread.
+//! Chosen by [`super::blend`] at run time; the `scalar` feature keeps the portable path.
+
+#![cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+
+use std::arch::x86_64::*;
+use std::mem::offset_of;
+
+use super::SCALE;
+use crate::Transform;
+
+// The layout the loads rely on: ten consecutive floats from the rotation's first.
+const _: () = assert!(offset_of!(Transform, rotation) == 0);
+const _: () = assert!(offset_of!(Transform, translation) == 16);
+const _: () = assert!(offset_of!(Transform, scale) == 28);
+const _: () = assert!(std::mem::size_of::<Transform>() >= 40);
+
+/// Whether this CPU has AVX and FMA (checked once by std, then a cached load).
+#[inline]
+pub(super) fn available() -> bool {
+    std::arch::is_x86_feature_detected!("avx") && std::arch::is_x86_feature_detected!("fma")
+}
+
+/// `out[j]` = the weighted sum of `poses[k][j]` with weights `w[k]` (normalised, positive;
+/// rotations on the first input's side, then normalised, identity where they cancel), as
+/// the portable `blend_unmasked` computes it.
+///
+/// # Safety
+/// The CPU must support AVX and FMA. `poses` and `w` have the same length, 1 to 8, and every
+/// pose at least `out.len()` entries (indexing checks it again).
+#[target_feature(enable = "avx,fma")]
+pub(super) unsafe fn blend_unmasked(poses: &[&[Transform]], w: &[f32], out: &mut [Transform]) {
+    let m = poses.len().min(w.len());
+    let scale = _mm_set1_ps(SCALE);
+    // The rotation's lanes of the 256-bit half: only they flip sign or normalise.
+    let low = _mm256_castsi256_ps(_mm256_setr_epi32(-1, -1, -1, -1, 0, 0, 0, 0));
+    let sign = _mm256_and_ps(low, _mm256_set1_ps(-0.0));
+    let identity = _mm_setr_ps(0.0, 0.0, 0.0, 1.0);
+    // Eight joints at a time in structure-of-arrays form, the rest one at a time.
+    let blocks = out.len() / 8;
+    for b in 0..blocks {
+        blend8(poses, w, b * 8, &mut out[b * 8..b * 8 + 8]);
+    }
+    for (j, o) in out.iter_mut().enumerate().skip(blocks * 8) {
+        let first = &poses[0][j];
+        let head0 = head(first);
+        let reference = _mm_mul_ps(_mm256_castps256_ps128(head0), scale);
+        let w0 = _mm256_set1_ps(w[0]);
+        let mut sum = _mm256_mul_ps(head0, w0);
+        let mut sum_tail = _mm_mul_ps(tail(first), _mm256_castps256_ps128(w0));
+        for k in 1..m {
+            let x = &poses[k][j];
+            let h = head(x);
+            // Flip the rotation unless its dot with the reference is >= 0 (NaN flips, as
+            // `same_side` says).
+            let d = _mm_dp_ps::<0xFF>(_mm256_castps256_ps128(h), reference);
+            let keep = _mm_cmp_ps::<_CMP_GE_OQ>(d, _mm_setzero_ps());
+            let flip = _mm256_andnot_ps(
+                _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(keep), keep),
+                sign,
+            );
+            let wk = _mm256_set1_ps(w[k]);
+            sum = _mm256_fmadd_ps(_mm256_xor_ps(h, flip), wk, sum);
+            sum_tail = _mm_fmadd_ps(tail(x), _mm256_castps256_ps128(wk), sum_tail);
+        }
+        // Normalise the rotation: SCALE / |r * SCALE|, identity where that is not a positive
+        // finite number.
+        let r = _mm256_castps256_ps128(sum);
+        let scaled = _mm_mul_ps(r, scale);
+        let len = _mm_sqrt_ps(_mm_dp_ps::<0xFF>(scaled, scaled));
+        let rcp = _mm_div_ps(scale, len);
+        let finite = _mm_cmp_ps::<_CMP_LT_OQ>(rcp, _mm_set1_ps(f32::INFINITY));
+        let positive = _mm_cmp_ps::<_CMP_GT_OQ>(rcp, _mm_setzero_ps());
+        let ok = _mm_and_ps(finite, positive);
+        let rotation = _mm_blendv_ps(identity, _mm_mul_ps(r, rcp), ok);
+        let head_out = _mm256_blendv_ps(sum, _mm256_castps128_ps256(rotation), low);
+        store(o, head_out, sum_tail);
+    }
+}
+
+/// The ten components of eight transforms, one register each: rotation x, y, z, w,
+/// translation x, y, z, scale x, y, z.
+type Block = [__m256; 10];
+
+/// [`blend_unmasked`] for the eight joints `from..from + 8` (into `out`, eight entries).
+#[inline(always)]
+unsafe fn blend8(poses: &[&[Transform]], w: &[f32], from: usize, out: &mut [Transform]) {
+    let scale = _mm256_set1_ps(SCALE);
+    let sign = _mm256_set1_ps(-0.0);
+    let first = load8(&poses[0][from..from + 8]);
+    let reference = [
+        _mm256_mul_ps(first[0], scale),
+        _mm256_mul_ps(first[1], scale),
+        _mm256_mul_ps(first[2], scale),
+        _mm256_mul_ps(first[3], scale),
+    ];
+    let w0 = _mm256_set1_ps(w[0]);
+    let mut sum = first;
+    for c in &mut sum {
+        *c = _mm256_mul_ps(*c, w0);
+    }
+    for k in 1..poses.len().min(w.len()) {
+        let mut x = load8(&poses[k][from..from + 8]);
+        // Flip the rotations whose dot with the reference is not >= 0 (NaN flips).
+        let d = _mm256_fmadd_ps(
+            x[3],
+            reference[3],
+            _mm256_fmadd_ps(
+                x[2],
+                reference[2],
+                _mm256_fmadd_ps(x[1], reference[1], _mm256_mul_ps(x[0], reference[0])),
+            ),
+        );
+        let keep = _mm256_cmp_ps::<_CMP_GE_OQ>(d, _mm256_setzero_ps());
+        let flip = _mm256_andnot_ps(keep, sign);
+        for c in &mut x[..4] {
+            *c = _mm256_xor_ps(*c, flip);
+        }
+        let wk = _mm256_set1_ps(w[k]);
+        for (acc, c) in sum.iter_mut().zip(x) {
+            *acc = _mm256_fmadd_ps(c, wk, *acc);
+        }
+    }
+    // Normalise: SCALE / |r * SCALE|, identity where that is not a positive finite number.
+    let s: [__m256; 4] = [
+        _mm256_mul_ps(sum[0], scale),
+        _mm256_mul_ps(sum[1], scale),
+        _mm256_mul_ps(sum[2], scale),
+        _mm256_mul_ps(sum[3], scale),
+    ];
+    let len2 = _mm256_fmadd_ps(
+        s[3],
+        s[3],
+        _mm256_fmadd_ps(
+            s[2],
+            s[2],
+            _mm256_fmadd_ps(s[1], s[1], _mm256_mul_ps(s[0], s[0])),
+        ),
+    );
+    let rcp = _mm256_div_ps(scale, _mm256_sqrt_ps(len2));
+    let ok = _mm256_and_ps(
+        _mm256_cmp_ps::<_CMP_LT_OQ>(rcp, _mm256_set1_ps(f32::INFINITY)),
+        _mm256_cmp_ps::<_CMP_GT_OQ>(rcp, _mm256_setzero_ps()),
+    );
+    let zero = _mm256_setzero_ps();
+    sum[0] = _mm256_blendv_ps(zero, _mm256_mul_ps(sum[0], rcp), ok);
+    sum[1] = _mm256_blendv_ps(zero, _mm256_mul_ps(sum[1], rcp), ok);
+    sum[2] = _mm256_blendv_ps(zero, _mm256_mul_ps(sum[2], rcp), ok);
+    sum[3] = _mm256_blendv_ps(_mm256_set1_ps(1.0), _mm256_mul_ps(sum[3], rcp), ok);
+    store8(out, sum);
+}
+
+/// Eight transforms as a [`Block`]: each row of four floats loaded with the row of the
+/// transform four on, then a four-by-four transpose in each half.
+#[inline(always)]
+unsafe fn load8(t: &[Transform]) -> Block {
+    let t = &t[..8];
+    let f = |i: usize| t[i..].as_ptr() as *const f32;
+    // SAFETY (of every load): floats 0..10 of a `Transform` are its fields (asserted
+    // above), read through the shared slice.
+    let mut rows = [_mm256_setzero_ps(); 8];
+    for i in 0..4 {
+        let (a, b) = (f(i), f(i + 4));
+        rows[i] = pair(_mm_loadu_ps(a), _mm_loadu_ps(b));
+        rows[4 + i] = pair(_mm_loadu_ps(a.add(4)), _mm_loadu_ps(b.add(4)));
+    }
+    let [rx, ry, rz, rw] = transpose4(rows[0], rows[1], rows[2], rows[3]);
+    let [tx, ty, tz, sx] = transpose4(rows[4], rows[5], rows[6], rows[7]);
+    // Scale y and z: two floats per transform.
+    let lo = pair(yz2(f(0), f(1)), yz2(f(4), f(5))); // y0 z0 y1 z1 | y4 z4 y5 z5
+    let hi = pair(yz2(f(2), f(3)), yz2(f(6), f(7))); // y2 z2 y3 z3 | y6 z6 y7 z7
+    let sy = _mm256_shuffle_ps::<0x88>(lo, hi);
+    let sz = _mm256_shuffle_ps::<0xDD>(lo, hi);
+    [rx, ry, rz, rw, tx, ty, tz, sx, sy, sz]
+}
+
+/// Writes a [`Block`] to eight transforms (the inverse of [`load8`]).
+#[inline(always)]
+unsafe fn store8(t: &mut [Transform], b: Block) {
+    let t = &mut t[..8];
+    let f = t.as_mut_ptr() as *mut f32;
+    let stride = std::mem::size_of::<Transform>() / 4;
+    // SAFETY (of every store): as in `load8`, through the unique slice; floats 0..10 of each
+    // transform and nothing else.
+    let q = transpose4(b[0], b[1], b[2], b[3]);
+    let v = transpose4(b[4], b[5], b[6], b[7]);
+    for i in 0..4 {
+        let (lo, hi) = (f.add(i * stride), f.add((i + 4) * stride));
+        _mm_storeu_ps(lo, _mm256_castps256_ps128(q[i]));
+        _mm_storeu_ps(hi, _mm256_extractf128_ps::<1>(q[i]));
+        _mm_storeu_ps(lo.add(4), _mm256_castps256_ps128(v[i]));
+        _mm_storeu_ps(hi.add(4), _mm256_extractf128_ps::<1>(v[i]));
+    }
+    let lo = _mm256_unpacklo_ps(b[8], b[9]); // y0 z0 y1 z1 | y4 z4 y5 z5
+    let hi = _mm256_unpackhi_ps(b[8], b[9]); // y2 z2 y3 z3 | y6 z6 y7 z7
+    for (half, pairs) in [(0, lo), (2, hi)] {
+        let (a, c) = (
+            _mm256_castps256_ps128(pairs),
+            _mm256_extractf128_ps::<1>(pairs),
+        );
+        let yz = |p: *mut f32| p.add(8) as *mut f64;
+        _mm_store_sd(yz(f.add(half * stride)), _mm_castps_pd(a));
+        _mm_storeh_pd(yz(f.add((half + 1) * stride)), _mm_castps_pd(a));
+        _mm_store_sd(yz(f.add((half + 4) * stride)), _mm_castps_pd(c));
+        _mm_storeh_pd(yz(f.add((half + 5) * stride)), _mm_castps_pd(c));
+    }
+}
+
+/// The scale's y and z of the transforms at `a` and `b` (floats 8 and 9 of each).
+#[inline(always)]
+unsafe fn yz2(a: *const f32, b: *const f32) -> __m128 {
+    _mm_castpd_ps(_mm_loadh_pd(
+        _mm_load_sd(a.add(8) as *const f64),
+        b.add(8) as *const f64,
+    ))
+}
+
+/// `lo` and `hi` as the two halves of a register.
+#[inline(always)]
+unsafe fn pair(lo: __m128, hi: __m128) -> __m256 {
+    _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(lo), hi)
+}
+
+/// A four-by-four transpose in each half: row `i` of the result holds lane `i` of the four
+/// inputs.
+#[inline(always)]
+unsafe fn transpose4(a: __m256, b: __m256, c: __m256, d: __m256) -> [__m256; 4] {
+    let (t0, t1) = (_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
+    let (t2, t3) = (_mm256_unpacklo_ps(c, d), _mm256_unpackhi_ps(c, d));
+    [
+        _mm256_shuffle_ps::<0x44>(t0, t2),
+        _mm256_shuffle_ps::<0xEE>(t0, t2),
+        _mm256_shuffle_ps::<0x44>(t1, t3),
+        _mm256_shuffle_ps::<0xEE>(t1, t3),
+    ]
+}
+
+/// Rotation, translation and the scale's x of `t`.
+#[inline(always)]
+unsafe fn head(t: &Transform) -> __m256 {
+    // SAFETY: the first ten floats of a `Transform` are its fields (asserted above); these
+    // are the first eight, read through a shared reference.
+    _mm256_loadu_ps(t as *const Transform as *const f32)
+}
+
+/// The scale's y and z of `t` (two lanes; the others zero).
+#[inline(always)]
+unsafe fn tail(t: &Transform) -> __m128 {
+    // SAFETY: floats 8 and 9 of a `Transform` are `scale.y` and `scale.z` (asserted above).
+    _mm_castpd_ps(_mm_load_sd(
+        (t as *const Transform as *const f32).add(8) as *const f64
+    ))
+}
+
+/// Writes the ten floats of a transform.
+#[inline(always)]
+unsafe fn store(t: &mut Transform, head: __m256, tail: __m128) {
+    // SAFETY: as in `head` and `tail`, through a unique reference: nothing past the scale.
+    let p = t as *mut Transform as *mut f32;
+    _mm256_storeu_ps(p, head);
+    _mm_store_sd(p.add(8) as *mut f64, _mm_castps_pd(tail));
+}
