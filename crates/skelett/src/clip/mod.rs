@@ -329,8 +329,9 @@ impl Clip {
         &self.base
     }
 
-    /// Bytes of key data (times, values, precomputed slerp angles, track headers, base pose);
-    /// for a compact clip, what it stores (see [`crate::compress`]).
+    /// Bytes of key data (times, values, precomputed slerp angles, track headers, base pose,
+    /// and where built, the LINEAR tracks again in playback order: `clip/lanes.rs`); for a
+    /// compact clip, what it stores (see [`crate::compress`]).
     pub fn size_bytes(&self) -> usize {
         use std::mem::size_of;
         // Morph-weight tracks are stored the same way in both storages.
