@@ -2,28 +2,29 @@
 //! timeline.
 //!
 //! ```text
-//! Keys (per track: its own key times and values)   Lanes (blocks of 8 tracks of one target)
-//! track a: times Ta, quats ┐                        union of the times: T0 T1 T2 ...
-//! track b: times Tb, quats ├── Lanes::build ──▶ key m: x[8] y[8] z[8] w[8] angle[8] 1/sin[8]
-//! ...                      ┘                        (translations, scales: x[8] y[8] z[8])
+//! Keys (per track: its own times and values)   Lanes (blocks of 8 tracks of one target)
+//! track a: times Ta, quats ┐                    union of the times: T0 T1 T2 ...
+//! track b: times Tb, quats ├─ Lanes::build ─▶ key m: x[8] y[8] z[8] w[8] angle[8] 1/sin[8]
+//! ...                      ┘                         chord x[8] y[8] z[8] w[8]
+//!                                               (translations, scales: x[8] y[8] z[8])
 //! ```
 //!
 //! Lossless key reduction leaves each track its own key times (robot_quaternius's 45 tracks
 //! of Robot_Dance have 38 timelines), and finding the keys around a time once per timeline,
 //! then gathering each track's pair of keys, costs more than interpolating them. The lanes
 //! put every LINEAR track on the union of their key times instead: a sample finds its segment
-//! once, and the two keys of eight tracks around it are ten aligned 256-bit loads (six for
-//! translations and scales), interpolated eight at a time by `play/sampling/lanes.rs`. A
-//! track's value at a union time it has no key at is its own interpolation there, evaluated
-//! exactly (in f64) and rounded: interpolating between such values follows the same line or
-//! great arc, so the samples equal the per-track ones to rounding (a property test bounds
-//! the difference) and hit every key exactly. Nlerp between the finer keys strays less from
-//! slerp than between the original ones (the bounds on [`crate::RotationInterpolation`]
-//! still hold).
+//! once, and the two keys of eight tracks around it are aligned 256-bit loads, interpolated
+//! eight at a time by `play/sampling/lanes.rs`. A track's value at a union time it has no key
+//! at is its own interpolation there, exact in f64 and rounded: for slerp the point on the
+//! great arc, for nlerp (a second set of rows) the chord between its keys before
+//! normalising, which is linear in time, so that either interpolation between the finer keys
+//! follows the track's own to rounding (a property test holds it within 1e-6) and every key
+//! is hit.
 //!
 //! The layout is derived from the per-track arrays when a clip is built (and rebuilt where a
 //! derived clip changes keys), is not serialised, and takes memory beside them: the union's
-//! keys times the tracks. Where that would exceed [`MAX_GROWTH`] times the LINEAR keys (tracks
+//! keys times the tracks, 40 bytes per rotation key (both sets, slerp's angle) and 12 per
+//! vector key. Where that would exceed [`MAX_GROWTH`] times the LINEAR keys (tracks
 //! keyed at unrelated times, which a union would multiply), blocks keep the tracks' own
 //! timelines instead, exactly as keyed, for groups of at least [`MIN_TRACKS`] tracks; the rest
 //! are `leftover` and sampled one at a time. It is built only where it is used: on x86-64
@@ -69,7 +70,8 @@ pub(crate) struct Block {
 }
 
 impl Block {
-    /// Rows per key: x, y, z, w, slerp angle and 1 / sin for rotations; x, y, z otherwise.
+    /// Rows per key: for rotations x, y, z, w, slerp angle, 1 / sin, and x, y, z, w again for
+    /// nlerp (see [`Lanes`]); x, y, z otherwise.
     #[cfg_attr(
         not(all(target_arch = "x86_64", not(feature = "scalar"))),
         allow(dead_code)
@@ -83,7 +85,7 @@ impl Block {
 #[inline(always)]
 fn rows_per_key(target: Target) -> usize {
     if target == Target::Rotation {
-        6
+        10
     } else {
         3
     }
@@ -157,8 +159,8 @@ impl Lanes {
         timelines.sort_unstable();
         timelines.dedup();
         lanes.timelines = timelines.into();
-        if lanes.rows.len() > u32::MAX as usize {
-            // More rows than a block can address: every track one at a time.
+        if lanes.blocks.is_empty() || lanes.rows.len() > u32::MAX as usize {
+            // No block, or more rows than a block can address: every track one at a time.
             return Lanes::default();
         }
         lanes
@@ -209,47 +211,61 @@ fn on_union(keys: &Keys, times: Vec<f32>) -> Lanes {
             let first_row = rows.len();
             let per = rows_per_key(target);
             rows.resize(first_row + times.len() * per, Row::default());
-            for lane in 0..LANES {
-                // Unused lanes repeat the block's last track: valid values to compute with,
-                // never written out.
-                let tr = &linear[chunk[lane.min(chunk.len() - 1)] as usize];
+            for (lane, &i) in chunk.iter().enumerate() {
+                let tr = &linear[i as usize];
                 let track_times = keys.track_times(tr);
                 let v = tr.value_start as usize;
+                let at = Segments::new(track_times);
+                let key = |m: usize| first_row + m * per..first_row + (m + 1) * per;
                 if target == Target::Rotation {
                     let q = &keys.quats[v..v + track_times.len()];
                     let mut before = q[0];
-                    let mut sub = Vec::with_capacity(times.len());
-                    for &t in &times {
-                        // On the hemisphere of the key before (slerp's path between keys on
-                        // one hemisphere: the built clip stores them so).
-                        let x =
-                            crate::transform::align_sign(before, rotation_at(track_times, q, t));
-                        sub.push(x);
-                        before = x;
-                    }
-                    for (m, x) in sub.iter().enumerate() {
+                    let sub: Vec<(glam::Quat, glam::Vec4)> = at
+                        .over(&times)
+                        .map(|(k, u)| {
+                            // On the hemisphere of the key before (slerp's path between keys
+                            // on one hemisphere: the built clip stores them so).
+                            before = crate::transform::align_sign(before, rotation_at(q, k, u));
+                            (before, chord_at(q, k, u))
+                        })
+                        .collect();
+                    for (m, (x, chord)) in sub.iter().enumerate() {
                         let seg = match sub.get(m + 1) {
-                            Some(&next) => crate::transform::SlerpSegment::new(*x, next),
+                            Some(&(next, _)) => crate::transform::SlerpSegment::new(*x, next),
                             None => Default::default(),
                         };
-                        let key = &mut rows[first_row + m * per..first_row + (m + 1) * per];
-                        for (c, value) in [x.x, x.y, x.z, x.w, seg.angle, seg.inv_sin]
-                            .into_iter()
-                            .enumerate()
-                        {
-                            key[c].0[lane] = value;
+                        let values = [
+                            x.x,
+                            x.y,
+                            x.z,
+                            x.w,
+                            seg.angle,
+                            seg.inv_sin,
+                            chord.x,
+                            chord.y,
+                            chord.z,
+                            chord.w,
+                        ];
+                        for (row, value) in rows[key(m)].iter_mut().zip(values) {
+                            row.0[lane] = value;
                         }
                     }
                 } else {
                     let p = &keys.vec3s[v..v + track_times.len()];
-                    for (m, &t) in times.iter().enumerate() {
-                        let x = vector_at(track_times, p, t);
-                        let key = &mut rows[first_row + m * per..first_row + (m + 1) * per];
-                        for (c, value) in [x.x, x.y, x.z].into_iter().enumerate() {
-                            key[c].0[lane] = value;
+                    for (m, (k, u)) in at.over(&times).enumerate() {
+                        let x = vector_at(p, k, u);
+                        for (row, value) in rows[key(m)].iter_mut().zip([x.x, x.y, x.z]) {
+                            row.0[lane] = value;
                         }
                     }
                 }
+            }
+            // Unused lanes repeat the block's last track: valid values to compute with, never
+            // written out.
+            let last = chunk.len() - 1;
+            for row in &mut rows[first_row..] {
+                let x = row.0[last];
+                row.0[last + 1..].fill(x);
             }
             blocks.push(block(UNION, target, chunk, linear, first_row));
         }
@@ -283,21 +299,36 @@ fn block(
     }
 }
 
-/// The segment of `times` holding `t` and the position in it, in f64 (clamped outside the
-/// keys: 0 at a segment's first key, 1 at the last key).
-fn segment(times: &[f32], t: f32) -> (usize, f64) {
-    let k = times
-        .partition_point(|&x| x <= t)
-        .saturating_sub(1)
-        .min(times.len() - 2);
-    let (t0, t1) = (times[k] as f64, times[k + 1] as f64);
-    (k, ((t as f64 - t0) / (t1 - t0)).clamp(0.0, 1.0))
+/// Walks a track's key times along increasing times: the segment holding each time and the
+/// position in it, in f64 (clamped outside the keys: 0 before the first key and at a
+/// segment's first key, 1 at and after the last key).
+struct Segments<'a> {
+    times: &'a [f32],
 }
 
-/// The LINEAR rotation keyed `q` at `times`, at time `t`: exact slerp in f64, rounded (a key
-/// exactly where one is).
-fn rotation_at(times: &[f32], q: &[glam::Quat], t: f32) -> glam::Quat {
-    let (k, u) = segment(times, t);
+impl<'a> Segments<'a> {
+    fn new(times: &'a [f32]) -> Self {
+        Self { times }
+    }
+
+    /// (segment, position) at each of `at` (increasing).
+    fn over<'b>(&'b self, at: &'b [f32]) -> impl Iterator<Item = (usize, f64)> + 'b {
+        let times = self.times;
+        let last = times.len() - 2;
+        let mut k = 0;
+        at.iter().map(move |&t| {
+            while k < last && times[k + 1] <= t {
+                k += 1;
+            }
+            let (t0, t1) = (times[k] as f64, times[k + 1] as f64);
+            (k, ((t as f64 - t0) / (t1 - t0)).clamp(0.0, 1.0))
+        })
+    }
+}
+
+/// The LINEAR rotation keyed `q`, at position `u` of segment `k`: exact slerp in f64,
+/// rounded (a key exactly where one is).
+fn rotation_at(q: &[glam::Quat], k: usize, u: f64) -> glam::Quat {
     if u == 0.0 {
         return q[k];
     }
@@ -319,9 +350,24 @@ fn rotation_at(times: &[f32], q: &[glam::Quat], t: f32) -> glam::Quat {
     glam::DQuat::from_vec4(v).as_quat()
 }
 
-/// The LINEAR vector keyed `p` at `times`, at time `t`: exact lerp in f64, rounded.
-fn vector_at(times: &[f32], p: &[glam::Vec3A], t: f32) -> glam::Vec3 {
-    let (k, u) = segment(times, t);
+/// The chord between rotation keys `q[k]` and `q[k + 1]` at position `u` (their lerp, not
+/// normalised: what nlerp normalises), exact in f64 and rounded (a key exactly where one is).
+fn chord_at(q: &[glam::Quat], k: usize, u: f64) -> glam::Vec4 {
+    if u == 0.0 {
+        return q[k].into();
+    }
+    if u == 1.0 {
+        return q[k + 1].into();
+    }
+    let (a, b) = (
+        glam::DVec4::from(q[k].as_dquat()),
+        glam::DVec4::from(q[k + 1].as_dquat()),
+    );
+    (a + (b - a) * u).as_vec4()
+}
+
+/// The LINEAR vector keyed `p`, at position `u` of segment `k`: exact lerp in f64, rounded.
+fn vector_at(p: &[glam::Vec3A], k: usize, u: f64) -> glam::Vec3 {
     if u == 0.0 {
         return p[k].into();
     }
@@ -336,22 +382,21 @@ fn vector_at(times: &[f32], p: &[glam::Vec3A], t: f32) -> glam::Vec3 {
 /// timeline, keys as they are; the other LINEAR tracks left over.
 fn on_own_timelines(keys: &Keys) -> Lanes {
     let linear = &keys.tracks[..keys.groups[2]];
-    // Groups of (target, timeline), tracks in order.
-    let mut groups: Vec<((Target, u32), Vec<u32>)> = Vec::new();
-    for (i, tr) in linear.iter().enumerate() {
-        debug_assert_eq!(tr.interpolation, Interpolation::Linear);
-        let key = (tr.target, tr.timeline);
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, members)) => members.push(i as u32),
-            None => groups.push((key, vec![i as u32])),
-        }
-    }
+    // Groups of (target, timeline), tracks in order within each (a stable sort: linear in
+    // log time however many timelines there are).
+    debug_assert!(linear
+        .iter()
+        .all(|t| t.interpolation == Interpolation::Linear));
+    let mut order: Vec<u32> = (0..linear.len() as u32).collect();
+    order.sort_by_key(|&i| (linear[i as usize].target, linear[i as usize].timeline));
     let mut blocks = Vec::new();
     let mut rows: Vec<Row> = Vec::new();
     let mut leftover = Vec::new();
-    for ((target, timeline), members) in groups {
+    let group_of = |i: &u32| (linear[*i as usize].target, linear[*i as usize].timeline);
+    for members in order.chunk_by(|a, b| group_of(a) == group_of(b)) {
+        let (target, timeline) = group_of(&members[0]);
         if members.len() < MIN_TRACKS {
-            leftover.extend(members);
+            leftover.extend_from_slice(members);
             continue;
         }
         let n = keys.timelines[timeline as usize].1 as usize;
@@ -367,10 +412,8 @@ fn on_own_timelines(keys: &Keys) -> Lanes {
                     let v = tr.value_start as usize + k;
                     if target == Target::Rotation {
                         let (q, s) = (keys.quats[v], keys.slerp[v]);
-                        for (c, x) in [q.x, q.y, q.z, q.w, s.angle, s.inv_sin]
-                            .into_iter()
-                            .enumerate()
-                        {
+                        let values = [q.x, q.y, q.z, q.w, s.angle, s.inv_sin, q.x, q.y, q.z, q.w];
+                        for (c, x) in values.into_iter().enumerate() {
                             key[c].0[lane] = x;
                         }
                     } else {
