@@ -20,4 +20,5 @@ pub mod ik;
 pub mod morph;
 pub mod pose;
 pub mod sampling;
+mod simd;
 pub mod skin;

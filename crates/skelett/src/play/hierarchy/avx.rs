@@ -18,6 +18,7 @@ use std::arch::x86_64::*;
 
 use glam::{Mat4, Quat};
 
+use crate::play::simd::transpose4;
 use crate::{JointIndex, Transform};
 
 const _: () = assert!(std::mem::size_of::<Mat4>() == 64);
@@ -134,16 +135,7 @@ pub(super) unsafe fn local_to_model(
 unsafe fn rotations8(q: [&Quat; BLOCK], out: &mut [[f32; BLOCK]; 9]) {
     // Quaternions i and i + 4 in the two halves; a 4x4 transpose in each half.
     let (a, b, c, d) = (pair(&q, 0), pair(&q, 1), pair(&q, 2), pair(&q, 3));
-    let (t0, t1) = (_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
-    let (t2, t3) = (_mm256_unpacklo_ps(c, d), _mm256_unpackhi_ps(c, d));
-    let (x, y) = (
-        _mm256_shuffle_ps::<0x44>(t0, t2),
-        _mm256_shuffle_ps::<0xEE>(t0, t2),
-    );
-    let (z, w) = (
-        _mm256_shuffle_ps::<0x44>(t1, t3),
-        _mm256_shuffle_ps::<0xEE>(t1, t3),
-    );
+    let [x, y, z, w] = transpose4(a, b, c, d);
     let (x2, y2, z2) = (
         _mm256_add_ps(x, x),
         _mm256_add_ps(y, y),

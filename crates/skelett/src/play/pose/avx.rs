@@ -19,6 +19,7 @@ use std::arch::x86_64::*;
 use std::mem::offset_of;
 
 use super::SCALE;
+use crate::play::simd::{joint, pair, transpose4};
 use crate::Transform;
 
 // The layout the loads rely on: ten consecutive floats from the rotation's first.
@@ -196,12 +197,10 @@ unsafe fn store8(t: &mut [Transform], b: Block) {
     // transform and nothing else.
     let q = transpose4(b[0], b[1], b[2], b[3]);
     let v = transpose4(b[4], b[5], b[6], b[7]);
-    for i in 0..4 {
-        let (lo, hi) = (f.add(i * stride), f.add((i + 4) * stride));
-        _mm_storeu_ps(lo, _mm256_castps256_ps128(q[i]));
-        _mm_storeu_ps(hi, _mm256_extractf128_ps::<1>(q[i]));
-        _mm_storeu_ps(lo.add(4), _mm256_castps256_ps128(v[i]));
-        _mm_storeu_ps(hi.add(4), _mm256_extractf128_ps::<1>(v[i]));
+    for lane in 0..8 {
+        let p = f.add(lane * stride);
+        _mm_storeu_ps(p, joint(&q, lane));
+        _mm_storeu_ps(p.add(4), joint(&v, lane));
     }
     let lo = _mm256_unpacklo_ps(b[8], b[9]); // y0 z0 y1 z1 | y4 z4 y5 z5
     let hi = _mm256_unpackhi_ps(b[8], b[9]); // y2 z2 y3 z3 | y6 z6 y7 z7
@@ -225,26 +224,6 @@ unsafe fn yz2(a: *const f32, b: *const f32) -> __m128 {
         _mm_load_sd(a.add(8) as *const f64),
         b.add(8) as *const f64,
     ))
-}
-
-/// `lo` and `hi` as the two halves of a register.
-#[inline(always)]
-unsafe fn pair(lo: __m128, hi: __m128) -> __m256 {
-    _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(lo), hi)
-}
-
-/// A four-by-four transpose in each half: row `i` of the result holds lane `i` of the four
-/// inputs.
-#[inline(always)]
-unsafe fn transpose4(a: __m256, b: __m256, c: __m256, d: __m256) -> [__m256; 4] {
-    let (t0, t1) = (_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
-    let (t2, t3) = (_mm256_unpacklo_ps(c, d), _mm256_unpackhi_ps(c, d));
-    [
-        _mm256_shuffle_ps::<0x44>(t0, t2),
-        _mm256_shuffle_ps::<0xEE>(t0, t2),
-        _mm256_shuffle_ps::<0x44>(t1, t3),
-        _mm256_shuffle_ps::<0xEE>(t1, t3),
-    ]
 }
 
 /// Rotation, translation and the scale's x of `t`.
