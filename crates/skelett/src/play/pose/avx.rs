@@ -174,8 +174,8 @@ unsafe fn load8(t: &[Transform]) -> Block {
     let mut rows = [_mm256_setzero_ps(); 8];
     for i in 0..4 {
         let (a, b) = (f(i), f(i + 4));
-        rows[i] = pair(_mm_loadu_ps(a), _mm_loadu_ps(b));
-        rows[4 + i] = pair(_mm_loadu_ps(a.add(4)), _mm_loadu_ps(b.add(4)));
+        rows[i] = rows2(a, b);
+        rows[4 + i] = rows2(a.add(4), b.add(4));
     }
     let [rx, ry, rz, rw] = transpose4(rows[0], rows[1], rows[2], rows[3]);
     let [tx, ty, tz, sx] = transpose4(rows[4], rows[5], rows[6], rows[7]);
@@ -185,6 +185,22 @@ unsafe fn load8(t: &[Transform]) -> Block {
     let sy = _mm256_shuffle_ps::<0x88>(lo, hi);
     let sz = _mm256_shuffle_ps::<0xDD>(lo, hi);
     [rx, ry, rz, rw, tx, ty, tz, sx, sy, sz]
+}
+
+/// The four floats at `a` and at `b` in the two halves of a register: two broadcast loads
+/// and a blend where transforms are 16-byte aligned (no shuffle), else a load and an insert.
+#[inline(always)]
+unsafe fn rows2(a: *const f32, b: *const f32) -> __m256 {
+    if std::mem::align_of::<Transform>() >= 16 {
+        // SAFETY: `a` and `b` are floats 0 or 4 of a `Transform`, 16-byte aligned (checked
+        // just above, a constant) and followed by four of its floats.
+        _mm256_blend_ps::<0xF0>(
+            _mm256_broadcast_ps(&*(a as *const __m128)),
+            _mm256_broadcast_ps(&*(b as *const __m128)),
+        )
+    } else {
+        pair(_mm_loadu_ps(a), _mm_loadu_ps(b))
+    }
 }
 
 /// Writes a [`Block`] to eight transforms (the inverse of [`load8`]).
