@@ -3,11 +3,11 @@
 //! Each benchmark's throughput is set to the number of joints (matrices for the palette), so
 //! criterion's "thrpt" line gives joints per second: ns/joint = 1000 / (Melem/s). The figures
 //! compare with ozz-animation 0.16 run on the same files by `../shared/bench/ozz` on this
-//! machine (2026-11-26, four runs 0-11 % apart), ns/joint for robot_quaternius / Fox /
+//! machine (2026-11-26, six runs 0-11 % apart), ns/joint for robot_quaternius / Fox /
 //! CesiumMan: forward sampling, mean of all clips, 3.3-3.5 / 5.8-6.1 / 7.1-7.7; random seeks
 //! 11.7-12.5 / 18.9-19.8 / 25.8-28.7; two- and three-layer blends 2.13-2.22 / 2.15-2.29 /
-//! 2.37-2.52 and 3.11-3.21 / 3.12-3.45 / 3.47-3.73; local-to-model 5.1-5.4 / 5.4-5.6 /
-//! 5.4-5.8; palette 3.1-3.2 / 3.1-3.2 / 3.1-3.5 ns/matrix. The README's "Speed" section has
+//! 2.37-2.60 and 3.11-3.23 / 3.12-3.45 / 3.47-3.73; local-to-model 5.1-5.4 / 5.4-5.7 /
+//! 5.4-5.8; palette 3.1-3.3 / 3.1-3.3 / 3.1-3.5 ns/matrix. The README's "Speed" section has
 //! skelett's figures beside them.
 //!
 //! `blend_2` and `blend_3` blend two and three sampled poses with equal weights (ns/joint as
