@@ -75,7 +75,7 @@ impl Clip {
                 }
             }
         }
-        out_keys.lanes = crate::clip::lanes::Lanes::build(out_keys);
+        out_keys.refresh_lanes();
         Ok(out)
     }
 
@@ -105,7 +105,7 @@ impl Clip {
                         *v *= factor;
                     }
                 }
-                keys.lanes = crate::clip::lanes::Lanes::build(keys);
+                keys.refresh_lanes();
             }
         }
         out

@@ -215,13 +215,11 @@ fn on_union(keys: &Keys, times: Vec<f32>) -> Lanes {
                 let tr = &linear[i as usize];
                 let track_times = keys.track_times(tr);
                 let v = tr.value_start as usize;
-                let at = Segments::new(track_times);
                 let key = |m: usize| first_row + m * per..first_row + (m + 1) * per;
                 if target == Target::Rotation {
                     let q = &keys.quats[v..v + track_times.len()];
                     let mut before = q[0];
-                    let sub: Vec<(glam::Quat, glam::Vec4)> = at
-                        .over(&times)
+                    let sub: Vec<(glam::Quat, glam::Vec4)> = segments(track_times, &times)
                         .map(|(k, u)| {
                             // On the hemisphere of the key before (slerp's path between keys
                             // on one hemisphere: the built clip stores them so).
@@ -252,7 +250,7 @@ fn on_union(keys: &Keys, times: Vec<f32>) -> Lanes {
                     }
                 } else {
                     let p = &keys.vec3s[v..v + track_times.len()];
-                    for (m, (k, u)) in at.over(&times).enumerate() {
+                    for (m, (k, u)) in segments(track_times, &times).enumerate() {
                         let x = vector_at(p, k, u);
                         for (row, value) in rows[key(m)].iter_mut().zip([x.x, x.y, x.z]) {
                             row.0[lane] = value;
@@ -299,31 +297,19 @@ fn block(
     }
 }
 
-/// Walks a track's key times along increasing times: the segment holding each time and the
-/// position in it, in f64 (clamped outside the keys: 0 before the first key and at a
-/// segment's first key, 1 at and after the last key).
-struct Segments<'a> {
-    times: &'a [f32],
-}
-
-impl<'a> Segments<'a> {
-    fn new(times: &'a [f32]) -> Self {
-        Self { times }
-    }
-
-    /// (segment, position) at each of `at` (increasing).
-    fn over<'b>(&'b self, at: &'b [f32]) -> impl Iterator<Item = (usize, f64)> + 'b {
-        let times = self.times;
-        let last = times.len() - 2;
-        let mut k = 0;
-        at.iter().map(move |&t| {
-            while k < last && times[k + 1] <= t {
-                k += 1;
-            }
-            let (t0, t1) = (times[k] as f64, times[k + 1] as f64);
-            (k, ((t as f64 - t0) / (t1 - t0)).clamp(0.0, 1.0))
-        })
-    }
+/// The segment of a track's key `times` holding each of `at` (increasing) and the position in
+/// it, in f64, found by walking the keys once (clamped outside them: 0 before the first key
+/// and at a segment's first key, 1 at and after the last key).
+fn segments<'a>(times: &'a [f32], at: &'a [f32]) -> impl Iterator<Item = (usize, f64)> + 'a {
+    let last = times.len() - 2;
+    let mut k = 0;
+    at.iter().map(move |&t| {
+        while k < last && times[k + 1] <= t {
+            k += 1;
+        }
+        let (t0, t1) = (times[k] as f64, times[k + 1] as f64);
+        (k, ((t as f64 - t0) / (t1 - t0)).clamp(0.0, 1.0))
+    })
 }
 
 /// The LINEAR rotation keyed `q`, at position `u` of segment `k`: exact slerp in f64,

@@ -181,8 +181,13 @@ impl Keys {
     /// The keys with their [`lanes::Lanes`] built: call after the arrays are final, and
     /// again after changing any value.
     pub(crate) fn lay_out(mut self) -> Self {
-        self.lanes = lanes::Lanes::build(&self);
+        self.refresh_lanes();
         self
+    }
+
+    /// Rebuilds the [`lanes::Lanes`] from the arrays (after changing any key value).
+    pub(crate) fn refresh_lanes(&mut self) {
+        self.lanes = lanes::Lanes::build(self);
     }
 
     /// The key times of a track.

@@ -9,6 +9,13 @@
 
 use std::arch::x86_64::*;
 
+/// Whether this CPU has AVX and FMA (checked once by std, then a cached load): what every
+/// kernel built for them checks before it is called.
+#[inline]
+pub(crate) fn avx_fma() -> bool {
+    std::arch::is_x86_feature_detected!("avx") && std::arch::is_x86_feature_detected!("fma")
+}
+
 /// `lo` and `hi` as the two halves of a register.
 ///
 /// # Safety

@@ -23,11 +23,7 @@ use crate::{JointIndex, Transform};
 
 const _: () = assert!(std::mem::size_of::<Mat4>() == 64);
 
-/// Whether this CPU has AVX and FMA (checked once by std, then a cached load).
-#[inline]
-pub(super) fn available() -> bool {
-    std::arch::is_x86_feature_detected!("avx") && std::arch::is_x86_feature_detected!("fma")
-}
+pub(super) use crate::play::simd::avx_fma as available;
 
 /// `a * b`, column-major, written to `out`.
 #[inline(always)]
@@ -180,7 +176,7 @@ unsafe fn pair(q: &[&Quat; BLOCK], i: usize) -> __m256 {
     // references.
     let lo = _mm_loadu_ps(q[i] as *const Quat as *const f32);
     let hi = _mm_loadu_ps(q[i + 4] as *const Quat as *const f32);
-    _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(lo), hi)
+    crate::play::simd::pair(lo, hi)
 }
 
 /// Column `c` of `parent * local` for joint `i` of the block: the parent's columns `a`

@@ -28,11 +28,7 @@ const _: () = assert!(offset_of!(Transform, translation) == 16);
 const _: () = assert!(offset_of!(Transform, scale) == 28);
 const _: () = assert!(std::mem::size_of::<Transform>() >= 40);
 
-/// Whether this CPU has AVX and FMA (checked once by std, then a cached load).
-#[inline]
-pub(super) fn available() -> bool {
-    std::arch::is_x86_feature_detected!("avx") && std::arch::is_x86_feature_detected!("fma")
-}
+pub(super) use crate::play::simd::avx_fma as available;
 
 /// `out[j]` = the weighted sum of `poses[k][j]` with weights `w[k]` (normalised, positive;
 /// rotations on the first input's side, then normalised, identity where they cancel), as

@@ -6,11 +6,8 @@ use glam::{Mat3A, Mat4, Vec3, Vec3A, Vec4};
 
 use super::*;
 
-/// Whether this CPU has AVX and FMA (checked once by std, then a cached load).
 #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
-pub(super) fn fma_available() -> bool {
-    std::arch::is_x86_feature_detected!("avx") && std::arch::is_x86_feature_detected!("fma")
-}
+pub(super) use crate::play::simd::avx_fma as fma_available;
 
 /// [`skin_range`] with fused multiply-adds and VEX encoding where the CPU has them (every
 /// x86_64 CPU since 2013), the baseline SSE2 build otherwise. Fused and separate
