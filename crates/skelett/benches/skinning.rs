@@ -5,14 +5,23 @@
 //! vertices, mixed influences), robot_quaternius (its largest primitive), the same robot
 //! primitive tiled to about 1M vertices (12 MB of positions and normals in, the same out:
 //! far beyond the caches), and CesiumMan with every vertex forced to four influences (the
-//! layout of ozz-animation's 4.4 ns/vertex figure). Each runs on one thread (`skin`), and the
-//! tiled mesh also on both cores (`skin_par`); `lbs_raw_normals` rows skip renormalising
-//! the normals, as ozz-animation's job does. ozz-animation 0.16 on this machine, measured
-//! in an earlier session (`../shared/bench/ozz` has no skinning row): 3.0 ns/vertex mixed,
-//! 4.4 all four influences; memory bandwidth bounds a large mesh at about
-//! 3 ns/vertex for the whole machine.
+//! layout of ozz-animation's all-four-influences figure). Each runs on one thread (`skin`),
+//! and the tiled mesh also on both cores (`skin_par`), beside `stream_copy`: the same bytes
+//! (positions, normals, joint indices and weights in; positions and normals out) plainly
+//! copied, the memory bandwidth floor. `lbs_raw_normals` rows skip renormalising the
+//! normals, as ozz-animation's job does.
+//!
+//! ozz-animation 0.16's `SkinningJob` on the same meshes, palettes and vertex order
+//! (`scripts/bench/ozz_skinning.sh`, which checks both give the same vertices), this machine,
+//! 2026-11-26, two runs around skelett's: CesiumMan 3.03-3.04 ns/vertex, all four influences
+//! 4.05-4.09, robot_quaternius 1.48 (one influence).
 //!
 //! `cargo bench -p skelett --features rayon --bench skinning`.
+//!
+//! With `SKELETT_SKIN_CASES=DIR` set, the bench first writes each small case (the mesh in
+//! skinning order, its palette and skelett's skinned output) to `DIR/LABEL.bin`, which
+//! `scripts/bench/ozz_skinning.sh` feeds to ozz-animation's `SkinningJob` for a side by side
+//! comparison on the same data (the format is in `scripts/bench/ozz_skinning.cc`).
 
 use skelett_testdata::data;
 use std::hint::black_box;
@@ -121,10 +130,82 @@ fn skin_once(mesh: &SkinningMesh, palette: &SkinPalette, pos: &mut [Vec3], nrm: 
     .unwrap()
 }
 
+/// The bandwidth floor for skinning `mesh`: its input bytes (positions, normals, joint
+/// indices and weights, `influence_bytes` of the latter) read once and the output bytes
+/// (positions and normals) written once, by plain copies and a fold.
+fn stream_copy(mesh: &SkinningMesh, influences: &[u8], pos: &mut [Vec3], nrm: &mut [Vec3]) -> u64 {
+    pos.copy_from_slice(mesh.positions());
+    nrm.copy_from_slice(mesh.normals().unwrap());
+    // Eight bytes at a time, so the fold reads at the speed of memory, not of the adds.
+    influences
+        .chunks_exact(8)
+        .fold(0u64, |a, c| a ^ u64::from_le_bytes(c.try_into().unwrap()))
+}
+
+/// Bytes of joint indices and weights `mesh` holds: `k` u16 and `k - 1` f32 per vertex.
+fn influence_bytes(mesh: &SkinningMesh) -> usize {
+    mesh.groups()
+        .iter()
+        .map(|g| g.len * (2 * g.influences + 4 * g.influences.saturating_sub(1)))
+        .sum()
+}
+
+/// Writes `case` for `scripts/bench/ozz_skinning.cc` (all little-endian): u32 joints,
+/// vertices, groups; per group u32 length and influences; the palette (16 f32 each, column
+/// major); positions and normals (3 f32 each); per group its joint indices (u16, k per
+/// vertex) and its first k - 1 weights (f32); skelett's skinned positions and unit normals.
+fn dump(case: &Case, dir: &std::path::Path) {
+    let mesh = &case.mesh;
+    let n = mesh.vertex_count();
+    let mut palette = SkinPalette::new(SkinningMethod::Linear);
+    palette.update(&case.skin, &case.model).unwrap();
+    let (mut pos, mut nrm) = (vec![Vec3::ZERO; n], vec![Vec3::ZERO; n]);
+    skin_once(mesh, &palette, &mut pos, &mut nrm);
+    let mut b = Vec::<u8>::new();
+    let u32s = |b: &mut Vec<u8>, v: usize| b.extend_from_slice(&(v as u32).to_le_bytes());
+    let f32s = |b: &mut Vec<u8>, v: &[f32]| v.iter().for_each(|x| b.extend(x.to_le_bytes()));
+    u32s(&mut b, palette.matrices().len());
+    u32s(&mut b, n);
+    u32s(&mut b, mesh.groups().len());
+    for g in mesh.groups() {
+        u32s(&mut b, g.len);
+        u32s(&mut b, g.influences);
+    }
+    for m in palette.matrices() {
+        f32s(&mut b, &m.to_cols_array());
+    }
+    for v in mesh.positions().iter().chain(mesh.normals().unwrap()) {
+        f32s(&mut b, &v.to_array());
+    }
+    for g in mesh.groups() {
+        let inf: Vec<Vec<(u16, f32)>> = (g.start..g.start + g.len)
+            .map(|v| mesh.influences(v).collect())
+            .collect();
+        for (j, _) in inf.iter().flatten() {
+            b.extend(j.to_le_bytes());
+        }
+        for v in &inf {
+            let w: Vec<f32> = v.iter().map(|x| x.1).collect();
+            f32s(&mut b, &w[..w.len().saturating_sub(1)]);
+        }
+    }
+    for v in pos.iter().chain(&nrm) {
+        f32s(&mut b, &v.to_array());
+    }
+    let path = dir.join(format!("{}.bin", case.label));
+    std::fs::write(&path, b).unwrap();
+    eprintln!("wrote {}", path.display());
+}
+
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("skin");
     for case in cases() {
         let n = case.mesh.vertex_count();
+        if let Some(dir) = std::env::var_os("SKELETT_SKIN_CASES") {
+            if n < 100_000 {
+                dump(&case, std::path::Path::new(&dir));
+            }
+        }
         let groups: Vec<String> = case
             .mesh
             .groups()
@@ -138,6 +219,13 @@ fn bench(c: &mut Criterion) {
         for method in [SkinningMethod::Linear, SkinningMethod::DualQuaternion] {
             let mut palette = SkinPalette::new(method);
             palette.update(&case.skin, &case.model).unwrap();
+            if method == SkinningMethod::Linear {
+                eprintln!(
+                    "{}: normal matrices {}",
+                    case.label,
+                    palette.uses_normal_matrices()
+                );
+            }
             let tag = match method {
                 SkinningMethod::Linear => "lbs",
                 SkinningMethod::DualQuaternion => "dqs",
@@ -152,6 +240,36 @@ fn bench(c: &mut Criterion) {
                     b.iter(|| skin_once(&case.mesh, &palette, &mut pos, &mut nrm))
                 });
                 palette.set_normalize_directions(true);
+            }
+            if method == SkinningMethod::Linear && n > 100_000 {
+                // The memory bandwidth floor: the same bytes in and out, plainly copied.
+                let infl = vec![1u8; influence_bytes(&case.mesh).next_multiple_of(8)];
+                g.bench_function(format!("{}/stream_copy/1thread", case.label), |b| {
+                    b.iter(|| stream_copy(black_box(&case.mesh), &infl, &mut pos, &mut nrm))
+                });
+                #[cfg(feature = "rayon")]
+                {
+                    use rayon::prelude::*;
+                    const CHUNK: usize = 16 * 1024;
+                    let (src_pos, src_nrm) = (case.mesh.positions(), case.mesh.normals().unwrap());
+                    let per = infl.len() / n.div_ceil(CHUNK);
+                    g.bench_function(format!("{}/stream_copy/rayon", case.label), |b| {
+                        b.iter(|| {
+                            pos.par_chunks_mut(CHUNK)
+                                .zip(nrm.par_chunks_mut(CHUNK))
+                                .zip(src_pos.par_chunks(CHUNK).zip(src_nrm.par_chunks(CHUNK)))
+                                .zip(infl.par_chunks(per.max(8) & !7))
+                                .map(|(((p, q), (sp, sn)), i)| {
+                                    p.copy_from_slice(sp);
+                                    q.copy_from_slice(sn);
+                                    i.chunks_exact(8).fold(0u64, |a, c| {
+                                        a ^ u64::from_le_bytes(c.try_into().unwrap())
+                                    })
+                                })
+                                .reduce(|| 0, |a, b| a ^ b)
+                        })
+                    });
+                }
             }
             #[cfg(feature = "rayon")]
             if n > 100_000 {

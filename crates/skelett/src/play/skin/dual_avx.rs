@@ -31,6 +31,7 @@ use glam::{Vec3, Vec4};
 
 use super::kernel::{unit, Source};
 use super::{DualQuat, SkinOutput};
+use crate::play::simd::{pair, transpose4};
 
 // The layouts the loads rely on (glam's SSE2 and scalar builds alike).
 const _: () = assert!(std::mem::size_of::<DualQuat>() == 32);
@@ -39,58 +40,49 @@ const _: () = assert!(std::mem::size_of::<Vec3>() == 12);
 /// Vertices per block: a 256-bit register of `f32`.
 pub(super) const LANES: usize = 8;
 
+/// The real and dual halves of dual quaternions `a` and `b`, `a`'s in the low halves.
+#[inline(always)]
+unsafe fn load_dual_pair(d: &[DualQuat], a: u16, b: u16) -> (__m256, __m256) {
+    // SAFETY: `DualQuat` is `repr(C)` of two `Quat`s, each four `f32` (x, y, z, w), so a
+    // reference to one is valid for reading 8 consecutive f32; indexing `d` checks the joints
+    // are in range. Unaligned loads have no alignment requirement.
+    let (a, b) = (
+        &d[a as usize] as *const DualQuat as *const f32,
+        &d[b as usize] as *const DualQuat as *const f32,
+    );
+    (
+        pair(_mm_loadu_ps(a), _mm_loadu_ps(b)),
+        pair(_mm_loadu_ps(a.add(4)), _mm_loadu_ps(b.add(4))),
+    )
+}
+
 /// The dual quaternions of `joints[l * K + i]` for the eight lanes `l`, transposed: element
 /// `c` holds component `c` (real x, y, z, w, then dual x, y, z, w) of every lane.
 #[inline(always)]
 unsafe fn load_transposed<const K: usize>(d: &[DualQuat], joints: &[u16], i: usize) -> [__m256; 8] {
-    // SAFETY (for the loads): `DualQuat` is `repr(C)` of two `Quat`s, each four `f32`
-    // (x, y, z, w), so a reference to one is valid for reading 8 consecutive f32; indexing
-    // `d` checks the joint is in range. Unaligned loads have no alignment requirement.
-    let row =
-        |l: usize| _mm256_loadu_ps(&d[joints[l * K + i] as usize] as *const DualQuat as *const f32);
-    let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
-    let (r4, r5, r6, r7) = (row(4), row(5), row(6), row(7));
-    let (t0, t1) = (_mm256_unpacklo_ps(r0, r1), _mm256_unpackhi_ps(r0, r1));
-    let (t2, t3) = (_mm256_unpacklo_ps(r2, r3), _mm256_unpackhi_ps(r2, r3));
-    let (t4, t5) = (_mm256_unpacklo_ps(r4, r5), _mm256_unpackhi_ps(r4, r5));
-    let (t6, t7) = (_mm256_unpacklo_ps(r6, r7), _mm256_unpackhi_ps(r6, r7));
-    let s0 = _mm256_shuffle_ps::<0x44>(t0, t2);
-    let s1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
-    let s2 = _mm256_shuffle_ps::<0x44>(t1, t3);
-    let s3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
-    let s4 = _mm256_shuffle_ps::<0x44>(t4, t6);
-    let s5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
-    let s6 = _mm256_shuffle_ps::<0x44>(t5, t7);
-    let s7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
-    [
-        _mm256_permute2f128_ps::<0x20>(s0, s4),
-        _mm256_permute2f128_ps::<0x20>(s1, s5),
-        _mm256_permute2f128_ps::<0x20>(s2, s6),
-        _mm256_permute2f128_ps::<0x20>(s3, s7),
-        _mm256_permute2f128_ps::<0x31>(s0, s4),
-        _mm256_permute2f128_ps::<0x31>(s1, s5),
-        _mm256_permute2f128_ps::<0x31>(s2, s6),
-        _mm256_permute2f128_ps::<0x31>(s3, s7),
-    ]
+    // Lanes l and l + 4 share a register (four-by-four transposes in each half, inserts on
+    // the way in); plain calls, not closures, which would not take on the target features.
+    let j = &joints[i..i + 7 * K + 1];
+    let (r0, d0) = load_dual_pair(d, j[0], j[4 * K]);
+    let (r1, d1) = load_dual_pair(d, j[K], j[5 * K]);
+    let (r2, d2) = load_dual_pair(d, j[2 * K], j[6 * K]);
+    let (r3, d3) = load_dual_pair(d, j[3 * K], j[7 * K]);
+    let [rx, ry, rz, rw] = transpose4(r0, r1, r2, r3);
+    let [dx, dy, dz, dw] = transpose4(d0, d1, d2, d3);
+    [rx, ry, rz, rw, dx, dy, dz, dw]
 }
 
 /// Eight `Vec3` as their x, y and z lanes.
 #[inline(always)]
-unsafe fn load_vec3(v: &[Vec3]) -> [__m256; 3] {
+pub(super) unsafe fn load_vec3(v: &[Vec3]) -> [__m256; 3] {
     let v = &v[..LANES];
     // SAFETY: `Vec3` is `repr(C)` of three f32, so eight of them are 24 consecutive f32,
     // and `v` has eight elements (the slice above checks it). Unaligned 16-byte loads at
     // offsets 0, 4, ..., 20 read exactly those 24.
     let p = v.as_ptr() as *const f32;
-    let half = |lo: usize, hi: usize| {
-        _mm256_insertf128_ps::<1>(
-            _mm256_castps128_ps256(_mm_loadu_ps(p.add(lo))),
-            _mm_loadu_ps(p.add(hi)),
-        )
-    };
-    let m03 = half(0, 12); // x0 y0 z0 x1 | x4 y4 z4 x5
-    let m14 = half(4, 16); // y1 z1 x2 y2 | y5 z5 x6 y6
-    let m25 = half(8, 20); // z2 x3 y3 z3 | z6 x7 y7 z7
+    let m03 = pair(_mm_loadu_ps(p), _mm_loadu_ps(p.add(12))); // x0 y0 z0 x1 | x4 y4 z4 x5
+    let m14 = pair(_mm_loadu_ps(p.add(4)), _mm_loadu_ps(p.add(16))); // y1 z1 x2 y2 | y5 z5 x6 y6
+    let m25 = pair(_mm_loadu_ps(p.add(8)), _mm_loadu_ps(p.add(20))); // z2 x3 y3 z3 | z6 x7 y7 z7
     let xy = _mm256_shuffle_ps::<0b10_01_11_10>(m14, m25); // x2 y2 x3 y3
     let yz = _mm256_shuffle_ps::<0b01_00_10_01>(m03, m14); // y0 z0 y1 z1
     [
@@ -102,7 +94,7 @@ unsafe fn load_vec3(v: &[Vec3]) -> [__m256; 3] {
 
 /// Writes the lanes `x`, `y`, `z` to eight `Vec3`.
 #[inline(always)]
-unsafe fn store_vec3(out: &mut [Vec3], [x, y, z]: [__m256; 3]) {
+pub(super) unsafe fn store_vec3(out: &mut [Vec3], [x, y, z]: [__m256; 3]) {
     let out = &mut out[..LANES];
     let rxy = _mm256_shuffle_ps::<0b10_00_10_00>(x, y); // x0 x2 y0 y2
     let ryz = _mm256_shuffle_ps::<0b11_01_11_01>(y, z); // y1 y3 z1 z3
@@ -126,14 +118,118 @@ unsafe fn store_vec3(out: &mut [Vec3], [x, y, z]: [__m256; 3]) {
 /// lanes where the length is zero, subnormal or not finite (as [`unit`]).
 #[inline(always)]
 unsafe fn rotate_unit(m: &[__m256; 12], v: [__m256; 3]) -> [__m256; 3] {
-    let row = |r: usize| {
+    unit8(
+        [
+            rotate_row(m, 0, v),
+            rotate_row(m, 1, v),
+            rotate_row(m, 2, v),
+        ],
+        v,
+    )
+}
+
+/// Row `r` of `m` (rows of four lanes) times the direction `v`.
+#[inline(always)]
+unsafe fn rotate_row(m: &[__m256; 12], r: usize, v: [__m256; 3]) -> __m256 {
+    _mm256_fmadd_ps(
+        m[4 * r],
+        v[0],
+        _mm256_fmadd_ps(m[4 * r + 1], v[1], _mm256_mul_ps(m[4 * r + 2], v[2])),
+    )
+}
+
+/// Row `r` of `m` (rows of four lanes) times the point `p`.
+#[inline(always)]
+unsafe fn transform_row(m: &[__m256; 12], r: usize, p: [__m256; 3]) -> __m256 {
+    _mm256_fmadd_ps(
+        m[4 * r],
+        p[0],
         _mm256_fmadd_ps(
-            m[4 * r],
-            v[0],
-            _mm256_fmadd_ps(m[4 * r + 1], v[1], _mm256_mul_ps(m[4 * r + 2], v[2])),
-        )
-    };
-    let (x, y, z) = (row(0), row(1), row(2));
+            m[4 * r + 1],
+            p[1],
+            _mm256_fmadd_ps(m[4 * r + 2], p[2], m[4 * r + 3]),
+        ),
+    )
+}
+
+/// The `K - 1` stored weights of eight vertices (each vertex's following one another in
+/// `w`), one register per weight: `[i]` holds weight `i` of every lane. Up to three weights
+/// per vertex are de-interleaved with whole-row loads and shuffles; more are gathered.
+#[inline(always)]
+unsafe fn lane_weights<const K: usize>(w: &[f32]) -> [__m256; 8] {
+    let w1 = K - 1;
+    let w = &w[..LANES * w1];
+    let mut out = [_mm256_setzero_ps(); 8];
+    // SAFETY (the loads): `w` holds `8 * w1` f32 (checked above); each unaligned load reads
+    // four or eight of them within it.
+    let p = w.as_ptr();
+    match w1 {
+        1 => out[0] = _mm256_loadu_ps(p),
+        2 => {
+            let lo = pair(_mm_loadu_ps(p), _mm_loadu_ps(p.add(8))); // a0 b0 a1 b1 | a4 b4 a5 b5
+            let hi = pair(_mm_loadu_ps(p.add(4)), _mm_loadu_ps(p.add(12))); // a2 b2 a3 b3 | ..
+            out[0] = _mm256_shuffle_ps::<0x88>(lo, hi);
+            out[1] = _mm256_shuffle_ps::<0xDD>(lo, hi);
+        }
+        3 => {
+            // Eight triples: the layout of eight `Vec3`.
+            // SAFETY: `Vec3` is `repr(C)` of three f32 (asserted above), and `w` is 24 f32.
+            let v = std::slice::from_raw_parts(p as *const Vec3, LANES);
+            [out[0], out[1], out[2]] = load_vec3(v);
+        }
+        _ => {
+            for (i, o) in out.iter_mut().enumerate().take(w1) {
+                *o = _mm256_setr_ps(
+                    w[i],
+                    w[w1 + i],
+                    w[2 * w1 + i],
+                    w[3 * w1 + i],
+                    w[4 * w1 + i],
+                    w[5 * w1 + i],
+                    w[6 * w1 + i],
+                    w[7 * w1 + i],
+                );
+            }
+        }
+    }
+    out
+}
+
+/// The translation row of the dual quaternion matrix for one axis, `(w d_a - d_w a + (b d_c -
+/// c d_b)) s`: `a`, `b`, `c` this axis and the next two of the real part, `da`, `db`, `dc`
+/// the same of the dual part.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn translation(
+    [a, b, c]: [__m256; 3],
+    [da, db, dc]: [__m256; 3],
+    w: __m256,
+    dw: __m256,
+    s: __m256,
+) -> __m256 {
+    let cross = _mm256_fmsub_ps(b, dc, _mm256_mul_ps(c, db));
+    _mm256_mul_ps(
+        _mm256_add_ps(_mm256_fmsub_ps(da, w, _mm256_mul_ps(a, dw)), cross),
+        s,
+    )
+}
+
+/// The directions `[x, y, z]` scaled to unit length; `fallback` in lanes where the length is
+/// zero, subnormal or not finite (as [`unit`]).
+#[inline(always)]
+pub(super) unsafe fn unit8(d: [__m256; 3], fallback: [__m256; 3]) -> [__m256; 3] {
+    let (u, ok) = scale_unit8(d);
+    [
+        _mm256_blendv_ps(fallback[0], u[0], ok),
+        _mm256_blendv_ps(fallback[1], u[1], ok),
+        _mm256_blendv_ps(fallback[2], u[2], ok),
+    ]
+}
+
+/// The directions `[x, y, z]` scaled to unit length, and a mask of the lanes where that is
+/// meaningful (the squared length is a normal, finite number); the other lanes hold garbage.
+#[inline(always)]
+pub(super) unsafe fn scale_unit8([x, y, z]: [__m256; 3]) -> ([__m256; 3], __m256) {
     let l2 = _mm256_fmadd_ps(x, x, _mm256_fmadd_ps(y, y, _mm256_mul_ps(z, z)));
     // One Newton-Raphson step on the estimate, as `transform::inv_sqrt`.
     let e = _mm256_rsqrt_ps(l2);
@@ -143,11 +239,12 @@ unsafe fn rotate_unit(m: &[__m256; 12], v: [__m256; 3]) -> [__m256; 3] {
         _mm256_cmp_ps::<_CMP_GE_OQ>(l2, _mm256_set1_ps(f32::MIN_POSITIVE)),
         _mm256_cmp_ps::<_CMP_LE_OQ>(l2, _mm256_set1_ps(f32::MAX)),
     );
-    [
-        _mm256_blendv_ps(v[0], _mm256_mul_ps(x, inv), ok),
-        _mm256_blendv_ps(v[1], _mm256_mul_ps(y, inv), ok),
-        _mm256_blendv_ps(v[2], _mm256_mul_ps(z, inv), ok),
-    ]
+    let u = [
+        _mm256_mul_ps(x, inv),
+        _mm256_mul_ps(y, inv),
+        _mm256_mul_ps(z, inv),
+    ];
+    (u, ok)
 }
 
 /// Skins vertices `v0..v0 + 8` of an influence group with `K` influences per vertex by dual
@@ -172,19 +269,16 @@ pub(super) unsafe fn dual_block<const K: usize>(
     let first = load_transposed::<K>(d, joints, 0);
     let mut q = first;
     if K > 1 {
-        let weight = |i: usize| {
-            let w = |l: usize| weights[l * w1 + i];
-            _mm256_setr_ps(w(0), w(1), w(2), w(3), w(4), w(5), w(6), w(7))
-        };
-        let w0 = weight(0);
+        let ws = lane_weights::<K>(weights);
+        let w0 = ws[0];
         for c in &mut q {
             *c = _mm256_mul_ps(*c, w0);
         }
         let mut last = _mm256_sub_ps(_mm256_set1_ps(1.0), w0);
         let sign = _mm256_set1_ps(-0.0);
-        for i in 1..K {
+        for (i, &stored) in ws.iter().enumerate().take(K).skip(1) {
             let qi = load_transposed::<K>(d, joints, i);
-            let wi = if i + 1 < K { weight(i) } else { last };
+            let wi = if i + 1 < K { stored } else { last };
             last = _mm256_sub_ps(last, wi);
             let dot = _mm256_fmadd_ps(
                 first[0],
@@ -246,41 +340,27 @@ pub(super) unsafe fn dual_block<const K: usize>(
     );
     let one = _mm256_set1_ps(1.0);
     // Translation: (w d_v - d_w r_v + r_v x d_v) * s.
-    let t = |a: __m256, da: __m256, b: __m256, db: __m256, c: __m256, dc: __m256| {
-        // a, b, c: this axis and the next two of r; da, db, dc: the same of d.
-        let cross = _mm256_fmsub_ps(b, dc, _mm256_mul_ps(c, db));
-        _mm256_mul_ps(
-            _mm256_add_ps(_mm256_fmsub_ps(da, w, _mm256_mul_ps(a, dw)), cross),
-            s,
-        )
-    };
     let m = [
         _mm256_sub_ps(one, _mm256_add_ps(yy, zz)),
         _mm256_sub_ps(xy, wz),
         _mm256_add_ps(xz, wy),
-        t(x, dx, y, dy, z, dz),
+        translation([x, y, z], [dx, dy, dz], w, dw, s),
         _mm256_add_ps(xy, wz),
         _mm256_sub_ps(one, _mm256_add_ps(xx, zz)),
         _mm256_sub_ps(yz, wx),
-        t(y, dy, z, dz, x, dx),
+        translation([y, z, x], [dy, dz, dx], w, dw, s),
         _mm256_sub_ps(xz, wy),
         _mm256_add_ps(yz, wx),
         _mm256_sub_ps(one, _mm256_add_ps(xx, yy)),
-        t(z, dz, x, dx, y, dy),
+        translation([z, x, y], [dz, dx, dy], w, dw, s),
     ];
     let p = load_vec3(&src.positions[v0..]);
-    let row = |r: usize| {
-        _mm256_fmadd_ps(
-            m[4 * r],
-            p[0],
-            _mm256_fmadd_ps(
-                m[4 * r + 1],
-                p[1],
-                _mm256_fmadd_ps(m[4 * r + 2], p[2], m[4 * r + 3]),
-            ),
-        )
-    };
-    store_vec3(&mut out.positions[v0..], [row(0), row(1), row(2)]);
+    let rows = [
+        transform_row(&m, 0, p),
+        transform_row(&m, 1, p),
+        transform_row(&m, 2, p),
+    ];
+    store_vec3(&mut out.positions[v0..], rows);
     if let (Some(o), Some(ns)) = (out.normals.as_deref_mut(), src.normals) {
         store_vec3(&mut o[v0..], rotate_unit(&m, load_vec3(&ns[v0..])));
     }

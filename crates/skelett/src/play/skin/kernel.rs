@@ -421,6 +421,17 @@ pub(super) fn group<const K: usize, const F: bool>(
     let weights = &weights[..n * w1];
     // Dual quaternions need rigid joints: without any, every vertex blends linearly.
     if !palette.dual_ready || !palette.any_rigid {
+        #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+        if F && K > 0 {
+            // SAFETY: `F` is true only in code instantiated from `skin_range_fma`, called
+            // only after `fma_available()` confirmed AVX and FMA.
+            // `avx_linear_matches_one_vertex_at_a_time` runs it.
+            unsafe {
+                let p = super::linear_avx::Palette::linear(palette);
+                super::linear_avx::linear_group::<K>(p, joints, weights, &src, &mut out)
+            };
+            return;
+        }
         for (v, (j, w)) in joints
             .chunks_exact(K)
             .zip(
@@ -437,6 +448,21 @@ pub(super) fn group<const K: usize, const F: bool>(
     if K == 1 {
         // One rigid joint: its dual quaternion's matrix, made once per palette entry (the
         // blend of one is itself), so these vertices cost what linear blending costs.
+        #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+        if F && palette.all_rigid {
+            // Every vertex as `rigid_vertex` skins it: the palette's dual matrices, unit
+            // directions. SAFETY: as for linear blending above;
+            // `avx_dual_blocks_all_rigid_without_normals` and the test above run it.
+            unsafe {
+                let p = super::linear_avx::Palette {
+                    matrices: &palette.dual_matrices,
+                    normal: None,
+                    raw: false,
+                };
+                super::linear_avx::linear_group::<1>(p, joints, weights, &src, &mut out)
+            };
+            return;
+        }
         for v in 0..n {
             let j = joints[v] as usize;
             if palette.rigid[j] {
@@ -598,6 +624,149 @@ mod tests {
             );
             assert!((a.1[v] - b.1[v]).length() < 1e-5);
             assert!((a.2[v] - b.2[v]).length() < 1e-5);
+        }
+    }
+
+    /// The AVX linear kernel (`linear_avx.rs`, taken by the FMA build) gives what the
+    /// baseline build gives one vertex at a time: for every influence count, in each of its
+    /// modes (positions only; unit or raw normals; normal matrices or tangents, tested per
+    /// vertex), with zero and overflowing normals (which fall back to the bind direction),
+    /// partial blocks, ranges that do not fall on block boundaries (the same bits), and no
+    /// write past the end of an output.
+    #[cfg(not(feature = "scalar"))]
+    #[test]
+    pub(super) fn avx_linear_matches_one_vertex_at_a_time() {
+        if !fma_available() {
+            eprintln!("no AVX and FMA on this CPU: only the baseline build exists here");
+            return;
+        }
+        let n = 203;
+        let joints = 9;
+        let mut p = crate::MeshPrimitive {
+            positions: (0..n)
+                .map(|i| Vec3::new(i as f32 * 0.1 - 5.0, (i % 7) as f32, (i % 3) as f32))
+                .collect(),
+            normals: Some(
+                (0..n)
+                    .map(|i| match i % 50 {
+                        7 => Vec3::ZERO,
+                        8 => Vec3::splat(3e38),
+                        _ => Vec3::new(1.0, i as f32 * 0.3, -0.5).normalize(),
+                    })
+                    .collect(),
+            ),
+            tangents: Some(
+                (0..n)
+                    .map(|i| Vec4::new(0.0, 1.0, i as f32, -1.0).normalize())
+                    .collect(),
+            ),
+            influences: 8,
+            ..Default::default()
+        };
+        for v in 0..n {
+            for i in 0..8 {
+                p.joints.push(((v + 3 * i) % joints) as u16);
+                let k = (v / 13) % 8; // 13-vertex runs of each influence count
+                p.weights.push(if i <= k {
+                    1.0 + (i * v % 5) as f32
+                } else {
+                    0.0
+                });
+            }
+        }
+        let mesh = SkinningMesh::new(&p, joints).unwrap();
+        assert!(mesh.groups().len() >= 8);
+        for uniform in [true, false] {
+            let mats: Vec<Mat4> = (0..joints)
+                .map(|i| {
+                    let axis = Vec3::new(1.0, i as f32, 0.5 - i as f32).normalize();
+                    let scale = if uniform {
+                        Vec3::splat(2.0)
+                    } else {
+                        Vec3::new(1.0, 1.0 + 0.2 * i as f32, 1.0)
+                    };
+                    Mat4::from_scale_rotation_translation(
+                        scale,
+                        Quat::from_axis_angle(axis, 0.9 * i as f32 - 3.0),
+                        Vec3::new(i as f32, -2.0 * i as f32, 0.5),
+                    )
+                })
+                .collect();
+            for raw in [false, true] {
+                let mut pal = SkinPalette::new(SkinningMethod::Linear);
+                pal.set_matrices(&mats);
+                pal.set_normalize_directions(!raw);
+                assert_eq!(pal.use_normal, !uniform);
+                for outputs in 1..=3 {
+                    let what = format!("uniform {uniform}, raw {raw}, outputs {outputs}");
+                    // Each output one longer than the mesh, its last entry a sentinel.
+                    let run = |fma: bool, start: usize, end: usize| {
+                        let sentinel = Vec3::splat(-7.0);
+                        let mut pos = vec![sentinel; end - start + 1];
+                        let mut nrm = vec![sentinel; end - start + 1];
+                        let mut tan = vec![sentinel.extend(-7.0); end - start + 1];
+                        let out = SkinOutput {
+                            positions: &mut pos[..end - start],
+                            normals: (outputs >= 2).then_some(&mut nrm[..end - start]),
+                            tangents: (outputs >= 3).then_some(&mut tan[..end - start]),
+                        };
+                        if fma {
+                            skin_range_dispatch(&mesh, &pal, None, start, out);
+                        } else {
+                            skin_range::<false>(&mesh, &pal, None, start, out);
+                        }
+                        assert_eq!(pos.pop(), Some(sentinel), "{what}");
+                        assert_eq!(nrm.pop(), Some(sentinel), "{what}");
+                        assert_eq!(tan.pop(), Some(sentinel.extend(-7.0)), "{what}");
+                        (pos, nrm, tan)
+                    };
+                    let (a, b) = (run(true, 0, n), run(false, 0, n));
+                    for v in 0..n {
+                        let scale = b.0[v].length().max(1.0);
+                        let near = |x: Vec3, y: Vec3, tol: f32| (x - y).length() <= tol;
+                        assert!(near(a.0[v], b.0[v], 2e-6 * scale), "{what} {v}");
+                        if raw && mesh.source_vertices()[v] % 50 == 8 {
+                            continue; // overflows to infinities and NaN, in either order
+                        }
+                        // Raw directions scale with the palette (up to 2, or 2.6 blended).
+                        let tol = if raw { 1e-5 } else { 2e-6 };
+                        assert!(
+                            near(a.1[v], b.1[v], tol),
+                            "{what} {v}: {} {}",
+                            a.1[v],
+                            b.1[v]
+                        );
+                        let (ta, tb) = (a.2[v], b.2[v]);
+                        assert!(near(ta.truncate(), tb.truncate(), tol), "{what} {v}");
+                        assert_eq!(ta.w, tb.w);
+                    }
+                    if outputs >= 2 && !raw {
+                        // The zero and the overflowing normals came back as given, the others
+                        // unit.
+                        for (v, &s) in mesh.source_vertices().iter().enumerate() {
+                            let want = match s % 50 {
+                                7 => Some(Vec3::ZERO),
+                                8 => Some(Vec3::splat(3e38)),
+                                _ => None,
+                            };
+                            match want {
+                                Some(w) => assert_eq!(a.1[v], w, "{what} {v}"),
+                                None => assert!((a.1[v].length() - 1.0).abs() < 1e-6, "{what}"),
+                            }
+                        }
+                    }
+                    // In ranges of 13 (as `skin_par` splits), the same bits.
+                    let mut start = 0;
+                    while start < n {
+                        let end = (start + 13).min(n);
+                        let part = run(true, start, end);
+                        assert_eq!(part.0, a.0[start..end], "{what} {start}");
+                        assert_eq!(part.1, a.1[start..end], "{what} {start}");
+                        assert_eq!(part.2, a.2[start..end], "{what} {start}");
+                        start = end;
+                    }
+                }
+            }
         }
     }
 

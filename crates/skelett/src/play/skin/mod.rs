@@ -31,14 +31,23 @@
 //! (LBS's "candy wrapper"). Dual quaternions cannot carry scale, so a vertex influenced by any
 //! joint whose palette entry scales or shears falls back to linear blending, per vertex.
 //! The blend is turned into a matrix without a square root (one division by the squared
-//! length of its rotation part) and applied like linear blending's. On CPUs with AVX and FMA
-//! eight vertices go at once, one per lane (`dual_avx.rs`): about 1.2-1.35x the time of
-//! linear blending on CesiumMan instead of 5x one vertex at a time.
+//! length of its rotation part) and applied like linear blending's.
+//!
+//! **Speed.** On CPUs with AVX and FMA (chosen at run time; the `scalar` feature turns it
+//! off) linear blending takes each palette matrix as two 256-bit registers, so a blend of `k`
+//! matrices is `2 k` multiply-adds, and renormalises the directions eight at a time
+//! (`linear_avx.rs`); dual quaternion skinning does eight vertices at once, one per lane
+//! (`dual_avx.rs`), and vertices with one rigid joint go through the linear kernel with the
+//! dual quaternions' matrices. On CesiumMan (positions and unit normals) that is about 0.75x
+//! ozz-animation's time for linear blending (which leaves normals unnormalised) and about
+//! 1.5x linear blending's for dual quaternions (`scripts/bench/ozz_skinning.sh`,
+//! `benches/skinning.rs`).
 //!
 //! [`skin_par`] (feature `rayon`) splits the vertices into chunks skinned on rayon's pool.
 
 mod dual_avx;
 mod kernel;
+mod linear_avx;
 mod mesh;
 mod palette;
 

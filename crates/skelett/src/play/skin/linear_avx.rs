@@ -1,0 +1,346 @@
+//! Linear blend skinning with AVX and FMA: each vertex's matrices blended two columns per
+//! 256-bit register, its directions renormalised eight vertices at a time.
+//!
+//! One vertex at a time with four-wide registers (the baseline build, [`super::kernel`]),
+//! blending `K` matrices takes `4 K` multiply-adds and renormalising a direction is a
+//! horizontal sum, a square root estimate and a refinement that four lanes cannot share out
+//! (about a fifth of the time on CesiumMan). Here a palette matrix is two 32-byte loads
+//! (columns x, y and z, w), so the blend takes `2 K`; the blended columns are applied to the
+//! position and directions as before, with the same operations in the same order (positions
+//! get the bits of the baseline FMA build). Raw directions of a block of eight vertices are
+//! kept in a small buffer, transposed, and renormalised in structure-of-arrays form as
+//! the dual quaternion kernel does (`dual_avx::unit8`); a last, partial block goes through
+//! the same code padded, so every vertex gets the same bits however the mesh is split into
+//! ranges (`skin_par`'s chunks). Tangents, rarely skinned on the CPU, are renormalised one
+//! at a time.
+//!
+//! Positions are written with one 16-byte store per vertex, whose fourth float lands on the
+//! next vertex's `x` and is overwritten by it; the last vertex of a range gets a 12-byte
+//! store. Only the FMA build of the skinning kernel ([`super::kernel::skin_range_fma`])
+//! calls in here, after run-time detection.
+
+#![cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+
+use std::arch::x86_64::*;
+
+use glam::{Mat3A, Mat4, Vec3, Vec3A, Vec4};
+
+use super::dual_avx::{load_vec3, scale_unit8, store_vec3, LANES};
+use super::kernel::{unit, Source};
+use super::{SkinOutput, SkinPalette};
+
+// The layouts the loads rely on (glam's SSE2 and scalar builds alike).
+const _: () = assert!(std::mem::size_of::<Mat4>() == 64);
+const _: () = assert!(std::mem::size_of::<Mat3A>() == 48);
+const _: () = assert!(std::mem::size_of::<Vec3>() == 12);
+
+/// Palette matrix `j` as its columns (x | y) and (z | w).
+#[inline(always)]
+unsafe fn columns(mats: &[Mat4], j: u16) -> (__m256, __m256) {
+    // SAFETY: `Mat4` is four `Vec4` columns, 16 consecutive f32 (asserted above), and
+    // `run` has checked that every joint index of the group is below `mats.len()`. Unaligned
+    // loads have no alignment requirement.
+    debug_assert!((j as usize) < mats.len());
+    let m = mats.as_ptr().add(j as usize) as *const f32;
+    (_mm256_loadu_ps(m), _mm256_loadu_ps(m.add(8)))
+}
+
+/// Normal matrix `j` as its columns (x | y) and z (each `Vec3A`, four f32 with one unused).
+#[inline(always)]
+unsafe fn normal_columns(mats: &[Mat3A], j: u16) -> (__m256, __m128) {
+    // SAFETY: `Mat3A` is three `Vec3A` of four f32 each, 12 consecutive f32 (asserted
+    // above), and `run` has checked every joint index of the group against `mats.len()`.
+    debug_assert!((j as usize) < mats.len());
+    let m = mats.as_ptr().add(j as usize) as *const f32;
+    (_mm256_loadu_ps(m), _mm_loadu_ps(m.add(8)))
+}
+
+/// The blend of the `K` palette matrices `j` with the weights `w` (the last one implied),
+/// as [`super::kernel::blend_mats`] computes it: the same operations in the same order.
+#[inline(always)]
+unsafe fn blend<const K: usize>(mats: &[Mat4], j: &[u16], w: &[f32]) -> (__m256, __m256) {
+    let (a, b) = columns(mats, j[0]);
+    if K == 1 {
+        return (a, b);
+    }
+    let w0 = _mm256_broadcast_ss(&w[0]);
+    let (mut xy, mut zw) = (_mm256_mul_ps(a, w0), _mm256_mul_ps(b, w0));
+    let mut last = _mm256_sub_ps(_mm256_set1_ps(1.0), w0);
+    for i in 1..K - 1 {
+        let wi = _mm256_broadcast_ss(&w[i]);
+        let (a, b) = columns(mats, j[i]);
+        xy = _mm256_fmadd_ps(a, wi, xy);
+        zw = _mm256_fmadd_ps(b, wi, zw);
+        last = _mm256_sub_ps(last, wi);
+    }
+    let (a, b) = columns(mats, j[K - 1]);
+    (_mm256_fmadd_ps(a, last, xy), _mm256_fmadd_ps(b, last, zw))
+}
+
+/// The blend of the `K` normal matrices `j`, as [`blend`].
+#[inline(always)]
+unsafe fn blend_normal<const K: usize>(mats: &[Mat3A], j: &[u16], w: &[f32]) -> (__m256, __m128) {
+    let (a, b) = normal_columns(mats, j[0]);
+    if K == 1 {
+        return (a, b);
+    }
+    let w0 = _mm256_broadcast_ss(&w[0]);
+    let (mut xy, mut z) = (
+        _mm256_mul_ps(a, w0),
+        _mm_mul_ps(b, _mm256_castps256_ps128(w0)),
+    );
+    let mut last = _mm256_sub_ps(_mm256_set1_ps(1.0), w0);
+    for i in 1..K - 1 {
+        let wi = _mm256_broadcast_ss(&w[i]);
+        let (a, b) = normal_columns(mats, j[i]);
+        xy = _mm256_fmadd_ps(a, wi, xy);
+        z = _mm_fmadd_ps(b, _mm256_castps256_ps128(wi), z);
+        last = _mm256_sub_ps(last, wi);
+    }
+    let (a, b) = normal_columns(mats, j[K - 1]);
+    (
+        _mm256_fmadd_ps(a, last, xy),
+        _mm_fmadd_ps(b, _mm256_castps256_ps128(last), z),
+    )
+}
+
+/// `x * v.x + y * v.y + z * v.z`, in the order of [`super::kernel::Affine::vector`].
+#[inline(always)]
+unsafe fn apply(x: __m128, y: __m128, z: __m128, v: &Vec3) -> __m128 {
+    let r = _mm_mul_ps(z, _mm_broadcast_ss(&v.z));
+    let r = _mm_fmadd_ps(y, _mm_broadcast_ss(&v.y), r);
+    _mm_fmadd_ps(x, _mm_broadcast_ss(&v.x), r)
+}
+
+/// Writes the first three lanes of `r` to `out[v]`; `v < out.len()`.
+#[inline(always)]
+unsafe fn store3(out: &mut [Vec3], v: usize, r: __m128) {
+    debug_assert!(v < out.len());
+    let p = out.as_mut_ptr().add(v) as *mut f32;
+    if v + 1 < out.len() {
+        // SAFETY: `out[v]` and `out[v + 1]` are both in the slice (checked just above), and
+        // `Vec3` is three consecutive f32, so the 16 bytes from `out[v]` are `out[v]` and
+        // `out[v + 1].x`, borrowed mutably. Callers write `out[v + 1]` after `out[v]`.
+        _mm_storeu_ps(p, r);
+    } else {
+        // SAFETY: `out[v]` is in the slice (the caller's promise): eight bytes, then four.
+        _mm_storel_epi64(p as *mut __m128i, _mm_castps_si128(r));
+        _mm_store_ss(p.add(2), _mm_movehl_ps(r, r));
+    }
+}
+
+/// Scales the directions `out` (raw, as skinned) to unit length in place, eight at a time;
+/// where a length is unusable, `src`'s direction (as [`unit`]). Every direction gets the
+/// same bits wherever it falls in a block: the last, partial block goes through a padded
+/// copy.
+#[inline(always)]
+unsafe fn unit_in_place(out: &mut [Vec3], src: &[Vec3]) {
+    let n = out.len();
+    let mut v0 = 0;
+    while v0 < n {
+        let m = (n - v0).min(LANES);
+        let ok = if m == LANES {
+            let (u, ok) = scale_unit8(load_vec3(&out[v0..]));
+            store_vec3(&mut out[v0..], u);
+            ok
+        } else {
+            let mut pad = [Vec3::ZERO; LANES];
+            pad[..m].copy_from_slice(&out[v0..]);
+            let (u, ok) = scale_unit8(load_vec3(&pad));
+            store_vec3(&mut pad, u);
+            out[v0..].copy_from_slice(&pad[..m]);
+            ok
+        };
+        let ok = _mm256_movemask_ps(ok) as u32 | !((1u32 << m) - 1);
+        if ok != u32::MAX {
+            // A zero, subnormal or infinite length (rare): the source direction, as `unit`.
+            for l in (0..m).filter(|l| ok & (1 << l) == 0) {
+                out[v0 + l] = src[v0 + l];
+            }
+        }
+        v0 += m;
+    }
+}
+
+/// What a group's loop writes, fixed per call so that the common cases run without tests
+/// per vertex.
+const POSITIONS: u8 = 0;
+/// Positions and unit normals from the blended matrix.
+const UNIT_NORMALS: u8 = 1;
+/// Positions and raw (not renormalised) normals from the blended matrix.
+const RAW_NORMALS: u8 = 2;
+/// Anything else: normal matrices or tangents, tested per vertex.
+const GENERAL: u8 = 3;
+
+/// Skins one influence group with `K` (1 to 8) influences per vertex by linear blending:
+/// what [`super::kernel::group`] does with [`super::kernel::linear_vertex`] for each vertex.
+/// `joints` and `weights` are the group's (`K` and `K - 1` per vertex); `src` and `out`
+/// cover exactly the group's vertices.
+///
+/// # Safety
+/// The CPU must support AVX and FMA.
+#[target_feature(enable = "avx,fma")]
+pub(super) unsafe fn linear_group<const K: usize>(
+    palette: Palette<'_>,
+    joints: &[u16],
+    weights: &[f32],
+    src: &Source<'_>,
+    out: &mut SkinOutput<'_>,
+) {
+    let normals = out.normals.is_some() && src.normals.is_some();
+    let tangents = out.tangents.is_some() && src.tangents.is_some();
+    match (normals, tangents || palette.normal.is_some(), palette.raw) {
+        (false, false, _) => run::<K, POSITIONS>(palette, joints, weights, src, out),
+        (true, false, false) => run::<K, UNIT_NORMALS>(palette, joints, weights, src, out),
+        (true, false, true) => run::<K, RAW_NORMALS>(palette, joints, weights, src, out),
+        (_, true, _) => run::<K, GENERAL>(palette, joints, weights, src, out),
+    }
+}
+
+/// The matrices a group is skinned with.
+#[derive(Clone, Copy)]
+pub(super) struct Palette<'a> {
+    /// One per joint.
+    pub(super) matrices: &'a [Mat4],
+    /// Inverse-transposes for the normals, one per joint, where the palette needs them.
+    pub(super) normal: Option<&'a [Mat3A]>,
+    /// Whether directions are left as transformed (not renormalised).
+    pub(super) raw: bool,
+}
+
+impl<'a> Palette<'a> {
+    /// The linear blending palette of `p`.
+    pub(super) fn linear(p: &'a SkinPalette) -> Self {
+        Palette {
+            matrices: &p.matrices,
+            normal: p.use_normal.then_some(&p.normal[..]),
+            raw: p.raw_directions,
+        }
+    }
+}
+
+/// The slices one group's loop reads and writes, cut to its `n` vertices.
+struct Group<'a, 'o, const K: usize> {
+    n: usize,
+    joints: &'a [u16],
+    weights: &'a [f32],
+    mats: &'a [Mat4],
+    normal_mats: Option<&'a [Mat3A]>,
+    raw: bool,
+    src: Source<'a>,
+    positions: &'o mut [Vec3],
+    normals: Option<&'o mut [Vec3]>,
+    tangents: Option<&'o mut [Vec4]>,
+}
+
+/// Skins vertex `v < g.n`: writes its position and its raw (not renormalised) normal.
+#[inline(always)]
+unsafe fn vertex<const K: usize, const MODE: u8>(g: &mut Group<'_, '_, K>, v: usize) {
+    let w1 = K.saturating_sub(1);
+    debug_assert!(v < g.n);
+    // SAFETY: `v < n`, and `joints` and `weights` hold `K` and `K - 1` entries for each of
+    // the `n` vertices, so these ranges are in bounds.
+    let j = std::slice::from_raw_parts(g.joints.as_ptr().add(v * K), K);
+    let w = std::slice::from_raw_parts(g.weights.as_ptr().add(v * w1), w1);
+    let (xy, zw) = blend::<K>(g.mats, j, w);
+    let x = _mm256_castps256_ps128(xy);
+    let y = _mm256_extractf128_ps::<1>(xy);
+    let z = _mm256_castps256_ps128(zw);
+    let t = _mm256_extractf128_ps::<1>(zw);
+    // As `Affine::point`: z first, onto the translation.
+    // SAFETY (this and the normal below): `v < n`, the length of every source slice.
+    let p = g.src.positions.get_unchecked(v);
+    let r = _mm_fmadd_ps(z, _mm_broadcast_ss(&p.z), t);
+    let r = _mm_fmadd_ps(y, _mm_broadcast_ss(&p.y), r);
+    store3(g.positions, v, _mm_fmadd_ps(x, _mm_broadcast_ss(&p.x), r));
+    if let (Some(o), Some(s)) = (g.normals.as_deref_mut(), g.src.normals) {
+        let sv = s.get_unchecked(v);
+        let d = match g.normal_mats {
+            Some(nm) if MODE == GENERAL => {
+                let (nxy, nz) = blend_normal::<K>(nm, j, w);
+                let nx = _mm256_castps256_ps128(nxy);
+                apply(nx, _mm256_extractf128_ps::<1>(nxy), nz, sv)
+            }
+            _ => apply(x, y, z, sv),
+        };
+        store3(o, v, d);
+    }
+    if MODE == GENERAL {
+        if let (Some(o), Some(s)) = (g.tangents.as_deref_mut(), g.src.tangents) {
+            let tv = s[v];
+            let d = Vec3A::from(Vec4::from(apply(x, y, z, &tv.truncate())).truncate());
+            let d = if g.raw {
+                Vec3::from(d)
+            } else {
+                unit(d, tv.truncate())
+            };
+            o[v] = d.extend(tv.w);
+        }
+    }
+}
+
+/// [`linear_group`] for one `MODE`.
+#[inline(always)]
+unsafe fn run<const K: usize, const MODE: u8>(
+    palette: Palette<'_>,
+    joints: &[u16],
+    weights: &[f32],
+    src: &Source<'_>,
+    out: &mut SkinOutput<'_>,
+) {
+    let n = src.positions.len();
+    let w1 = K.saturating_sub(1);
+    let (normals, src_normals) = match (out.normals.as_deref_mut(), src.normals) {
+        (Some(o), Some(s)) if MODE != POSITIONS => (Some(&mut o[..n]), Some(&s[..n])),
+        _ => (None, None),
+    };
+    let (tangents, src_tangents) = match (out.tangents.as_deref_mut(), src.tangents) {
+        (Some(o), Some(s)) if MODE == GENERAL => (Some(&mut o[..n]), Some(&s[..n])),
+        _ => (None, None),
+    };
+    // What makes the unchecked palette loads sound. `SkinningMesh::new` and `skin`'s checks
+    // already guarantee it; this pass (vectorised, a few hundredths of a nanosecond per
+    // vertex) keeps the proof local.
+    let top = joints[..n * K]
+        .iter()
+        .copied()
+        .max()
+        .map_or(0, |j| j as usize + 1);
+    assert!(
+        top <= palette.matrices.len() && palette.normal.is_none_or(|m| top <= m.len()),
+        "skinning: joint index {} beyond the palette of {}",
+        top - 1,
+        palette.matrices.len()
+    );
+    let mut g = Group::<K> {
+        n,
+        joints: &joints[..n * K],
+        weights: &weights[..n * w1],
+        mats: palette.matrices,
+        normal_mats: palette.normal,
+        raw: palette.raw,
+        src: Source {
+            positions: &src.positions[..n],
+            normals: src_normals,
+            tangents: src_tangents,
+        },
+        positions: &mut out.positions[..n],
+        normals,
+        tangents,
+    };
+    let unit = MODE == UNIT_NORMALS || (MODE == GENERAL && !g.raw);
+    // Chunks small enough that their raw normals are still in the first-level cache (and
+    // their stores long done) when they are renormalised.
+    const CHUNK: usize = 8 * LANES;
+    let mut v0 = 0;
+    while v0 < n {
+        let end = (v0 + CHUNK).min(n);
+        for v in v0..end {
+            vertex::<K, MODE>(&mut g, v);
+        }
+        if let (true, Some(o), Some(s)) = (unit, g.normals.as_deref_mut(), g.src.normals) {
+            unit_in_place(&mut o[v0..end], &s[v0..end]);
+        }
+        v0 = end;
+    }
+}
