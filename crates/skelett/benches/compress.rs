@@ -12,6 +12,11 @@
 //! warm, 1203 ns cold for the pose).
 //!
 //! `cargo bench -p skelett --bench compress`
+//!
+//! With `SKELETT_ACL_CASES=DIR` set, the bench first writes the CMU clips (01_01, 01_03,
+//! Boxing_Toes) as raw samples at their own frame rate to `DIR/LABEL.bin` for
+//! `scripts/bench/acl_compare.sh`, which compresses and decompresses them with ACL built
+//! from source, and prints skelett's compression time for each (median of three).
 
 use skelett_testdata::bench::{criterion, forward_times, random_times};
 use skelett_testdata::data;
@@ -36,7 +41,75 @@ const CASES: &[(&str, &str, &str, Option<f32>)] = &[
     ("cesium_man", "gltf/CesiumMan.glb", "0", Some(100.0)),
 ];
 
+/// Writes `label` for `scripts/bench/acl_compare.cc` (little-endian): u32 joints, u32
+/// frames, f32 frame rate, f32 centimetres per unit; the parents (i32, -1 for roots); then
+/// each frame's local transforms (rotation x, y, z, w, translation, scale: 10 f32 per
+/// joint), sampled at `start + frame / rate`. Prints skelett's compression time.
+fn dump_for_acl(label: &str, file: &str, cm: f32, dir: &std::path::Path) {
+    let asset = skelett_io::load(data(file)).expect("shared data beside the repository");
+    let (skeleton, clip) = (&asset.skeleton, &asset.clips[0]);
+    let rate = clip.frame_rate().expect("a mocap clip has a frame rate");
+    let frames = (clip.duration() * rate).round() as usize + 1;
+    let mut b = Vec::<u8>::new();
+    let f32s = |b: &mut Vec<u8>, v: &[f32]| v.iter().for_each(|x| b.extend(x.to_le_bytes()));
+    b.extend((skeleton.len() as u32).to_le_bytes());
+    b.extend((frames as u32).to_le_bytes());
+    f32s(&mut b, &[rate, cm]);
+    for &p in skeleton.parents() {
+        let p = if p == skelett::JointIndex::MAX {
+            -1
+        } else {
+            p as i32
+        };
+        b.extend(p.to_le_bytes());
+    }
+    let mut pose = Pose::rest(skeleton);
+    for f in 0..frames {
+        let t = (clip.start() + f as f32 / rate).min(clip.start() + clip.duration());
+        skelett::sample_uncached(clip, t, &mut pose).unwrap();
+        for x in pose.iter() {
+            f32s(&mut b, &x.rotation.to_array());
+            f32s(&mut b, &x.translation.to_array());
+            f32s(&mut b, &x.scale.to_array());
+        }
+    }
+    let path = dir.join(format!("{label}.bin"));
+    std::fs::write(&path, b).unwrap();
+    let opts = CompressOptions {
+        cm_per_unit: Some(cm),
+        ..Default::default()
+    };
+    let mut secs: Vec<f64> = (0..3)
+        .map(|_| {
+            let t0 = std::time::Instant::now();
+            let (_, report) = compress(skeleton, clip, &opts).expect("compress");
+            black_box(report);
+            t0.elapsed().as_secs_f64()
+        })
+        .collect();
+    secs.sort_by(f64::total_cmp);
+    let (small, report) = compress(skeleton, clip, &opts).expect("compress");
+    println!(
+        "{{\"case\": \"{label}\", \"joints\": {}, \"frames\": {frames}, \"skelett_compress_ms\": {:.1}, \"skelett_ratio\": {:.2}, \"skelett_max_error_cm\": {:.5}, \"skelett_bytes\": {}}}",
+        skeleton.len(),
+        secs[1] * 1e3,
+        report.ratio(),
+        report.max_error_cm,
+        small.size_bytes()
+    );
+    eprintln!("wrote {}", path.display());
+}
+
 fn bench_compact(c: &mut Criterion) {
+    if let Some(dir) = std::env::var_os("SKELETT_ACL_CASES") {
+        for (label, file, cm) in [
+            ("cmu_01_01", "bvh/01_01.bvh", 6.822),
+            ("cmu_01_03", "bvh/01_03.bvh", 6.822),
+            ("boxing_toes", "bvh/Boxing_Toes.bvh", 1.010),
+        ] {
+            dump_for_acl(label, file, cm, std::path::Path::new(&dir));
+        }
+    }
     for &(label, file, clip_name, cm) in CASES {
         let asset = skelett_io::load(data(file)).expect("shared data beside the repository");
         let skeleton = &asset.skeleton;
