@@ -31,6 +31,10 @@
 #include <acl/core/ansi_allocator.h>
 #include <acl/decompression/decompress.h>
 
+#ifndef BUILD_NAME
+#define BUILD_NAME "sse2"
+#endif
+
 struct Writer final : public acl::track_writer {
   std::vector<rtm::qvvf>& pose;
   explicit Writer(std::vector<rtm::qvvf>& p) : pose(p) {}
@@ -152,10 +156,10 @@ int main(int argc, char** argv) {
     name = name.substr(name.find_last_of('/') + 1);
     const double raw = double(joints) * frames * 40.0;
     std::printf(
-        "{\"case\": \"%s\", \"joints\": %u, \"frames\": %u, \"acl_compress_ms\": %.1f, \"acl_compress_ms_min\": %.1f, "
+        "{\"case\": \"%s\", \"build\": \"%s\", \"joints\": %u, \"frames\": %u, \"acl_compress_ms\": %.1f, \"acl_compress_ms_min\": %.1f, "
         "\"acl_ratio\": %.2f, \"acl_bytes\": %u, \"acl_max_error_cm\": %.5f, \"acl_decompress_warm_ns_per_joint\": %.2f, "
         "\"acl_decompress_cold_ns_per_joint\": %.2f}\n",
-        name.c_str(), joints, frames, ms[1], ms[0], raw / size, size, err.error * cm, warm, cold);
+        name.c_str(), BUILD_NAME, joints, frames, ms[1], ms[0], raw / size, size, err.error * cm, warm, cold);
     for (auto* c : copies) allocator.deallocate(c, size);
     allocator.deallocate(out, size);
   }

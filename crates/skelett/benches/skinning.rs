@@ -130,16 +130,44 @@ fn skin_once(mesh: &SkinningMesh, palette: &SkinPalette, pos: &mut [Vec3], nrm: 
     .unwrap()
 }
 
-/// The bandwidth floor for skinning `mesh`: its input bytes (positions, normals, joint
-/// indices and weights, `influence_bytes` of the latter) read once and the output bytes
-/// (positions and normals) written once, by plain copies and a fold.
-fn stream_copy(mesh: &SkinningMesh, influences: &[u8], pos: &mut [Vec3], nrm: &mut [Vec3]) -> u64 {
-    pos.copy_from_slice(mesh.positions());
-    nrm.copy_from_slice(mesh.normals().unwrap());
+/// Vertices per chunk of `skin_par` in this bench, and of the streaming copies: chunks this
+/// small are copied with ordinary stores (as the kernel writes), not the non-temporal ones
+/// the C library may use for one large copy.
+const CHUNK: usize = 16 * 1024;
+
+/// The bandwidth floor for skinning `sp.len()` vertices: their input bytes
+/// (positions, normals, and `influences`: their joint indices and weights) read once and the
+/// output bytes (positions and normals) written once, by plain copies and a fold.
+fn copy_chunk(
+    (p, q): (&mut [Vec3], &mut [Vec3]),
+    (sp, sn): (&[Vec3], &[Vec3]),
+    influences: &[u8],
+) -> u64 {
+    p.copy_from_slice(sp);
+    q.copy_from_slice(sn);
     // Eight bytes at a time, so the fold reads at the speed of memory, not of the adds.
     influences
         .chunks_exact(8)
         .fold(0u64, |a, c| a ^ u64::from_le_bytes(c.try_into().unwrap()))
+}
+
+/// [`copy_chunk`] over the whole mesh, chunk by chunk, on one thread.
+fn stream_copy(mesh: &SkinningMesh, influences: &[u8], pos: &mut [Vec3], nrm: &mut [Vec3]) -> u64 {
+    let (sp, sn) = (mesh.positions(), mesh.normals().unwrap());
+    let per = influence_chunk(influences.len(), sp.len());
+    pos.chunks_mut(CHUNK)
+        .zip(nrm.chunks_mut(CHUNK))
+        .zip(sp.chunks(CHUNK).zip(sn.chunks(CHUNK)))
+        .zip(influences.chunks(per))
+        .map(|((out, src), i)| copy_chunk(out, src, i))
+        .fold(0, |a, b| a ^ b)
+}
+
+/// Influence bytes per chunk of [`CHUNK`] vertices (a multiple of 8).
+fn influence_chunk(bytes: usize, vertices: usize) -> usize {
+    (bytes / vertices.div_ceil(CHUNK))
+        .next_multiple_of(8)
+        .max(8)
 }
 
 /// Bytes of joint indices and weights `mesh` holds: `k` u16 and `k - 1` f32 per vertex.
@@ -250,22 +278,15 @@ fn bench(c: &mut Criterion) {
                 #[cfg(feature = "rayon")]
                 {
                     use rayon::prelude::*;
-                    const CHUNK: usize = 16 * 1024;
-                    let (src_pos, src_nrm) = (case.mesh.positions(), case.mesh.normals().unwrap());
-                    let per = infl.len() / n.div_ceil(CHUNK);
+                    let (sp, sn) = (case.mesh.positions(), case.mesh.normals().unwrap());
+                    let per = influence_chunk(infl.len(), n);
                     g.bench_function(format!("{}/stream_copy/rayon", case.label), |b| {
                         b.iter(|| {
                             pos.par_chunks_mut(CHUNK)
                                 .zip(nrm.par_chunks_mut(CHUNK))
-                                .zip(src_pos.par_chunks(CHUNK).zip(src_nrm.par_chunks(CHUNK)))
-                                .zip(infl.par_chunks(per.max(8) & !7))
-                                .map(|(((p, q), (sp, sn)), i)| {
-                                    p.copy_from_slice(sp);
-                                    q.copy_from_slice(sn);
-                                    i.chunks_exact(8).fold(0u64, |a, c| {
-                                        a ^ u64::from_le_bytes(c.try_into().unwrap())
-                                    })
-                                })
+                                .zip(sp.par_chunks(CHUNK).zip(sn.par_chunks(CHUNK)))
+                                .zip(infl.par_chunks(per))
+                                .map(|((out, src), i)| copy_chunk(out, src, i))
                                 .reduce(|| 0, |a, b| a ^ b)
                         })
                     });
@@ -283,7 +304,7 @@ fn bench(c: &mut Criterion) {
                                 normals: Some(&mut nrm),
                                 tangents: None,
                             },
-                            16 * 1024,
+                            CHUNK,
                         )
                         .unwrap()
                     })

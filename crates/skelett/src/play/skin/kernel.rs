@@ -640,7 +640,9 @@ mod tests {
             eprintln!("no AVX and FMA on this CPU: only the baseline build exists here");
             return;
         }
-        let n = 203;
+        // Runs of 71 vertices per influence count: groups longer than the kernel's 64-vertex
+        // chunks, with partial blocks at their ends.
+        let n = 71 * 8 + 5;
         let joints = 9;
         let mut p = crate::MeshPrimitive {
             positions: (0..n)
@@ -651,6 +653,7 @@ mod tests {
                     .map(|i| match i % 50 {
                         7 => Vec3::ZERO,
                         8 => Vec3::splat(3e38),
+                        9 => Vec3::new(1e-21, 0.0, 0.0), // a subnormal squared length
                         _ => Vec3::new(1.0, i as f32 * 0.3, -0.5).normalize(),
                     })
                     .collect(),
@@ -666,7 +669,7 @@ mod tests {
         for v in 0..n {
             for i in 0..8 {
                 p.joints.push(((v + 3 * i) % joints) as u16);
-                let k = (v / 13) % 8; // 13-vertex runs of each influence count
+                let k = (v / 71) % 8;
                 p.weights.push(if i <= k {
                     1.0 + (i * v % 5) as f32
                 } else {
@@ -747,6 +750,7 @@ mod tests {
                             let want = match s % 50 {
                                 7 => Some(Vec3::ZERO),
                                 8 => Some(Vec3::splat(3e38)),
+                                9 => Some(Vec3::new(1e-21, 0.0, 0.0)),
                                 _ => None,
                             };
                             match want {
@@ -767,6 +771,201 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// The positions of the AVX linear kernel have the bits of `linear_vertex`'s FMA
+    /// instantiation (the same operations in the same order), for every influence count.
+    #[cfg(not(feature = "scalar"))]
+    #[test]
+    pub(super) fn avx_linear_positions_have_the_fma_builds_bits() {
+        if !fma_available() {
+            eprintln!("no AVX and FMA on this CPU: only the baseline build exists here");
+            return;
+        }
+        let n = 300;
+        let mut p = crate::MeshPrimitive {
+            positions: (0..n)
+                .map(|i| Vec3::new(i as f32 * 0.37 - 9.0, (i % 11) as f32, 0.5 * (i % 5) as f32))
+                .collect(),
+            influences: 8,
+            ..Default::default()
+        };
+        for v in 0..n {
+            for i in 0..8 {
+                p.joints.push(((v * 5 + 3 * i) % 7) as u16);
+                p.weights.push(if i <= v % 8 {
+                    0.3 + (i * v % 7) as f32
+                } else {
+                    0.0
+                });
+            }
+        }
+        let mesh = SkinningMesh::new(&p, 7).unwrap();
+        let mats: Vec<Mat4> = (0..7)
+            .map(|i| {
+                Mat4::from_scale_rotation_translation(
+                    Vec3::splat(1.0 + 0.1 * i as f32),
+                    Quat::from_axis_angle(Vec3::new(1.0, 2.0, i as f32).normalize(), i as f32),
+                    Vec3::new(i as f32, 0.5, -(i as f32)),
+                )
+            })
+            .collect();
+        let mut pal = SkinPalette::new(SkinningMethod::Linear);
+        pal.set_matrices(&mats);
+        let mut pos = vec![Vec3::ZERO; n];
+        let out = SkinOutput {
+            positions: &mut pos,
+            normals: None,
+            tangents: None,
+        };
+        skin_range_dispatch(&mesh, &pal, None, 0, out);
+        // SAFETY: AVX and FMA were detected above.
+        let want = unsafe { fma_positions(&mesh, &pal) };
+        for v in 0..n {
+            assert_eq!(pos[v].to_array(), want[v].to_array(), "{v}");
+        }
+    }
+
+    /// Every vertex one at a time through `blend_mats` and `Affine::point`, FMA build.
+    #[cfg(not(feature = "scalar"))]
+    #[target_feature(enable = "avx,fma")]
+    unsafe fn fma_positions(mesh: &SkinningMesh, pal: &SkinPalette) -> Vec<Vec3> {
+        let mut out = mesh.positions.clone();
+        for g in &mesh.groups {
+            let k = g.influences;
+            for v in 0..g.len {
+                let j = &mesh.joints[g.joint_offset + v * k..][..k];
+                let w = &mesh.weights[g.weight_offset + v * k.saturating_sub(1)..]
+                    [..k.saturating_sub(1)];
+                let m = &pal.matrices;
+                let a = match k {
+                    0 => continue,
+                    1 => blend_mats::<1, true>(m, j, w),
+                    2 => blend_mats::<2, true>(m, j, w),
+                    3 => blend_mats::<3, true>(m, j, w),
+                    4 => blend_mats::<4, true>(m, j, w),
+                    5 => blend_mats::<5, true>(m, j, w),
+                    6 => blend_mats::<6, true>(m, j, w),
+                    7 => blend_mats::<7, true>(m, j, w),
+                    _ => blend_mats::<8, true>(m, j, w),
+                };
+                out[g.start + v] = a.point::<true>(mesh.positions[g.start + v]);
+            }
+        }
+        out
+    }
+
+    /// With every palette entry rigid, dual quaternion skinning sends one-joint vertices
+    /// through the AVX linear kernel with the dual quaternions' matrices: unit normals and
+    /// tangents (their `w` kept) as `rigid_vertex` gives them, whatever
+    /// `set_normalize_directions` says, zero normals falling back, in any ranges.
+    #[cfg(not(feature = "scalar"))]
+    #[test]
+    pub(super) fn avx_dual_one_joint_vertices_match_rigid_vertex() {
+        if !fma_available() {
+            eprintln!("no AVX and FMA on this CPU: only the baseline build exists here");
+            return;
+        }
+        let n = 150;
+        let mut p = crate::MeshPrimitive {
+            positions: (0..n)
+                .map(|i| Vec3::new(i as f32 * 0.2, 1.0, -(i as f32) * 0.5))
+                .collect(),
+            normals: Some(
+                (0..n)
+                    .map(|i| {
+                        if i % 40 == 3 {
+                            Vec3::ZERO
+                        } else {
+                            Vec3::new(0.3, 1.0, i as f32 * 0.1).normalize()
+                        }
+                    })
+                    .collect(),
+            ),
+            tangents: Some(
+                (0..n)
+                    .map(|i| {
+                        Vec4::new(
+                            1.0,
+                            0.0,
+                            0.1 * i as f32,
+                            if i % 2 == 0 { 1.0 } else { -1.0 },
+                        )
+                    })
+                    .collect(),
+            ),
+            influences: 2,
+            ..Default::default()
+        };
+        for v in 0..n {
+            p.joints.extend([(v % 5) as u16, ((v + 2) % 5) as u16]);
+            // Every third vertex has a second joint.
+            p.weights.extend([1.0, if v % 3 == 0 { 0.5 } else { 0.0 }]);
+        }
+        let mesh = SkinningMesh::new(&p, 5).unwrap();
+        assert!(mesh
+            .groups()
+            .iter()
+            .any(|g| g.influences == 1 && g.len > 64));
+        let mats: Vec<Mat4> = (0..5)
+            .map(|i| {
+                Mat4::from_rotation_translation(
+                    Quat::from_rotation_y(0.7 * i as f32 - 1.0),
+                    Vec3::new(i as f32, 2.0, 0.0),
+                )
+            })
+            .collect();
+        for raw in [false, true] {
+            let mut pal = SkinPalette::new(SkinningMethod::DualQuaternion);
+            pal.set_matrices(&mats);
+            pal.set_normalize_directions(!raw);
+            assert!(pal.all_rigid);
+            let run = |fma: bool, chunk: usize| {
+                let mut pos = vec![Vec3::ZERO; n];
+                let mut nrm = vec![Vec3::ZERO; n];
+                let mut tan = vec![Vec4::ZERO; n];
+                let mut start = 0;
+                while start < n {
+                    let end = (start + chunk).min(n);
+                    let out = SkinOutput {
+                        positions: &mut pos[start..end],
+                        normals: Some(&mut nrm[start..end]),
+                        tangents: Some(&mut tan[start..end]),
+                    };
+                    if fma {
+                        skin_range_dispatch(&mesh, &pal, None, start, out);
+                    } else {
+                        skin_range::<false>(&mesh, &pal, None, start, out);
+                    }
+                    start = end;
+                }
+                (pos, nrm, tan)
+            };
+            let (a, b) = (run(true, n), run(false, n));
+            for v in 0..n {
+                let scale = b.0[v].length().max(1.0);
+                assert!((a.0[v] - b.0[v]).length() < 2e-6 * scale, "raw {raw} {v}");
+                assert!(
+                    (a.1[v] - b.1[v]).length() < 2e-6,
+                    "raw {raw} {v}: {} {}",
+                    a.1[v],
+                    b.1[v]
+                );
+                let (ta, tb) = (a.2[v], b.2[v]);
+                assert!(
+                    (ta.truncate() - tb.truncate()).length() < 2e-6,
+                    "raw {raw} {v}"
+                );
+                assert_eq!(ta.w, tb.w);
+                let s = mesh.source_vertices()[v] as usize;
+                if s % 40 == 3 {
+                    assert_eq!(a.1[v], Vec3::ZERO, "raw {raw} {v}");
+                } else {
+                    assert!((a.1[v].length() - 1.0).abs() < 1e-6, "raw {raw} {v}");
+                }
+            }
+            assert_eq!(run(true, 7), a, "raw {raw}");
         }
     }
 

@@ -1,5 +1,5 @@
 //! Linear blend skinning with AVX and FMA: each vertex's matrices blended two columns per
-//! 256-bit register, its directions renormalised eight vertices at a time.
+//! 256-bit register, its normals renormalised eight at a time.
 //!
 //! One vertex at a time with four-wide registers (the baseline build, [`super::kernel`]),
 //! blending `K` matrices takes `4 K` multiply-adds and renormalising a direction is a
@@ -7,12 +7,14 @@
 //! (about a fifth of the time on CesiumMan). Here a palette matrix is two 32-byte loads
 //! (columns x, y and z, w), so the blend takes `2 K`; the blended columns are applied to the
 //! position and directions as before, with the same operations in the same order (positions
-//! get the bits of the baseline FMA build). Raw directions of a block of eight vertices are
-//! kept in a small buffer, transposed, and renormalised in structure-of-arrays form as
-//! the dual quaternion kernel does (`dual_avx::unit8`); a last, partial block goes through
-//! the same code padded, so every vertex gets the same bits however the mesh is split into
-//! ranges (`skin_par`'s chunks). Tangents, rarely skinned on the CPU, are renormalised one
-//! at a time.
+//! get the bits of the baseline build's FMA instantiation, `kernel::linear_vertex`; a test
+//! checks it). Normals are written as transformed, and each chunk of 64 vertices is then
+//! renormalised in place eight at a time in structure-of-arrays form (`dual_avx::scale_unit8`,
+//! the dual quaternion kernel's arithmetic): the stores have long left the store buffer when
+//! they are read back, and no chain of dependent work waits on a whole block. A last, partial
+//! block goes through the same code padded, so every vertex gets the same bits however the
+//! mesh is split into ranges (`skin_par`'s chunks). Tangents, rarely skinned on the CPU, are
+//! renormalised one at a time.
 //!
 //! Positions are written with one 16-byte store per vertex, whose fourth float lands on the
 //! next vertex's `x` and is overwritten by it; the last vertex of a range gets a 12-byte
@@ -29,7 +31,10 @@ use super::dual_avx::{load_vec3, scale_unit8, store_vec3, LANES};
 use super::kernel::{unit, Source};
 use super::{SkinOutput, SkinPalette};
 
-// The layouts the loads rely on (glam's SSE2 and scalar builds alike).
+// The layouts the loads rely on. `Vec3A` (in `Mat3A`) must be glam's SSE2 type, whose four
+// lanes are all initialised: its scalar build pads it with an uninitialised fourth float.
+// This module (like `kernel::madd`) turns `__m128` into `Vec4`, which only glam's SSE2
+// build offers, so with its scalar build it does not compile.
 const _: () = assert!(std::mem::size_of::<Mat4>() == 64);
 const _: () = assert!(std::mem::size_of::<Mat3A>() == 48);
 const _: () = assert!(std::mem::size_of::<Vec3>() == 12);
@@ -189,7 +194,11 @@ pub(super) unsafe fn linear_group<const K: usize>(
 ) {
     let normals = out.normals.is_some() && src.normals.is_some();
     let tangents = out.tangents.is_some() && src.tangents.is_some();
-    match (normals, tangents || palette.normal.is_some(), palette.raw) {
+    match (
+        normals,
+        tangents || (normals && palette.normal.is_some()),
+        palette.raw,
+    ) {
         (false, false, _) => run::<K, POSITIONS>(palette, joints, weights, src, out),
         (true, false, false) => run::<K, UNIT_NORMALS>(palette, joints, weights, src, out),
         (true, false, true) => run::<K, RAW_NORMALS>(palette, joints, weights, src, out),

@@ -37,11 +37,12 @@
 //! off) linear blending takes each palette matrix as two 256-bit registers, so a blend of `k`
 //! matrices is `2 k` multiply-adds, and renormalises the directions eight at a time
 //! (`linear_avx.rs`); dual quaternion skinning does eight vertices at once, one per lane
-//! (`dual_avx.rs`), and vertices with one rigid joint go through the linear kernel with the
-//! dual quaternions' matrices. On CesiumMan (positions and unit normals) that is about 0.75x
-//! ozz-animation's time for linear blending (which leaves normals unnormalised) and about
-//! 1.5x linear blending's for dual quaternions (`scripts/bench/ozz_skinning.sh`,
-//! `benches/skinning.rs`).
+//! (`dual_avx.rs`), and when every palette entry is rigid, vertices with one joint go through
+//! the linear kernel with the dual quaternions' matrices. On CesiumMan (positions and unit
+//! normals) linear blending takes 0.77-0.80x the time of ozz-animation's job built for its
+//! SSE2 baseline (which leaves normals unnormalised), and dual quaternions 1.5-1.75x linear
+//! blending's (`scripts/bench/ozz_skinning.sh`, `benches/skinning.rs`; the README's "Speed"
+//! has ozz built with AVX2 and FMA too).
 //!
 //! [`skin_par`] (feature `rayon`) splits the vertices into chunks skinned on rayon's pool.
 
