@@ -9,10 +9,10 @@
 //!
 //! For comparison: ozz-animation samples its compressed clips at about 6 ns/joint warm on
 //! this machine (an earlier session). ACL v2.1.0 built from source here
-//! (`scripts/bench/acl_compare.sh`, 2026-11-26) decompresses a whole pose of these CMU
-//! clips at random times in 10.6-12.6 ns per joint warm and 11.7-13.9 cold (256 copies), and
-//! compresses 01_01 in 170 ms, 01_03 in 248 ms and Boxing_Toes in 112 ms, where skelett
-//! takes 2.59, 4.31 and 1.67 s.
+//! (`scripts/bench/acl_compare.sh`, SSE2 and AVX2 builds alike, 2026-11-26) decompresses a
+//! whole pose of these CMU clips at random times in 10.6-15.2 ns per joint warm and
+//! 11.3-13.8 cold (256 copies), and compresses 01_01 in 165-171 ms, 01_03 in 237-251 ms and
+//! Boxing_Toes in 107-112 ms, where skelett takes 2.59-2.72, 4.31-4.49 and 1.67-1.68 s.
 //!
 //! `cargo bench -p skelett --bench compress`
 //!

@@ -12,9 +12,10 @@
 //! normals, as ozz-animation's job does.
 //!
 //! ozz-animation 0.16's `SkinningJob` on the same meshes, palettes and vertex order
-//! (`scripts/bench/ozz_skinning.sh`, which checks both give the same vertices), this machine,
-//! 2026-11-26, two runs around skelett's: CesiumMan 3.03-3.04 ns/vertex, all four influences
-//! 4.05-4.09, robot_quaternius 1.48 (one influence).
+//! (`scripts/bench/ozz_skinning.sh`, which fails unless both give the same vertices), this
+//! machine, 2026-11-26, four runs around skelett's, ns/vertex: CesiumMan 2.73-3.06 (SSE2
+//! build) and 2.54-2.57 (AVX2 and FMA), all four influences 3.90-4.18 and 3.64-3.67,
+//! robot_quaternius (one influence) 1.46-1.50 and 1.75-1.77.
 //!
 //! `cargo bench -p skelett --features rayon --bench skinning`.
 //!

@@ -39,10 +39,10 @@
 //! (`linear_avx.rs`); dual quaternion skinning does eight vertices at once, one per lane
 //! (`dual_avx.rs`), and when every palette entry is rigid, vertices with one joint go through
 //! the linear kernel with the dual quaternions' matrices. On CesiumMan (positions and unit
-//! normals) linear blending takes 0.77-0.80x the time of ozz-animation's job built for its
-//! SSE2 baseline (which leaves normals unnormalised), and dual quaternions 1.5-1.75x linear
-//! blending's (`scripts/bench/ozz_skinning.sh`, `benches/skinning.rs`; the README's "Speed"
-//! has ozz built with AVX2 and FMA too).
+//! normals) linear blending takes 0.71-0.84x the time of ozz-animation's job built for its
+//! SSE2 baseline (which leaves normals unnormalised; 0.77-0.90x its AVX2 and FMA build), and
+//! dual quaternions 1.5-2.0x linear blending's (`scripts/bench/ozz_skinning.sh`,
+//! `benches/skinning.rs`, the README's "Speed").
 //!
 //! [`skin_par`] (feature `rayon`) splits the vertices into chunks skinned on rayon's pool.
 
