@@ -50,6 +50,20 @@ unsafe fn columns(mats: &[Mat4], j: u16) -> (__m256, __m256) {
     (_mm256_loadu_ps(m), _mm256_loadu_ps(m.add(8)))
 }
 
+/// Palette matrix `j` as its four columns.
+#[inline(always)]
+unsafe fn columns4(mats: &[Mat4], j: u16) -> [__m128; 4] {
+    // SAFETY: as in `columns`.
+    debug_assert!((j as usize) < mats.len());
+    let m = mats.as_ptr().add(j as usize) as *const f32;
+    [
+        _mm_loadu_ps(m),
+        _mm_loadu_ps(m.add(4)),
+        _mm_loadu_ps(m.add(8)),
+        _mm_loadu_ps(m.add(12)),
+    ]
+}
+
 /// Normal matrix `j` as its columns (x | y) and z (each `Vec3A`, four f32 with one unused).
 #[inline(always)]
 unsafe fn normal_columns(mats: &[Mat3A], j: u16) -> (__m256, __m128) {
@@ -251,11 +265,18 @@ unsafe fn vertex<const K: usize, const MODE: u8>(g: &mut Group<'_, '_, K>, v: us
     // the `n` vertices, so these ranges are in bounds.
     let j = std::slice::from_raw_parts(g.joints.as_ptr().add(v * K), K);
     let w = std::slice::from_raw_parts(g.weights.as_ptr().add(v * w1), w1);
-    let (xy, zw) = blend::<K>(g.mats, j, w);
-    let x = _mm256_castps256_ps128(xy);
-    let y = _mm256_extractf128_ps::<1>(xy);
-    let z = _mm256_castps256_ps128(zw);
-    let t = _mm256_extractf128_ps::<1>(zw);
+    let [x, y, z, t] = if K == 1 {
+        // Nothing to blend: the columns as four 16-byte loads, no extracts.
+        columns4(g.mats, j[0])
+    } else {
+        let (xy, zw) = blend::<K>(g.mats, j, w);
+        [
+            _mm256_castps256_ps128(xy),
+            _mm256_extractf128_ps::<1>(xy),
+            _mm256_castps256_ps128(zw),
+            _mm256_extractf128_ps::<1>(zw),
+        ]
+    };
     // As `Affine::point`: z first, onto the translation.
     // SAFETY (this and the normal below): `v < n`, the length of every source slice.
     let p = g.src.positions.get_unchecked(v);
