@@ -29,7 +29,7 @@ use std::arch::x86_64::*;
 
 use glam::{Vec3, Vec4};
 
-use super::kernel::{unit, Source};
+use super::kernel::{tangent, Source};
 use super::{DualQuat, SkinOutput};
 use crate::play::simd::{pair, transpose4};
 
@@ -115,7 +115,7 @@ pub(super) unsafe fn store_vec3(out: &mut [Vec3], [x, y, z]: [__m256; 3]) {
 }
 
 /// `m` (rows of three lanes) times the direction `v`, scaled to unit length; `v` itself in
-/// lanes where the length is zero, subnormal or not finite (as [`unit`]).
+/// lanes where the length is zero, subnormal or not finite (as [`super::kernel::unit`]).
 #[inline(always)]
 unsafe fn rotate_unit(m: &[__m256; 12], v: [__m256; 3]) -> [__m256; 3] {
     unit8(
@@ -215,7 +215,7 @@ unsafe fn translation(
 }
 
 /// The directions `[x, y, z]` scaled to unit length; `fallback` in lanes where the length is
-/// zero, subnormal or not finite (as [`unit`]).
+/// zero, subnormal or not finite (as [`super::kernel::unit`]).
 #[inline(always)]
 pub(super) unsafe fn unit8(d: [__m256; 3], fallback: [__m256; 3]) -> [__m256; 3] {
     let (u, ok) = scale_unit8(d);
@@ -379,7 +379,7 @@ pub(super) unsafe fn dual_block<const K: usize>(
                 e(1, 0) * t.x + e(1, 1) * t.y + e(1, 2) * t.z,
                 e(2, 0) * t.x + e(2, 1) * t.y + e(2, 2) * t.z,
             );
-            o[v0 + l] = Vec4::from((unit(v, t.truncate()), t.w));
+            o[v0 + l] = tangent(v, t, false);
         }
     }
 }

@@ -284,14 +284,20 @@ pub(super) fn linear_vertex<const K: usize, const F: bool>(
     }
     if let (Some(o), Some(t)) = (out.tangents.as_deref_mut(), src.tangents) {
         let t = t[v];
-        let d = m.vector::<F>(t.truncate());
-        let d = if palette.raw_directions {
-            Vec3::from(d)
-        } else {
-            unit(d, t.truncate())
-        };
-        o[v] = d.extend(t.w);
+        o[v] = tangent(m.vector::<F>(t.truncate()), t, palette.raw_directions);
     }
+}
+
+/// A skinned tangent: the direction `d` (renormalised unless `raw`, falling back to the
+/// source's as [`unit`]), with the source tangent `t`'s handedness `w`.
+#[inline(always)]
+pub(super) fn tangent(d: Vec3A, t: Vec4, raw: bool) -> Vec4 {
+    let d = if raw {
+        Vec3::from(d)
+    } else {
+        unit(d, t.truncate())
+    };
+    d.extend(t.w)
 }
 
 /// The blended dual quaternion `(r, d)` of one vertex and `n = |r|²`, all its joints rigid;
@@ -369,7 +375,7 @@ pub(super) fn rigid_vertex<const F: bool>(
     }
     if let (Some(o), Some(t)) = (out.tangents.as_deref_mut(), src.tangents) {
         let t = t[v];
-        o[v] = unit(m.vector::<F>(t.truncate()), t.truncate()).extend(t.w);
+        o[v] = tangent(m.vector::<F>(t.truncate()), t, false);
     }
 }
 
@@ -546,6 +552,53 @@ mod tests {
     use super::*;
     use glam::Quat;
 
+    /// Vertices `start..end` of `mesh` skinned with `pal` in ranges of `chunk` (as `skin_par`
+    /// splits a mesh), by the FMA build through the run-time dispatch (`fma`) or by the
+    /// baseline build; normals and tangents when asked (else they come back as a sentinel).
+    /// Each range is written into a buffer one longer than it, whose last entry must still
+    /// be the sentinel afterwards: nothing is written past a range.
+    #[cfg(not(feature = "scalar"))]
+    fn skin_ranges(
+        mesh: &SkinningMesh,
+        pal: &SkinPalette,
+        fma: bool,
+        (start, end): (usize, usize),
+        chunk: usize,
+        normals: bool,
+        tangents: bool,
+    ) -> (Vec<Vec3>, Vec<Vec3>, Vec<Vec4>) {
+        let sentinel = Vec3::splat(-7.0);
+        let (mut pos, mut nrm, mut tan) = (Vec::new(), Vec::new(), Vec::new());
+        let mut at = start;
+        while at < end {
+            let to = (at + chunk.max(1)).min(end);
+            let m = to - at;
+            let mut p = vec![sentinel; m + 1];
+            let mut q = vec![sentinel; m + 1];
+            let mut t = vec![sentinel.extend(-7.0); m + 1];
+            let out = SkinOutput {
+                positions: &mut p[..m],
+                normals: normals.then_some(&mut q[..m]),
+                tangents: tangents.then_some(&mut t[..m]),
+            };
+            if fma {
+                skin_range_dispatch(mesh, pal, None, at, out);
+            } else {
+                skin_range::<false>(mesh, pal, None, at, out);
+            }
+            assert_eq!(
+                (p[m], q[m], t[m]),
+                (sentinel, sentinel, sentinel.extend(-7.0)),
+                "written past vertex {to}"
+            );
+            pos.extend_from_slice(&p[..m]);
+            nrm.extend_from_slice(&q[..m]);
+            tan.extend_from_slice(&t[..m]);
+            at = to;
+        }
+        (pos, nrm, tan)
+    }
+
     #[test]
     pub(super) fn tiny_and_huge_directions_fall_back_instead_of_blowing_up() {
         let f = Vec3::X;
@@ -598,22 +651,7 @@ mod tests {
             .collect();
         let mut pal = SkinPalette::new(SkinningMethod::Linear);
         pal.set_matrices(&mats);
-        let run = |fma: bool| {
-            let mut pos = vec![Vec3::ZERO; n];
-            let mut nrm = vec![Vec3::ZERO; n];
-            let mut tan = vec![Vec4::ZERO; n];
-            let out = SkinOutput {
-                positions: &mut pos,
-                normals: Some(&mut nrm),
-                tangents: Some(&mut tan),
-            };
-            if fma {
-                skin_range_dispatch(&mesh, &pal, None, 0, out);
-            } else {
-                skin_range::<false>(&mesh, &pal, None, 0, out);
-            }
-            (pos, nrm, tan)
-        };
+        let run = |fma: bool| skin_ranges(&mesh, &pal, fma, (0, n), n, true, true);
         let (a, b) = (run(true), run(false));
         for v in 0..n {
             assert!(
@@ -702,26 +740,17 @@ mod tests {
                 assert_eq!(pal.use_normal, !uniform);
                 for outputs in 1..=3 {
                     let what = format!("uniform {uniform}, raw {raw}, outputs {outputs}");
-                    // Each output one longer than the mesh, its last entry a sentinel.
+                    let (normals, tangents) = (outputs >= 2, outputs >= 3);
                     let run = |fma: bool, start: usize, end: usize| {
-                        let sentinel = Vec3::splat(-7.0);
-                        let mut pos = vec![sentinel; end - start + 1];
-                        let mut nrm = vec![sentinel; end - start + 1];
-                        let mut tan = vec![sentinel.extend(-7.0); end - start + 1];
-                        let out = SkinOutput {
-                            positions: &mut pos[..end - start],
-                            normals: (outputs >= 2).then_some(&mut nrm[..end - start]),
-                            tangents: (outputs >= 3).then_some(&mut tan[..end - start]),
-                        };
-                        if fma {
-                            skin_range_dispatch(&mesh, &pal, None, start, out);
-                        } else {
-                            skin_range::<false>(&mesh, &pal, None, start, out);
-                        }
-                        assert_eq!(pos.pop(), Some(sentinel), "{what}");
-                        assert_eq!(nrm.pop(), Some(sentinel), "{what}");
-                        assert_eq!(tan.pop(), Some(sentinel.extend(-7.0)), "{what}");
-                        (pos, nrm, tan)
+                        skin_ranges(
+                            &mesh,
+                            &pal,
+                            fma,
+                            (start, end),
+                            end - start,
+                            normals,
+                            tangents,
+                        )
                     };
                     let (a, b) = (run(true, 0, n), run(false, 0, n));
                     for v in 0..n {
@@ -921,27 +950,8 @@ mod tests {
             pal.set_matrices(&mats);
             pal.set_normalize_directions(!raw);
             assert!(pal.all_rigid);
-            let run = |fma: bool, chunk: usize| {
-                let mut pos = vec![Vec3::ZERO; n];
-                let mut nrm = vec![Vec3::ZERO; n];
-                let mut tan = vec![Vec4::ZERO; n];
-                let mut start = 0;
-                while start < n {
-                    let end = (start + chunk).min(n);
-                    let out = SkinOutput {
-                        positions: &mut pos[start..end],
-                        normals: Some(&mut nrm[start..end]),
-                        tangents: Some(&mut tan[start..end]),
-                    };
-                    if fma {
-                        skin_range_dispatch(&mesh, &pal, None, start, out);
-                    } else {
-                        skin_range::<false>(&mesh, &pal, None, start, out);
-                    }
-                    start = end;
-                }
-                (pos, nrm, tan)
-            };
+            let run =
+                |fma: bool, chunk: usize| skin_ranges(&mesh, &pal, fma, (0, n), chunk, true, true);
             let (a, b) = (run(true, n), run(false, n));
             for v in 0..n {
                 let scale = b.0[v].length().max(1.0);
@@ -1036,22 +1046,7 @@ mod tests {
         let mut pal = SkinPalette::new(SkinningMethod::DualQuaternion);
         pal.set_matrices(&mats);
         assert!(!pal.all_rigid);
-        let run = |fma: bool| {
-            let mut pos = vec![Vec3::ZERO; n];
-            let mut nrm = vec![Vec3::ZERO; n];
-            let mut tan = vec![Vec4::ZERO; n];
-            let out = SkinOutput {
-                positions: &mut pos,
-                normals: Some(&mut nrm),
-                tangents: Some(&mut tan),
-            };
-            if fma {
-                skin_range_dispatch(&mesh, &pal, None, 0, out);
-            } else {
-                skin_range::<false>(&mesh, &pal, None, 0, out);
-            }
-            (pos, nrm, tan)
-        };
+        let run = |fma: bool| skin_ranges(&mesh, &pal, fma, (0, n), n, true, true);
         let (a, b) = (run(true), run(false));
         for v in 0..n {
             let scale = b.0[v].length().max(1.0);
@@ -1078,21 +1073,7 @@ mod tests {
         assert_eq!(a.1[7], Vec3::ZERO);
         // Skinned in ranges that do not fall on block boundaries (as `skin_par` does), the
         // FMA build gives the same bits.
-        let mut pos = vec![Vec3::ZERO; n];
-        let mut nrm = vec![Vec3::ZERO; n];
-        let mut tan = vec![Vec4::ZERO; n];
-        let mut start = 0;
-        while start < n {
-            let end = (start + 13).min(n);
-            let out = SkinOutput {
-                positions: &mut pos[start..end],
-                normals: Some(&mut nrm[start..end]),
-                tangents: Some(&mut tan[start..end]),
-            };
-            skin_range_dispatch(&mesh, &pal, None, start, out);
-            start = end;
-        }
-        assert_eq!((pos, nrm, tan), a);
+        assert_eq!(skin_ranges(&mesh, &pal, true, (0, n), 13, true, true), a);
     }
 
     /// The same with every joint rigid (no per-block check) and a mesh without normals.
@@ -1129,25 +1110,8 @@ mod tests {
         let mut pal = SkinPalette::new(SkinningMethod::DualQuaternion);
         pal.set_matrices(&mats);
         assert!(pal.all_rigid);
-        let run = |fma: bool, chunk: usize| {
-            let mut pos = vec![Vec3::ZERO; n];
-            let mut start = 0;
-            while start < n {
-                let end = (start + chunk).min(n);
-                let out = SkinOutput {
-                    positions: &mut pos[start..end],
-                    normals: None,
-                    tangents: None,
-                };
-                if fma {
-                    skin_range_dispatch(&mesh, &pal, None, start, out);
-                } else {
-                    skin_range::<false>(&mesh, &pal, None, start, out);
-                }
-                start = end;
-            }
-            pos
-        };
+        let run =
+            |fma: bool, chunk: usize| skin_ranges(&mesh, &pal, fma, (0, n), chunk, false, false).0;
         let (a, b) = (run(true, n), run(false, n));
         for v in 0..n {
             let scale = b[v].length().max(1.0);

@@ -28,7 +28,7 @@ use std::arch::x86_64::*;
 use glam::{Mat3A, Mat4, Vec3, Vec3A, Vec4};
 
 use super::dual_avx::{load_vec3, scale_unit8, store_vec3, LANES};
-use super::kernel::{unit, Source};
+use super::kernel::{tangent, Source};
 use super::{SkinOutput, SkinPalette};
 
 // The layouts the loads rely on. `Vec3A` (in `Mat3A`) must be glam's SSE2 type, whose four
@@ -149,7 +149,7 @@ unsafe fn store3(out: &mut [Vec3], v: usize, r: __m128) {
 }
 
 /// Scales the directions `out` (raw, as skinned) to unit length in place, eight at a time;
-/// where a length is unusable, `src`'s direction (as [`unit`]). Every direction gets the
+/// where a length is unusable, `src`'s direction (as [`super::kernel::unit`]). Every direction gets the
 /// same bits wherever it falls in a block: the last, partial block goes through a padded
 /// copy.
 #[inline(always)]
@@ -299,12 +299,7 @@ unsafe fn vertex<const K: usize, const MODE: u8>(g: &mut Group<'_, '_, K>, v: us
         if let (Some(o), Some(s)) = (g.tangents.as_deref_mut(), g.src.tangents) {
             let tv = s[v];
             let d = Vec3A::from(Vec4::from(apply(x, y, z, &tv.truncate())).truncate());
-            let d = if g.raw {
-                Vec3::from(d)
-            } else {
-                unit(d, tv.truncate())
-            };
-            o[v] = d.extend(tv.w);
+            o[v] = tangent(d, tv, g.raw);
         }
     }
 }
