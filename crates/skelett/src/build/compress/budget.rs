@@ -40,6 +40,18 @@ pub(super) struct Prepared {
     /// times with the f32 before each), and where the final check does (fifteen between).
     pub(super) check_times: Vec<f32>,
     pub(super) dense_times: Vec<f32>,
+    /// The reference composed at `check_times` once (unless the clip is too long to keep it).
+    pub(super) check_frames: Option<metric::ModelFrames>,
+}
+
+impl Prepared {
+    /// The reference as measured at the check times.
+    pub(super) fn check_reference<'a>(&'a self, reference: &'a Clip) -> metric::Reference<'a> {
+        match &self.check_frames {
+            Some(f) => metric::Reference::Frames(f),
+            None => metric::Reference::Clip(reference),
+        }
+    }
 }
 
 pub(super) const TARGETS: [Target; 3] = [Target::Translation, Target::Rotation, Target::Scale];
@@ -161,6 +173,7 @@ pub(super) fn prepare(
     let check_times = with_keys(grid.times(4));
     let dense_times = with_keys(grid.times(16));
     let _ = shell;
+    let check_frames = metric::ModelFrames::new(skeleton, reference, &check_times)?;
     Ok(Prepared {
         grid,
         pos: (0..grid.frames).map(|f| grid.pos(f)).collect(),
@@ -172,13 +185,17 @@ pub(super) fn prepare(
         share,
         check_times,
         dense_times,
+        check_frames,
     })
 }
 
 /// Plans every channel with the budget multiplied by `m`, and each joint's by `scale[j]`.
+/// Joints are planned independently (on rayon's pool with feature `rayon`).
 pub(super) fn plan_all(p: &Prepared, m: f32, scale: &[f32]) -> Vec<encode::Plan> {
-    (0..p.sens.joints)
-        .flat_map(|j| plan_joint(p, j, m * scale[j]))
+    let joints: Vec<usize> = (0..p.sens.joints).collect();
+    par_map(&joints, |&j| plan_joint(p, j, m * scale[j]))
+        .into_iter()
+        .flatten()
         .collect()
 }
 
@@ -340,15 +357,15 @@ pub(super) fn check(
     budget: f32,
     dense: bool,
 ) -> Result<Checked, Error> {
-    let times = if dense {
-        &p.dense_times
+    let (times, against) = if dense {
+        (&p.dense_times, metric::Reference::Clip(reference))
     } else {
-        &p.check_times
+        (&p.check_times, p.check_reference(reference))
     };
     let mut stats = ErrorStats::default();
     let mut over = vec![false; skeleton.len()];
     let mut histogram = metric::ErrorHistogram::new(budget);
-    metric::measure(skeleton, reference, clip, shell, times, |i, j, e| {
+    metric::measure(skeleton, against, clip, shell, times, |i, j, e| {
         stats.samples += 1;
         if e > stats.max || e.is_nan() {
             stats.max = if e.is_nan() { f32::INFINITY } else { e };
@@ -505,7 +522,7 @@ pub(super) fn loosen(
     let mut errors = vec![0f32; n];
     metric::measure(
         skeleton,
-        reference,
+        p.check_reference(reference),
         &best.clip,
         shell,
         &p.check_times,
@@ -517,14 +534,18 @@ pub(super) fn loosen(
         .map(|j| skeleton.parent(j as JointIndex).map(usize::from))
         .collect();
     let (mut moved, mut needed) = (vec![false; n], vec![false; n]);
+    let joints: Vec<usize> = (0..n).collect();
     for _ in 0..2 {
+        // Every joint's trial plan of this pass, planned up front (in parallel): a joint's
+        // trial depends on its own scale only, which changes only when that trial is kept.
+        let mut trials = par_map(&joints, |&j| Some(plan_joint(p, j, m * scale[j] * 1.5)));
         let mut end = n;
         while end > 0 {
             let start = end.saturating_sub(block);
             let mut candidate = plans.clone();
             let mut changed = Vec::new();
             for j in (start..end).rev() {
-                let trial = plan_joint(p, j, m * scale[j] * 1.5);
+                let trial = trials[j].take().expect("each trial is taken once per pass");
                 let old: u64 = plans[j * 3..j * 3 + 3].iter().map(plan_bits).sum();
                 let new: u64 = trial.iter().map(plan_bits).sum();
                 if new < old {
@@ -562,7 +583,7 @@ pub(super) fn loosen(
             }
             metric::measure_joints(
                 skeleton,
-                reference,
+                p.check_reference(reference),
                 &o.clip,
                 shell,
                 &p.check_times,

@@ -124,25 +124,73 @@ pub(crate) struct TrackInput<'a> {
 
 /// Error between two values of a target (chord between unit quaternions, on the short way,
 /// or distance).
+#[cfg(test)]
 #[inline(always)]
 pub(crate) fn error(rotation: bool, a: Vec4, b: Vec4) -> f32 {
+    error_to(rotation, a, unit(rotation, b))
+}
+
+/// `b` as [`error_to`] takes it: normalised for rotations.
+#[inline(always)]
+fn unit(rotation: bool, b: Vec4) -> Vec4 {
+    if rotation {
+        b.normalize_or(Vec4::W)
+    } else {
+        b
+    }
+}
+
+/// [`error`] against a value already passed through [`unit`]: the raw values are
+/// normalised once per track instead of at every one of the encoder's comparisons. The
+/// shorter chord is the square root of the smaller square (the same bits: the square root is
+/// correctly rounded and monotonic).
+#[inline(always)]
+fn error_to(rotation: bool, a: Vec4, b: Vec4) -> f32 {
     if rotation {
         let a = a.normalize_or(Vec4::W);
-        let b = b.normalize_or(Vec4::W);
-        (a - b).length().min((a + b).length())
+        (a - b)
+            .length_squared()
+            .min((a + b).length_squared())
+            .sqrt()
     } else {
         (a - b).truncate().length()
     }
 }
 
+/// A track's input with its raw values as [`error_to`] takes them.
+struct Input<'a> {
+    src: &'a TrackInput<'a>,
+    raw_unit: Vec<Vec4>,
+    sub_unit: Vec<Vec4>,
+}
+
+impl<'a> Input<'a> {
+    fn new(src: &'a TrackInput<'a>) -> Self {
+        let rot = src.target == Target::Rotation;
+        Self {
+            src,
+            raw_unit: src.raw.iter().map(|&v| unit(rot, v)).collect(),
+            sub_unit: src.raw_sub.iter().map(|&v| unit(rot, v)).collect(),
+        }
+    }
+}
+
+impl<'a> std::ops::Deref for Input<'a> {
+    type Target = TrackInput<'a>;
+    fn deref(&self) -> &TrackInput<'a> {
+        self.src
+    }
+}
+
 /// Plans a track: rest, constant or keys, at `frame_pos` positions (the grid).
 pub(crate) fn plan(input: &TrackInput<'_>, frame_pos: &[f32]) -> Plan {
+    let input = &Input::new(input);
     let rot = input.target == Target::Rotation;
     let n = input.raw.len();
     let sub_tol = |i: usize| input.tol[i / SUB].min(input.tol[i / SUB + 1]);
     let within = |v: Vec4| {
-        (0..n).all(|f| error(rot, v, input.raw[f]) <= input.tol[f])
-            && (0..input.raw_sub.len()).all(|i| error(rot, v, input.raw_sub[i]) <= sub_tol(i))
+        (0..n).all(|f| error_to(rot, v, input.raw_unit[f]) <= input.tol[f])
+            && (0..input.raw_sub.len()).all(|i| error_to(rot, v, input.sub_unit[i]) <= sub_tol(i))
     };
     if within(input.rest) {
         return Plan::Rest;
@@ -174,11 +222,17 @@ pub(crate) fn plan(input: &TrackInput<'_>, frame_pos: &[f32]) -> Plan {
     // one saves more than 2% of the bits (slerp can span more keys).
     // (Unused by translations and scales: 2, what files store for them.)
     let dots: &[f32] = if rot { &NLERP_DOTS } else { &[2.0] };
+    let values = continuous(rot, input.raw);
+    let drops = drops(rot, &values);
+    // Each share's quantisation, made on first use: the same for every threshold.
+    let mut quantised: [Option<Quantised>; ALPHAS.len()] = Default::default();
     let mut best: Option<EncodedTrack> = None;
     for &dot in dots {
         let mut here: Option<EncodedTrack> = None;
-        for alpha in [0.3f32, 0.45, 0.6, 0.75, 0.9] {
-            if let Some(e) = encode(input, frame_pos, alpha, dot) {
+        for (k, &alpha) in ALPHAS.iter().enumerate() {
+            let qd =
+                quantised[k].get_or_insert_with(|| Quantised::new(input, &values, &drops, alpha));
+            if let Some(e) = encode(input, frame_pos, &drops, qd, dot) {
                 if here.as_ref().is_none_or(|b| e.bits() < b.bits()) {
                     here = Some(e);
                 }
@@ -294,120 +348,173 @@ fn quantize(track: &CompactTrack, v: Vec4) -> [i32; 4] {
     })
 }
 
-/// Encodes with quantisation share `alpha` of the tightest tolerance; `None` if the
-/// quantisation alone exceeds the tolerance somewhere.
-fn encode(
-    input: &TrackInput<'_>,
-    frame_pos: &[f32],
-    alpha: f32,
-    nlerp_dot: f32,
-) -> Option<EncodedTrack> {
-    let rot = input.target == Target::Rotation;
-    let values = continuous(rot, input.raw);
-    let drops = drops(rot, &values);
-    let tol_min = input.tol.iter().copied().fold(f32::INFINITY, f32::min);
-    // Per-component error e gives a vector error up to sqrt(3) e; for rotations the rebuilt
-    // component adds a factor 1 / (its smallest magnitude).
-    let amp = drops.iter().map(|d| d.2).fold(1.0f32, f32::min).max(0.05);
-    let step = 2.0 * alpha * tol_min * amp / 3f32.sqrt();
-    let (bits, min, scale) = quantization(&values, if rot { 4 } else { 3 }, step);
-    let q = Quantization {
-        bits,
-        min,
-        scale,
-        nlerp_dot,
-    };
-    encode_with(input, frame_pos, &values, &drops, q, true)
+/// Shares of the tightest tolerance given to quantisation, each tried.
+const ALPHAS: [f32; 5] = [0.3, 0.45, 0.6, 0.75, 0.9];
+
+/// A track quantised with one share of its tolerance: what every nlerp threshold encodes
+/// from, made once.
+struct Quantised {
+    quant: Quantization,
+    /// Integers per frame (all four lanes).
+    q: Vec<[i32; 4]>,
+    /// What the decoder rebuilds at every frame, with each segment's dropped component.
+    deq: Vec<Vec4>,
+    /// Every frame within its tolerance (quantisation alone, every key kept).
+    frames_fit: bool,
+    /// Per key pair `(a, b)` at `a * SPANS + b - a` (`b - a` up to [`SEG_LEN`]): whether
+    /// interpolating them stays within tolerance at every frame and point between, by nlerp
+    /// (bits 0 and 1: known, fits) and by slerp (bits 2 and 3). The thresholds only decide
+    /// which of the two a pair uses: what one threshold measured, the others reuse.
+    spans: Vec<u8>,
 }
 
-/// A track's quantisation and interpolation choices.
+impl Quantised {
+    /// Quantisation with share `alpha` of the tightest tolerance.
+    fn new(input: &Input<'_>, values: &[Vec4], drops: &[(u8, bool, f32)], alpha: f32) -> Self {
+        let rot = input.target == Target::Rotation;
+        let tol_min = input.tol.iter().copied().fold(f32::INFINITY, f32::min);
+        // Per-component error e gives a vector error up to sqrt(3) e; for rotations the
+        // rebuilt component adds a factor 1 / (its smallest magnitude).
+        let amp = drops.iter().map(|d| d.2).fold(1.0f32, f32::min).max(0.05);
+        let step = 2.0 * alpha * tol_min * amp / 3f32.sqrt();
+        let (bits, min, scale) = quantization(values, if rot { 4 } else { 3 }, step);
+        Self::with(input, values, drops, Quantization { bits, min, scale })
+    }
+
+    fn with(
+        input: &Input<'_>,
+        values: &[Vec4],
+        drops: &[(u8, bool, f32)],
+        quant: Quantization,
+    ) -> Self {
+        let rot = input.target == Target::Rotation;
+        let track = quant.track(input, 2.0);
+        let q: Vec<[i32; 4]> = values.iter().map(|&v| quantize(&track, v)).collect();
+        let deq: Vec<Vec4> = q
+            .iter()
+            .enumerate()
+            .map(|(f, q)| {
+                // Lane order, as the decoder rebuilds it (the dropped lane is ignored).
+                let (drop, negative, _) = drops[f / SEG_LEN as usize];
+                track.dequantize(*q, drop, negative)
+            })
+            .collect();
+        let frames_fit =
+            (0..q.len()).all(|f| error_to(rot, deq[f], input.raw_unit[f]) <= input.tol[f]);
+        let spans = vec![0; q.len() * SPANS];
+        Self {
+            quant,
+            q,
+            deq,
+            frames_fit,
+            spans,
+        }
+    }
+
+    /// Interpolating keys `a` and `b` (`a < b <= a + SEG_LEN`) of `track` stays within
+    /// tolerance at every frame and point between them.
+    fn fits(
+        &mut self,
+        input: &Input<'_>,
+        track: &CompactTrack,
+        frame_pos: &[f32],
+        a: usize,
+        b: usize,
+    ) -> bool {
+        let deq = &self.deq;
+        let seg = pair_slerp(track, deq[a], deq[b]);
+        let shift = if seg.is_slerp() { 2 } else { 0 };
+        let slot = a * SPANS + (b - a);
+        let known = self.spans[slot] >> shift;
+        if known & 1 != 0 {
+            return known & 2 != 0;
+        }
+        let rot = track.target == Target::Rotation;
+        let fits = (a + 1..b).all(|f| {
+            let v = if input.step {
+                deq[a]
+            } else {
+                let u = (frame_pos[f] - frame_pos[a]) / (frame_pos[b] - frame_pos[a]);
+                interpolate(deq[a], deq[b], seg, u)
+            };
+            error_to(rot, v, input.raw_unit[f]) <= input.tol[f]
+        }) && (a..b).all(|f| fits_mid(input, track, deq, a, b, seg, frame_pos, f));
+        self.spans[slot] |= (1 | u8::from(fits) << 1) << shift;
+        fits
+    }
+}
+
+/// Key pairs remembered per first key in [`Quantised::spans`].
+const SPANS: usize = SEG_LEN as usize + 1;
+
+/// Encodes a quantised track with nlerp threshold `nlerp_dot`; `None` if the quantisation
+/// alone exceeds the tolerance somewhere.
+fn encode(
+    input: &Input<'_>,
+    frame_pos: &[f32],
+    drops: &[(u8, bool, f32)],
+    qd: &mut Quantised,
+    nlerp_dot: f32,
+) -> Option<EncodedTrack> {
+    let track = qd.quant.track(input, nlerp_dot);
+    // Quantisation alone must fit, with every frame kept (midpoints included).
+    let pairs = qd.q.len().saturating_sub(1);
+    if !qd.frames_fit || !(0..pairs).all(|f| qd.fits(input, &track, frame_pos, f, f + 1)) {
+        return None;
+    }
+    Some(encode_with(input, frame_pos, drops, track, qd, true))
+}
+
+/// A track's quantisation.
 #[derive(Clone, Copy)]
 struct Quantization {
     bits: [u8; 4],
     min: [f32; 4],
     scale: [f32; 4],
-    nlerp_dot: f32,
+}
+
+impl Quantization {
+    /// The track's descriptor with this quantisation and nlerp threshold.
+    fn track(&self, input: &Input<'_>, nlerp_dot: f32) -> CompactTrack {
+        CompactTrack {
+            joint: input.joint,
+            target: input.target,
+            step: input.step,
+            bits: self.bits,
+            min: self.min,
+            scale: self.scale,
+            nlerp_dot,
+        }
+    }
 }
 
 /// Every component at the maximum precision, every key: the last resort.
-fn encode_finest(input: &TrackInput<'_>, frame_pos: &[f32]) -> EncodedTrack {
+fn encode_finest(input: &Input<'_>, frame_pos: &[f32]) -> EncodedTrack {
     let rot = input.target == Target::Rotation;
     let values = continuous(rot, input.raw);
     let drops = drops(rot, &values);
     let (bits, min, scale) = quantization(&values, if rot { 4 } else { 3 }, 0.0);
-    let q = Quantization {
-        bits,
-        min,
-        scale,
-        // Always slerp: the closest to the source between keys.
-        nlerp_dot: 2.0,
-    };
-    encode_with(input, frame_pos, &values, &drops, q, false)
-        .unwrap_or_else(|| unreachable_track(input))
+    let mut qd = Quantised::with(input, &values, &drops, Quantization { bits, min, scale });
+    // Always slerp: the closest to the source between keys.
+    let track = qd.quant.track(input, 2.0);
+    encode_with(input, frame_pos, &drops, track, &mut qd, false)
 }
 
-/// Not reached (`encode_with` without the feasibility check always encodes); a constant
-/// track of the first value keeps the function total.
-fn unreachable_track(input: &TrackInput<'_>) -> EncodedTrack {
-    EncodedTrack {
-        track: CompactTrack {
-            joint: input.joint,
-            target: input.target,
-            step: input.step,
-            bits: [0; 4],
-            min: input.raw.first().copied().unwrap_or(Vec4::W).to_array(),
-            scale: [0.0; 4],
-            nlerp_dot: 2.0,
-        },
-        segments: Vec::new(),
-        keys: 0,
-    }
-}
-
+/// Encodes a quantised track into segments: with `reduce_keys`, keys kept only where
+/// interpolation leaves the tolerance, else every key.
 fn encode_with(
-    input: &TrackInput<'_>,
+    input: &Input<'_>,
     frame_pos: &[f32],
-    values: &[Vec4],
     drops: &[(u8, bool, f32)],
-    quant: Quantization,
-    check: bool,
-) -> Option<EncodedTrack> {
-    let rot = input.target == Target::Rotation;
-    let track = CompactTrack {
-        joint: input.joint,
-        target: input.target,
-        step: input.step,
-        bits: quant.bits,
-        min: quant.min,
-        scale: quant.scale,
-        nlerp_dot: quant.nlerp_dot,
-    };
-    let q: Vec<[i32; 4]> = values.iter().map(|&v| quantize(&track, v)).collect();
-    // What the decoder will rebuild, frame by frame, with each segment's dropped component.
+    track: CompactTrack,
+    qd: &mut Quantised,
+    reduce_keys: bool,
+) -> EncodedTrack {
     let pick = |q: &[i32; 4], drop: u8| -> [i32; 4] {
         let (c, n) = stored(drop);
         std::array::from_fn(|k| if k < n { q[c[k]] } else { 0 })
     };
-    let deq: Vec<Vec4> = q
-        .iter()
-        .enumerate()
-        .map(|(f, q)| {
-            // Lane order, as the decoder rebuilds it (the dropped lane is ignored).
-            let (drop, negative, _) = drops[f / SEG_LEN as usize];
-            track.dequantize(*q, drop, negative)
-        })
-        .collect();
-    // Quantisation alone must fit, with every frame kept (midpoints included).
-    if check
-        && ((0..q.len()).any(|f| error(rot, deq[f], input.raw[f]) > input.tol[f])
-            || (0..q.len().saturating_sub(1)).any(|f| {
-                let seg = pair_slerp(&track, deq[f], deq[f + 1]);
-                !fits_mid(input, &track, &deq, f, f + 1, seg, frame_pos, f)
-            }))
-    {
-        return None;
-    }
-    let n = q.len() as u32;
+    let n = qd.q.len() as u32;
     let segs = n.div_ceil(SEG_LEN);
     let mut segments = Vec::with_capacity(segs as usize);
     let mut keys = 0;
@@ -415,8 +522,8 @@ fn encode_with(
         let first = s * SEG_LEN;
         let end = (first + SEG_LEN).min(n); // frames of this segment: first..end
         let last = end.min(n - 1); // the key the segment interpolates towards
-        let kept = if check {
-            reduce(input, &track, frame_pos, &deq, first, last)
+        let kept = if reduce_keys {
+            reduce(input, &track, frame_pos, qd, first, last)
         } else {
             (first..=last).collect()
         };
@@ -425,16 +532,18 @@ fn encode_with(
         let sparse: Vec<u32> = kept.into_iter().filter(|&f| f < end).collect();
         let dense: Vec<u32> = (first..end).collect();
         let (drop, negative, _) = drops[s as usize];
-        let qs: Vec<[i32; 4]> = (first..end).map(|f| pick(&q[f as usize], drop)).collect();
+        let qs: Vec<[i32; 4]> = (first..end)
+            .map(|f| pick(&qd.q[f as usize], drop))
+            .collect();
         let b = encode_segment(&track, s, n, drop, negative, &qs, &sparse, &dense);
         keys += count_keys(&b, &track, s, n);
         segments.push(b);
     }
-    Some(EncodedTrack {
+    EncodedTrack {
         track,
         segments,
         keys,
-    })
+    }
 }
 
 /// Keys of a segment's encoding (to report).
@@ -454,33 +563,20 @@ fn count_keys(b: &Bits, track: &CompactTrack, s: u32, n: u32) -> usize {
 /// keys is extended while interpolating its two keys stays within tolerance at every frame
 /// it spans. Returns the kept frames.
 fn reduce(
-    input: &TrackInput<'_>,
+    input: &Input<'_>,
     track: &CompactTrack,
     frame_pos: &[f32],
-    deq: &[Vec4],
+    qd: &mut Quantised,
     first: u32,
     last: u32,
 ) -> Vec<u32> {
-    let rot = track.target == Target::Rotation;
     let mut kept = vec![first];
     if last == first {
         return kept;
     }
     let mut start = first as usize;
-    let fits = |a: usize, b: usize| -> bool {
-        let seg = pair_slerp(track, deq[a], deq[b]);
-        (a + 1..b).all(|f| {
-            let v = if input.step {
-                deq[a]
-            } else {
-                let u = (frame_pos[f] - frame_pos[a]) / (frame_pos[b] - frame_pos[a]);
-                interpolate(deq[a], deq[b], seg, u)
-            };
-            error(rot, v, input.raw[f]) <= input.tol[f]
-        }) && (a..b).all(|f| fits_mid(input, track, deq, a, b, seg, frame_pos, f))
-    };
     for end in first as usize + 2..=last as usize {
-        if !fits(start, end) {
+        if !qd.fits(input, track, frame_pos, start, end) {
             start = end - 1;
             kept.push(start as u32);
         }
@@ -494,7 +590,7 @@ fn reduce(
 #[inline]
 #[allow(clippy::too_many_arguments)]
 fn fits_mid(
-    input: &TrackInput<'_>,
+    input: &Input<'_>,
     track: &CompactTrack,
     deq: &[Vec4],
     a: usize,
@@ -503,7 +599,7 @@ fn fits_mid(
     frame_pos: &[f32],
     f: usize,
 ) -> bool {
-    let Some(raw) = input.raw_sub.get(f * SUB..(f + 1) * SUB) else {
+    let Some(raw) = input.sub_unit.get(f * SUB..(f + 1) * SUB) else {
         return true;
     };
     let rot = track.target == Target::Rotation;
@@ -518,7 +614,7 @@ fn fits_mid(
                 interpolate(deq[a], deq[b], seg, u)
             }
         };
-        error(rot, v, raw) <= tol
+        error_to(rot, v, raw) <= tol
     })
 }
 

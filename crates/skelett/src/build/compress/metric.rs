@@ -13,7 +13,7 @@
 //! to the farthest vertex below, a translation error times the parent's scale), so that a
 //! share of the error budget becomes a tolerance per channel and frame.
 
-use glam::{DMat4, Mat4, Vec3};
+use glam::{DAffine3, Mat4, Vec3};
 
 use crate::{sample, Clip, Error, Pose, SamplingCache, Skeleton};
 
@@ -32,13 +32,96 @@ pub struct ErrorStats {
     pub samples: usize,
 }
 
+/// Times measured per task: each task samples its times in order through its own caches,
+/// so that a measurement splits over threads (feature `rayon`) with the same result.
+const CHUNK: usize = 128;
+/// Tasks whose errors are held at once before they are reported in order.
+const BATCH: usize = 64;
+
+/// A clip's model space at a fixed list of times, composed once: the reference's, since the
+/// budget search measures a dozen candidates and the loosening dozens more against it at the
+/// same times, and composing it was half of every measurement.
+pub(crate) struct ModelFrames {
+    times: Vec<f32>,
+    joints: usize,
+    /// Per (time, joint), time-major.
+    model: Vec<DAffine3>,
+}
+
+/// At most this many (time, joint) pairs are kept in a [`ModelFrames`] (96 bytes each:
+/// 96 MiB); longer clips compose their reference at every measurement.
+pub(crate) const MODEL_FRAMES_MAX: usize = 1 << 20;
+
+impl ModelFrames {
+    /// `clip` composed at `times`; `None` if that is more than [`MODEL_FRAMES_MAX`] pairs.
+    pub fn new(skeleton: &Skeleton, clip: &Clip, times: &[f32]) -> Result<Option<Self>, Error> {
+        let n = skeleton.len();
+        if times.len().saturating_mul(n) > MODEL_FRAMES_MAX {
+            return Ok(None);
+        }
+        let chunks: Vec<&[f32]> = times.chunks(CHUNK).collect();
+        let parts = super::par_map(&chunks, |&chunk| -> Result<Vec<DAffine3>, Error> {
+            let mut pose = Pose::rest(skeleton);
+            let mut model = vec![DAffine3::IDENTITY; n];
+            let mut cache = SamplingCache::for_clip(clip);
+            let mut out = Vec::with_capacity(chunk.len() * n);
+            for &t in chunk {
+                sample(clip, t, &mut cache, &mut pose)?;
+                compose(skeleton, &pose, &mut model, None);
+                out.extend_from_slice(&model);
+            }
+            Ok(out)
+        });
+        let mut all = Vec::with_capacity(times.len() * n);
+        for p in parts {
+            all.extend(p?);
+        }
+        Ok(Some(Self {
+            times: times.to_vec(),
+            joints: n,
+            model: all,
+        }))
+    }
+}
+
+/// What a candidate is measured against: a clip, sampled and composed at each time, or its
+/// frames composed once for these very times.
+#[derive(Clone, Copy)]
+pub(crate) enum Reference<'a> {
+    Clip(&'a Clip),
+    Frames(&'a ModelFrames),
+}
+
+/// The largest distance between a joint's virtual vertices (`shell` along each axis) under
+/// model transforms `a` and `b`.
+#[inline]
+fn vertex_error(a: &DAffine3, b: &DAffine3, shell: f64) -> f32 {
+    // The vertex error is the origin's difference plus the axis' difference.
+    let o = b.translation - a.translation;
+    let e = (o + (b.matrix3.x_axis - a.matrix3.x_axis) * shell)
+        .length()
+        .max((o + (b.matrix3.y_axis - a.matrix3.y_axis) * shell).length())
+        .max((o + (b.matrix3.z_axis - a.matrix3.z_axis) * shell).length());
+    e as f32
+}
+
+/// A local transform in f64 (the rotation normalised there).
+#[inline]
+fn local_affine(l: &crate::Transform) -> DAffine3 {
+    DAffine3::from_scale_rotation_translation(
+        l.scale.as_dvec3(),
+        l.rotation.as_dquat().normalize(),
+        l.translation.as_dvec3(),
+    )
+}
+
 /// Both clips sampled at each of `times` (in that order, each through a sampling cache),
 /// their model space composed in f64, and `on_error(time index, joint, error)` called with the
 /// largest distance between the joint's three virtual vertices under each. Memory is a pose
-/// and a model per clip, whatever the number of times.
+/// and a model per clip and thread, and the errors of a batch of times.
 pub(crate) fn measure(
     skeleton: &Skeleton,
-    reference: &Clip,
+    reference: Reference<'_>,
     candidate: &Clip,
     shell: f32,
     times: &[f32],
@@ -52,9 +135,12 @@ pub(crate) fn measure(
 /// for the `measured` ones. A trial that changes a few joints' channels moves only their
 /// subtrees: measuring just those (composing the chains above them) is what keeps the
 /// encoder's joint-by-joint loosening linear, not quadratic, in the joint count.
+///
+/// The times are split into tasks of [`CHUNK`] (over rayon's pool with feature `rayon`);
+/// `on_error` is called in the order of `times` and joints whatever the split.
 pub(crate) fn measure_joints(
     skeleton: &Skeleton,
-    reference: &Clip,
+    reference: Reference<'_>,
     candidate: &Clip,
     shell: f32,
     times: &[f32],
@@ -62,60 +148,116 @@ pub(crate) fn measure_joints(
     mut on_error: impl FnMut(usize, usize, f32),
 ) -> Result<(), Error> {
     let n = skeleton.len();
-    let (mut pa, mut pb) = (Pose::rest(skeleton), Pose::rest(skeleton));
-    let (mut ma, mut mb) = (vec![DMat4::IDENTITY; n], vec![DMat4::IDENTITY; n]);
-    let (mut ca, mut cb) = (
-        SamplingCache::for_clip(reference),
-        SamplingCache::for_clip(candidate),
-    );
-    let shell = f64::from(shell);
-    for (i, &t) in times.iter().enumerate() {
-        sample(reference, t, &mut ca, &mut pa)?;
-        sample(candidate, t, &mut cb, &mut pb)?;
-        compose(skeleton, &pa, &mut ma, only.map(|o| o.0));
-        compose(skeleton, &pb, &mut mb, only.map(|o| o.0));
-        for j in 0..n {
-            if only.is_some_and(|(_, measured)| !measured[j]) {
-                continue;
+    if let Reference::Frames(frames) = reference {
+        assert!(
+            frames.joints == n && frames.times == times,
+            "reference frames composed for other times"
+        );
+    }
+    let measured: Vec<usize> = (0..n).filter(|&j| only.is_none_or(|(_, m)| m[j])).collect();
+    let needed = only.map(|o| o.0);
+    let chunks: Vec<(usize, &[f32])> = times
+        .chunks(CHUNK)
+        .enumerate()
+        .map(|(k, c)| (k * CHUNK, c))
+        .collect();
+    for batch in chunks.chunks(BATCH) {
+        let errors = super::par_map(batch, |&(first, chunk)| {
+            measure_chunk(
+                skeleton, reference, candidate, shell, first, chunk, needed, &measured,
+            )
+        });
+        for (&(first, chunk), errors) in batch.iter().zip(errors) {
+            let errors = errors?;
+            for (i, row) in errors
+                .chunks(measured.len().max(1))
+                .enumerate()
+                .take(chunk.len())
+            {
+                for (&j, &e) in measured.iter().zip(row) {
+                    on_error(first + i, j, e);
+                }
             }
-            let d = mb[j] - ma[j];
-            // The vertex error is the origin's difference plus the axis' difference.
-            let o = d.w_axis.truncate();
-            let e = (o + d.x_axis.truncate() * shell)
-                .length()
-                .max((o + d.y_axis.truncate() * shell).length())
-                .max((o + d.z_axis.truncate() * shell).length());
-            on_error(i, j, e as f32);
         }
     }
     Ok(())
 }
 
-/// Model-space matrices of `pose`, composed in f64: at a budget of 0.01 cm on a skeleton a
+/// The errors of the `measured` joints at `times` (the `first`th time on), time-major.
+#[allow(clippy::too_many_arguments)]
+fn measure_chunk(
+    skeleton: &Skeleton,
+    reference: Reference<'_>,
+    candidate: &Clip,
+    shell: f32,
+    first: usize,
+    times: &[f32],
+    needed: Option<&[bool]>,
+    measured: &[usize],
+) -> Result<Vec<f32>, Error> {
+    let n = skeleton.len();
+    let mut pb = Pose::rest(skeleton);
+    let mut mb = vec![DAffine3::IDENTITY; n];
+    let mut cb = SamplingCache::for_clip(candidate);
+    let mut own = match reference {
+        Reference::Clip(clip) => Some((
+            clip,
+            Pose::rest(skeleton),
+            vec![DAffine3::IDENTITY; n],
+            SamplingCache::for_clip(clip),
+        )),
+        Reference::Frames(_) => None,
+    };
+    let shell = f64::from(shell);
+    let mut out = Vec::with_capacity(times.len() * measured.len());
+    for (i, &t) in times.iter().enumerate() {
+        let ma: &[DAffine3] = match (&mut own, reference) {
+            (Some((clip, pa, ma, ca)), _) => {
+                sample(clip, t, ca, pa)?;
+                compose(skeleton, pa, ma, needed);
+                ma
+            }
+            (None, Reference::Frames(frames)) => {
+                let at = (first + i) * n;
+                &frames.model[at..at + n]
+            }
+            (None, Reference::Clip(_)) => unreachable!("a clip reference has its own state"),
+        };
+        sample(candidate, t, &mut cb, &mut pb)?;
+        compose(skeleton, &pb, &mut mb, needed);
+        for &j in measured {
+            out.push(vertex_error(&ma[j], &mb[j], shell));
+        }
+    }
+    Ok(out)
+}
+
+/// Model-space transforms of `pose`, composed in f64: at a budget of 0.01 cm on a skeleton a
 /// few metres in size, f32's own rounding is a tenth of the budget, too much for the
-/// measurement the guarantee rests on. With `needed`, only those joints (ancestors first).
+/// measurement the guarantee rests on. Affine (3x3 and translation): the same sums as 4x4
+/// matrices without the constant row. With `needed`, only those joints (ancestors first).
 fn compose(
     skeleton: &Skeleton,
     pose: &[crate::Transform],
-    model: &mut [DMat4],
+    model: &mut [DAffine3],
     needed: Option<&[bool]>,
 ) {
     let parents = skeleton.parents();
-    for (j, l) in pose.iter().enumerate().take(model.len()) {
+    // Local transforms first, then the chain: the square roots and divisions of the
+    // normalisations are independent of each other and overlap, where inside the chain's
+    // loop each waited for the last joint's product.
+    for (j, (l, m)) in pose.iter().zip(model.iter_mut()).enumerate() {
         if needed.is_some_and(|n| !n[j]) {
             continue;
         }
-        let local = DMat4::from_scale_rotation_translation(
-            l.scale.as_dvec3(),
-            l.rotation.as_dquat().normalize(),
-            l.translation.as_dvec3(),
-        );
+        *m = local_affine(l);
+    }
+    for j in 0..model.len().min(pose.len()) {
         let p = parents[j];
-        model[j] = if p == crate::JointIndex::MAX {
-            local
-        } else {
-            model[p as usize] * local
-        };
+        if p == crate::JointIndex::MAX || needed.is_some_and(|n| !n[j]) {
+            continue;
+        }
+        model[j] = model[p as usize] * model[j];
     }
 }
 
@@ -237,9 +379,14 @@ pub fn measure_error(
         }
     }
     let mut errors = Vec::with_capacity(times.len() * skeleton.len());
-    measure(skeleton, reference, candidate, shell, times, |_, _, e| {
-        errors.push(e)
-    })?;
+    measure(
+        skeleton,
+        Reference::Clip(reference),
+        candidate,
+        shell,
+        times,
+        |_, _, e| errors.push(e),
+    )?;
     Ok(stats(&errors, skeleton.len(), times))
 }
 

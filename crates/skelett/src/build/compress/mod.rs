@@ -291,3 +291,18 @@ pub fn compress(
     };
     Ok((compact, report))
 }
+
+/// `f` over `items`, in order: on rayon's pool with feature `rayon` (the searches plan every
+/// joint's channels and measure hundreds of times independently), else one after another.
+/// Results do not depend on the split.
+pub(super) fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync + Send) -> Vec<R> {
+    #[cfg(feature = "rayon")]
+    {
+        use rayon::prelude::*;
+        items.par_iter().map(f).collect()
+    }
+    #[cfg(not(feature = "rayon"))]
+    {
+        items.iter().map(f).collect()
+    }
+}

@@ -265,6 +265,14 @@ pub struct PairSlerp {
     inv_sin: f32,
 }
 
+impl PairSlerp {
+    /// `true` for slerp, `false` for nlerp (or a vector track's linear interpolation).
+    #[inline(always)]
+    pub(crate) fn is_slerp(&self) -> bool {
+        self.angle > 0.0
+    }
+}
+
 /// `acos(d)` for `d` in `[0, 1]`, to about 2e-7 (Abramowitz and Stegun 4.4.46, evaluated
 /// in f32): a square root and seven multiply-adds, an order of magnitude cheaper than
 /// `atan2`.
