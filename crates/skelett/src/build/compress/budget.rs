@@ -73,20 +73,47 @@ pub(super) fn prepare(
 ) -> Result<Prepared, Error> {
     let n = skeleton.len();
     let frames = grid.frames as usize;
-    let mut local = vec![Transform::IDENTITY; n * frames];
-    let mut model = vec![Mat4::IDENTITY; n * frames];
-    for f in 0..frames {
-        let pose = &mut local[f * n..(f + 1) * n];
-        sample_uncached(reference, grid.time(f as u32), pose)?;
-        local_to_model(skeleton, pose, 0, &mut model[f * n..(f + 1) * n])?;
+    // The reference at every frame (local and model) and between frames, in parallel
+    // chunks of frames.
+    const FRAMES: usize = 64;
+    let chunks: Vec<usize> = (0..frames.div_ceil(FRAMES)).collect();
+    let at_frames = par_map(
+        &chunks,
+        |&c| -> Result<(Vec<Transform>, Vec<Mat4>), Error> {
+            let range = c * FRAMES..((c + 1) * FRAMES).min(frames);
+            let mut local = vec![Transform::IDENTITY; n * range.len()];
+            let mut model = vec![Mat4::IDENTITY; n * range.len()];
+            for (k, f) in range.enumerate() {
+                let pose = &mut local[k * n..(k + 1) * n];
+                sample_uncached(reference, grid.time(f as u32), pose)?;
+                local_to_model(skeleton, pose, 0, &mut model[k * n..(k + 1) * n])?;
+            }
+            Ok((local, model))
+        },
+    );
+    let mut local = Vec::with_capacity(n * frames);
+    let mut model = Vec::with_capacity(n * frames);
+    for part in at_frames {
+        let (l, m) = part?;
+        local.extend(l);
+        model.extend(m);
     }
     let subs = frames.saturating_sub(1) * encode::SUB;
-    let mut mid = vec![Transform::IDENTITY; n * subs];
-    for i in 0..subs {
-        let (f, k) = ((i / encode::SUB) as u32, i % encode::SUB);
-        let (t0, t1) = (grid.time(f), grid.time(f + 1));
-        let t = t0 + (t1 - t0) * encode::SUB_AT[k];
-        sample_uncached(reference, t, &mut mid[i * n..(i + 1) * n])?;
+    let chunks: Vec<usize> = (0..subs.div_ceil(FRAMES)).collect();
+    let between = par_map(&chunks, |&c| -> Result<Vec<Transform>, Error> {
+        let range = c * FRAMES..((c + 1) * FRAMES).min(subs);
+        let mut mid = vec![Transform::IDENTITY; n * range.len()];
+        for (k, i) in range.enumerate() {
+            let (f, s) = ((i / encode::SUB) as u32, i % encode::SUB);
+            let (t0, t1) = (grid.time(f), grid.time(f + 1));
+            let t = t0 + (t1 - t0) * encode::SUB_AT[s];
+            sample_uncached(reference, t, &mut mid[k * n..(k + 1) * n])?;
+        }
+        Ok(mid)
+    });
+    let mut mid = Vec::with_capacity(n * subs);
+    for part in between {
+        mid.extend(part?);
     }
     let scales: Vec<Vec3> = local.iter().map(|t| t.scale).collect();
     let sens = metric::Sensitivity::new(skeleton, &model, &scales, shell);
@@ -404,19 +431,35 @@ pub(super) fn compress_on(
         Ok((out, max))
     };
     let attempt = |m: f32| attempt_scaled(m, &ones);
-    // Grow m from 1 while the error allows, then bisect (geometrically).
+    // Grow m from 1 by fours (up to 4^7) while the error allows, then bisect
+    // (geometrically). The growth starts at 4, where the first-order split usually leaves
+    // it, and steps back to 1 only if 4 is too much: the same bracket as growing from 1,
+    // one attempt fewer when 4 holds.
     let (mut lo, mut hi): (Option<(f32, Outcome)>, Option<f32>) = (None, None);
-    let mut m = 1.0f32;
-    for _ in 0..8 {
-        let (out, max) = attempt(m)?;
+    let (out, max) = attempt(4.0)?;
+    if max <= target {
+        lo = Some((4.0, out));
+        let mut m = 16.0f32;
+        for _ in 0..6 {
+            let (out, max) = attempt(m)?;
+            if max <= target {
+                lo = Some((m, out));
+                m *= 4.0;
+            } else {
+                hi = Some(m);
+                break;
+            }
+        }
+    } else {
+        hi = Some(4.0);
+        let (out, max) = attempt(1.0)?;
         if max <= target {
-            lo = Some((m, out));
-            m *= 4.0;
+            lo = Some((1.0, out));
         } else {
-            hi = Some(m);
-            break;
+            hi = Some(1.0);
         }
     }
+    let mut m;
     if lo.is_none() {
         // Even m = 1 is too much (the first-order split is not a bound for large errors).
         m = 0.5;
@@ -535,10 +578,22 @@ pub(super) fn loosen(
         .collect();
     let (mut moved, mut needed) = (vec![false; n], vec![false; n]);
     let joints: Vec<usize> = (0..n).collect();
+    let mut previous: Vec<Option<[encode::Plan; 3]>> = vec![None; n];
     for _ in 0..2 {
         // Every joint's trial plan of this pass, planned up front (in parallel): a joint's
         // trial depends on its own scale only, which changes only when that trial is kept.
-        let mut trials = par_map(&joints, |&j| Some(plan_joint(p, j, m * scale[j] * 1.5)));
+        // A joint whose trial was not kept in the first pass has the same scale and tries
+        // the same plan again; the others are planned (in parallel).
+        let mut trials = std::mem::replace(&mut previous, vec![None; n]);
+        let missing: Vec<usize> = joints
+            .iter()
+            .copied()
+            .filter(|&j| trials[j].is_none())
+            .collect();
+        let planned = par_map(&missing, |&j| plan_joint(p, j, m * scale[j] * 1.5));
+        for (j, t) in missing.into_iter().zip(planned) {
+            trials[j] = Some(t);
+        }
         let mut end = n;
         while end > 0 {
             let start = end.saturating_sub(block);
@@ -549,9 +604,10 @@ pub(super) fn loosen(
                 let old: u64 = plans[j * 3..j * 3 + 3].iter().map(plan_bits).sum();
                 let new: u64 = trial.iter().map(plan_bits).sum();
                 if new < old {
-                    candidate.splice(j * 3..j * 3 + 3, trial);
+                    candidate.splice(j * 3..j * 3 + 3, trial.clone());
                     changed.push(j);
                 }
+                previous[j] = Some(trial);
             }
             end = start;
             if changed.is_empty() {
@@ -593,6 +649,7 @@ pub(super) fn loosen(
             if trial.iter().fold(0.0f32, |a, &e| worse(a, e)) <= target {
                 for j in changed {
                     scale[j] *= 1.5;
+                    previous[j] = None;
                 }
                 plans = candidate;
                 errors = trial;
