@@ -557,7 +557,6 @@ pub(super) fn loosen(
     let block = n.div_ceil(LOOSEN_TRIALS).max(1);
     let mut scale = scale.to_vec();
     let mut plans = best.plans.clone();
-    let mut out = None;
     // Each joint's largest error at the check times, under the plans accepted so far: a
     // trial measures only the joints its changes move (the subtrees of the changed joints)
     // and takes the others' from here, which is what measuring the whole clip would find,
@@ -630,7 +629,17 @@ pub(super) fn loosen(
                     needed[q] = true;
                 }
             }
-            let o = assemble(reference, skeleton, p, &candidate)?;
+            // The needed joints' channels alone (the others at rest): the same poses for
+            // every joint composed, sampled at the cost of what those joints store.
+            let partial: Vec<encode::Plan> = candidate
+                .iter()
+                .enumerate()
+                .map(|(i, plan)| match needed[i / 3] {
+                    true => plan.clone(),
+                    false => encode::Plan::Rest,
+                })
+                .collect();
+            let o = assemble(reference, skeleton, p, &partial)?;
             let mut trial = errors.clone();
             for (e, &m) in trial.iter_mut().zip(&moved) {
                 if m {
@@ -653,14 +662,10 @@ pub(super) fn loosen(
                 }
                 plans = candidate;
                 errors = trial;
-                out = Some(o);
             }
         }
     }
-    match out {
-        Some(o) => Ok(o),
-        None => assemble(reference, skeleton, p, &plans),
-    }
+    assemble(reference, skeleton, p, &plans)
 }
 
 /// The larger of two errors, a NaN counting as infinite (as [`check`] counts it).
