@@ -92,19 +92,6 @@ pub(crate) enum Reference<'a> {
     Frames(&'a ModelFrames),
 }
 
-/// The largest distance between a joint's virtual vertices (`shell` along each axis) under
-/// model transforms `a` and `b`.
-#[inline]
-fn vertex_error(a: &DAffine3, b: &DAffine3, shell: f64) -> f32 {
-    // The vertex error is the origin's difference plus the axis' difference.
-    let o = b.translation - a.translation;
-    let e = (o + (b.matrix3.x_axis - a.matrix3.x_axis) * shell)
-        .length()
-        .max((o + (b.matrix3.y_axis - a.matrix3.y_axis) * shell).length())
-        .max((o + (b.matrix3.z_axis - a.matrix3.z_axis) * shell).length());
-    e as f32
-}
-
 /// A local transform in f64 (the rotation normalised there).
 #[inline]
 fn local_affine(l: &crate::Transform) -> DAffine3 {
@@ -195,38 +182,47 @@ fn measure_chunk(
     needed: Option<&[bool]>,
     measured: &[usize],
 ) -> Result<Vec<f32>, Error> {
+    use super::compose4::{self, Affine4, LANES};
     let n = skeleton.len();
-    let mut pb = Pose::rest(skeleton);
-    let mut mb = vec![DAffine3::IDENTITY; n];
+    let parents = skeleton.parents();
+    // Four times at once (the last group padded with its last time).
+    let mut pb: [Pose; LANES] = std::array::from_fn(|_| Pose::rest(skeleton));
+    let mut pa: [Pose; LANES] = std::array::from_fn(|_| Pose::rest(skeleton));
+    let (mut mb, mut ma) = (vec![Affine4::IDENTITY; n], vec![Affine4::IDENTITY; n]);
     let mut cb = SamplingCache::for_clip(candidate);
-    let mut own = match reference {
-        Reference::Clip(clip) => Some((
-            clip,
-            Pose::rest(skeleton),
-            vec![DAffine3::IDENTITY; n],
-            SamplingCache::for_clip(clip),
-        )),
+    let mut ca = match reference {
+        Reference::Clip(clip) => Some(SamplingCache::for_clip(clip)),
         Reference::Frames(_) => None,
     };
     let shell = f64::from(shell);
     let mut out = Vec::with_capacity(times.len() * measured.len());
-    for (i, &t) in times.iter().enumerate() {
-        let ma: &[DAffine3] = match (&mut own, reference) {
-            (Some((clip, pa, ma, ca)), _) => {
-                sample(clip, t, ca, pa)?;
-                compose(skeleton, pa, ma, needed);
-                ma
+    let mut errors = vec![[0f32; LANES]; measured.len()];
+    for (g, group) in times.chunks(LANES).enumerate() {
+        let at = |l: usize| group[l.min(group.len() - 1)];
+        for (l, pose) in pb.iter_mut().enumerate() {
+            sample(candidate, at(l), &mut cb, pose)?;
+        }
+        compose4::compose(parents, pb.each_ref().map(|p| &p[..]), &mut mb, needed);
+        match (reference, ca.as_mut()) {
+            (Reference::Clip(clip), Some(ca)) => {
+                for (l, pose) in pa.iter_mut().enumerate() {
+                    sample(clip, at(l), ca, pose)?;
+                }
+                compose4::compose(parents, pa.each_ref().map(|p| &p[..]), &mut ma, needed);
             }
-            (None, Reference::Frames(frames)) => {
-                let at = (first + i) * n;
-                &frames.model[at..at + n]
+            (Reference::Frames(frames), _) => {
+                for l in 0..LANES {
+                    let i = first + g * LANES + l.min(group.len() - 1);
+                    for &j in measured {
+                        ma[j].set(l, &frames.model[i * n + j]);
+                    }
+                }
             }
-            (None, Reference::Clip(_)) => unreachable!("a clip reference has its own state"),
-        };
-        sample(candidate, t, &mut cb, &mut pb)?;
-        compose(skeleton, &pb, &mut mb, needed);
-        for &j in measured {
-            out.push(vertex_error(&ma[j], &mb[j], shell));
+            (Reference::Clip(_), None) => unreachable!("a clip reference has its cache"),
+        }
+        compose4::errors(&mb, &ma, measured, shell, &mut errors);
+        for l in 0..group.len() {
+            out.extend(errors.iter().map(|e| e[l]));
         }
     }
     Ok(out)

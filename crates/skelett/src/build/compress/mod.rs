@@ -30,6 +30,7 @@
 //! used.
 
 mod budget;
+mod compose4;
 pub(crate) mod encode;
 mod grid;
 mod metric;
