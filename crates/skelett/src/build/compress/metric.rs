@@ -13,8 +13,9 @@
 //! to the farthest vertex below, a translation error times the parent's scale), so that a
 //! share of the error budget becomes a tolerance per channel and frame.
 
-use glam::{DAffine3, Mat4, Vec3};
+use glam::{Mat4, Vec3};
 
+use super::compose4::{self, Affine4, LANES};
 use crate::{sample, Clip, Error, Pose, SamplingCache, Skeleton};
 
 /// Maximum and 99th-percentile error, in skeleton units, over every (time, joint) pair.
@@ -35,6 +36,7 @@ pub struct ErrorStats {
 /// Times measured per task: each task samples its times in order through its own caches,
 /// so that a measurement splits over threads (feature `rayon`) with the same result.
 const CHUNK: usize = 128;
+const _: () = assert!(CHUNK % LANES == 0, "chunks hold whole groups of times");
 /// Tasks whose errors are held at once before they are reported in order.
 const BATCH: usize = 64;
 
@@ -44,8 +46,9 @@ const BATCH: usize = 64;
 pub(crate) struct ModelFrames {
     times: Vec<f32>,
     joints: usize,
-    /// Per (time, joint), time-major.
-    model: Vec<DAffine3>,
+    /// Per group of [`LANES`] times (the last padded with its last time) and joint,
+    /// group-major: what [`measure_chunk`] composes the candidate into.
+    model: Vec<Affine4>,
 }
 
 /// At most this many (time, joint) pairs are kept in a [`ModelFrames`] (96 bytes each:
@@ -60,19 +63,22 @@ impl ModelFrames {
             return Ok(None);
         }
         let chunks: Vec<&[f32]> = times.chunks(CHUNK).collect();
-        let parts = super::par_map(&chunks, |&chunk| -> Result<Vec<DAffine3>, Error> {
-            let mut pose = Pose::rest(skeleton);
-            let mut model = vec![DAffine3::IDENTITY; n];
+        let parts = super::par_map(&chunks, |&chunk| -> Result<Vec<Affine4>, Error> {
+            let mut poses: [Pose; LANES] = std::array::from_fn(|_| Pose::rest(skeleton));
+            let mut model = vec![Affine4::IDENTITY; n];
             let mut cache = SamplingCache::for_clip(clip);
-            let mut out = Vec::with_capacity(chunk.len() * n);
-            for &t in chunk {
-                sample(clip, t, &mut cache, &mut pose)?;
-                compose(skeleton, &pose, &mut model, None);
+            let mut out = Vec::with_capacity(chunk.len().div_ceil(LANES) * n);
+            for group in chunk.chunks(LANES) {
+                for (l, pose) in poses.iter_mut().enumerate() {
+                    sample(clip, group[l.min(group.len() - 1)], &mut cache, pose)?;
+                }
+                let refs = [&poses[0][..], &poses[1][..], &poses[2][..], &poses[3][..]];
+                compose4::compose(skeleton.parents(), refs, &mut model, None);
                 out.extend_from_slice(&model);
             }
             Ok(out)
         });
-        let mut all = Vec::with_capacity(times.len() * n);
+        let mut all = Vec::with_capacity(times.len().div_ceil(LANES) * n);
         for p in parts {
             all.extend(p?);
         }
@@ -90,16 +96,6 @@ impl ModelFrames {
 pub(crate) enum Reference<'a> {
     Clip(&'a Clip),
     Frames(&'a ModelFrames),
-}
-
-/// A local transform in f64 (the rotation normalised there).
-#[inline]
-fn local_affine(l: &crate::Transform) -> DAffine3 {
-    DAffine3::from_scale_rotation_translation(
-        l.scale.as_dvec3(),
-        l.rotation.as_dquat().normalize(),
-        l.translation.as_dvec3(),
-    )
 }
 
 /// Both clips sampled at each of `times` (in that order, each through a sampling cache),
@@ -182,7 +178,6 @@ fn measure_chunk(
     needed: Option<&[bool]>,
     measured: &[usize],
 ) -> Result<Vec<f32>, Error> {
-    use super::compose4::{self, Affine4, LANES};
     let n = skeleton.len();
     let parents = skeleton.parents();
     // Four times at once (the last group padded with its last time).
@@ -211,12 +206,8 @@ fn measure_chunk(
                 compose4::compose(parents, pa.each_ref().map(|p| &p[..]), &mut ma, needed);
             }
             (Reference::Frames(frames), _) => {
-                for l in 0..LANES {
-                    let i = first + g * LANES + l.min(group.len() - 1);
-                    for &j in measured {
-                        ma[j].set(l, &frames.model[i * n + j]);
-                    }
-                }
+                let at = (first / LANES + g) * n;
+                ma.copy_from_slice(&frames.model[at..at + n]);
             }
             (Reference::Clip(_), None) => unreachable!("a clip reference has its cache"),
         }
@@ -226,35 +217,6 @@ fn measure_chunk(
         }
     }
     Ok(out)
-}
-
-/// Model-space transforms of `pose`, composed in f64: at a budget of 0.01 cm on a skeleton a
-/// few metres in size, f32's own rounding is a tenth of the budget, too much for the
-/// measurement the guarantee rests on. Affine (3x3 and translation): the same sums as 4x4
-/// matrices without the constant row. With `needed`, only those joints (ancestors first).
-fn compose(
-    skeleton: &Skeleton,
-    pose: &[crate::Transform],
-    model: &mut [DAffine3],
-    needed: Option<&[bool]>,
-) {
-    let parents = skeleton.parents();
-    // Local transforms first, then the chain: the square roots and divisions of the
-    // normalisations are independent of each other and overlap, where inside the chain's
-    // loop each waited for the last joint's product.
-    for (j, (l, m)) in pose.iter().zip(model.iter_mut()).enumerate() {
-        if needed.is_some_and(|n| !n[j]) {
-            continue;
-        }
-        *m = local_affine(l);
-    }
-    for j in 0..model.len().min(pose.len()) {
-        let p = parents[j];
-        if p == crate::JointIndex::MAX || needed.is_some_and(|n| !n[j]) {
-            continue;
-        }
-        model[j] = model[p as usize] * model[j];
-    }
 }
 
 /// Statistics of per-(time, joint) errors collected in order (`joints` per time).
