@@ -20,9 +20,7 @@
 
 use glam::Vec4;
 
-use crate::clip::compact::{
-    read_bits, stored, CompactTrack, SegHeader, MAX_BITS, MAX_WIDTH, SEG_LEN,
-};
+use crate::clip::compact::{stored, CompactTrack, SegHeader, MAX_BITS, MAX_WIDTH, SEG_LEN};
 use crate::play::sampling::compact::{interpolate, pair_slerp, PairSlerp, NLERP_DOTS};
 use crate::{JointIndex, Target};
 
@@ -518,25 +516,27 @@ fn encode_with(
     let segs = n.div_ceil(SEG_LEN);
     let mut segments = Vec::with_capacity(segs as usize);
     let mut keys = 0;
+    let (mut sparse, mut dense, mut qs) = (Vec::new(), Vec::new(), Vec::new());
     for s in 0..segs {
         let first = s * SEG_LEN;
         let end = (first + SEG_LEN).min(n); // frames of this segment: first..end
         let last = end.min(n - 1); // the key the segment interpolates towards
-        let kept = if reduce_keys {
-            reduce(input, &track, frame_pos, qd, first, last)
+        sparse.clear();
+        if reduce_keys {
+            reduce(input, &track, frame_pos, qd, first, last, &mut sparse);
         } else {
-            (first..=last).collect()
-        };
+            sparse.extend(first..=last);
+        }
         // Keys stored in this segment: those before the next segment's first frame (which
         // that segment stores), and the clip's last frame in the last segment.
-        let sparse: Vec<u32> = kept.into_iter().filter(|&f| f < end).collect();
-        let dense: Vec<u32> = (first..end).collect();
+        sparse.retain(|&f| f < end);
+        dense.clear();
+        dense.extend(first..end);
         let (drop, negative, _) = drops[s as usize];
-        let qs: Vec<[i32; 4]> = (first..end)
-            .map(|f| pick(&qd.q[f as usize], drop))
-            .collect();
-        let b = encode_segment(&track, s, n, drop, negative, &qs, &sparse, &dense);
-        keys += count_keys(&b, &track, s, n);
+        qs.clear();
+        qs.extend((first..end).map(|f| pick(&qd.q[f as usize], drop)));
+        let (b, k) = encode_segment(&track, s, n, drop, negative, &qs, &sparse, &dense);
+        keys += k;
         segments.push(b);
     }
     EncodedTrack {
@@ -546,22 +546,9 @@ fn encode_with(
     }
 }
 
-/// Keys of a segment's encoding (to report).
-fn count_keys(b: &Bits, track: &CompactTrack, s: u32, n: u32) -> usize {
-    let rot = track.target == Target::Rotation;
-    let bytes = b.clone().into_padded_bytes();
-    let (h, hb) = SegHeader::read(&bytes, 0, rot);
-    let len = (n - s * SEG_LEN).min(SEG_LEN);
-    if h.sparse {
-        1 + read_bits(&bytes, hb, len - 1).count_ones() as usize
-    } else {
-        len as usize
-    }
-}
-
 /// Greedy key selection over frames `first..=last` (both kept): each segment between kept
 /// keys is extended while interpolating its two keys stays within tolerance at every frame
-/// it spans. Returns the kept frames.
+/// it spans. Appends the kept frames to `kept`.
 fn reduce(
     input: &Input<'_>,
     track: &CompactTrack,
@@ -569,10 +556,11 @@ fn reduce(
     qd: &mut Quantised,
     first: u32,
     last: u32,
-) -> Vec<u32> {
-    let mut kept = vec![first];
+    kept: &mut Vec<u32>,
+) {
+    kept.push(first);
     if last == first {
-        return kept;
+        return;
     }
     let mut start = first as usize;
     for end in first as usize + 2..=last as usize {
@@ -582,7 +570,6 @@ fn reduce(
         }
     }
     kept.push(last);
-    kept
 }
 
 /// Keys `a` and `b` interpolated at the points inside frame interval `f` (within `a..b`)
@@ -630,7 +617,8 @@ fn width(max_zigzag: u32) -> u32 {
 
 /// The cheapest encoding of segment `s` (of a clip of `n` frames) storing either the
 /// `sparse` frames (with a mask) or the `dense` ones (every frame), with order-1 or order-2
-/// prediction. `q` holds the stored components of the segment's frames.
+/// prediction, and the keys it stores. `q` holds the stored components of the segment's
+/// frames.
 #[allow(clippy::too_many_arguments)]
 fn encode_segment(
     track: &CompactTrack,
@@ -641,14 +629,42 @@ fn encode_segment(
     q: &[[i32; 4]],
     sparse: &[u32],
     dense: &[u32],
-) -> Bits {
+) -> (Bits, usize) {
     let rot = track.target == Target::Rotation;
     let first = s * SEG_LEN;
     let len = (n - first).min(SEG_LEN);
     let bits = track.stored_bits(drop);
     let nc = stored(drop).1;
     let at = |f: u32| q[(f - first) as usize];
-    let mut best: Option<Bits> = None;
+    let residual = |frames: &[u32], order2: bool, k: usize| -> [i32; 4] {
+        let cur = at(frames[k]);
+        let p1 = at(frames[k - 1]);
+        std::array::from_fn(|c| {
+            let pred = if order2 {
+                let p0 = at(frames[k - 2]);
+                p1[c].wrapping_mul(2).wrapping_sub(p0[c])
+            } else {
+                p1[c]
+            };
+            cur[c].wrapping_sub(pred)
+        })
+    };
+    let header = |as_sparse: bool, order2: bool, widths: [u32; 4]| SegHeader {
+        sparse: as_sparse,
+        order2,
+        drop,
+        negative,
+        widths: widths.map(|w| w as u8),
+    };
+    // Each choice's size first; only the smallest (the first of equals) is written.
+    struct Choice<'f> {
+        size: u64,
+        frames: &'f [u32],
+        as_sparse: bool,
+        order2: bool,
+        widths: [u32; 4],
+    }
+    let mut best: Option<Choice> = None;
     let is_dense = sparse.len() == dense.len();
     for (frames, as_sparse) in [(sparse, !is_dense), (dense, false)] {
         for order2 in [false, true] {
@@ -656,60 +672,33 @@ fn encode_segment(
                 continue;
             }
             let order = 1 + usize::from(order2);
-            let mut res: Vec<[i32; 4]> = Vec::with_capacity(frames.len());
+            let mut widest = [0u32; 4];
             for k in order..frames.len() {
-                let cur = at(frames[k]);
-                let p1 = at(frames[k - 1]);
-                res.push(std::array::from_fn(|c| {
-                    let pred = if order2 {
-                        let p0 = at(frames[k - 2]);
-                        p1[c].wrapping_mul(2).wrapping_sub(p0[c])
-                    } else {
-                        p1[c]
-                    };
-                    cur[c].wrapping_sub(pred)
-                }));
-            }
-            let widths: [u32; 4] = std::array::from_fn(|c| {
-                let m = res.iter().map(|r| zigzag(r[c])).max().unwrap_or(0);
-                if c < nc {
-                    width(m)
-                } else {
-                    0
+                let r = residual(frames, order2, k);
+                for (m, v) in widest.iter_mut().zip(r) {
+                    *m = (*m).max(zigzag(v));
                 }
-            });
+            }
+            let widths: [u32; 4] =
+                std::array::from_fn(|c| if c < nc { width(widest[c]) } else { 0 });
             if widths.iter().any(|&w| w > MAX_WIDTH) {
                 continue;
             }
-            let h = SegHeader {
-                sparse: as_sparse,
-                order2,
-                drop,
-                negative,
-                widths: widths.map(|w| w as u8),
-            };
-            let mut b = Bits::default();
-            let (hbits, hlen) = h.bits(rot);
-            b.push(hbits, hlen);
-            if as_sparse {
-                let mut mask = 0u32;
-                for &f in &frames[1..] {
-                    mask |= 1 << (f - first - 1);
-                }
-                b.push(mask, len - 1);
-            }
-            for &f in &frames[..order] {
-                for (v, &k) in at(f).iter().zip(&bits).take(nc) {
-                    b.push(*v as u32, u32::from(k));
-                }
-            }
-            for r in &res {
-                for (v, &w) in r.iter().zip(&widths).take(nc) {
-                    b.push(zigzag(*v), w);
-                }
-            }
-            if best.as_ref().is_none_or(|x| b.len < x.len) {
-                best = Some(b);
+            let (_, hlen) = header(as_sparse, order2, widths).bits(rot);
+            let key_bits: u32 = bits.iter().take(nc).map(|&b| u32::from(b)).sum();
+            let residual_bits: u32 = widths.iter().take(nc).sum();
+            let size = u64::from(hlen)
+                + if as_sparse { u64::from(len - 1) } else { 0 }
+                + order as u64 * u64::from(key_bits)
+                + (frames.len() - order) as u64 * u64::from(residual_bits);
+            if best.as_ref().is_none_or(|b| size < b.size) {
+                best = Some(Choice {
+                    size,
+                    frames,
+                    as_sparse,
+                    order2,
+                    widths,
+                });
             }
         }
         if is_dense {
@@ -717,7 +706,48 @@ fn encode_segment(
         }
     }
     // Order 1 on the dense frames always fits (residuals of 24-bit values need 25 bits).
-    best.unwrap_or_default()
+    let Some(Choice {
+        size,
+        frames,
+        as_sparse,
+        order2,
+        widths,
+    }) = best
+    else {
+        return (Bits::default(), len as usize);
+    };
+    let order = 1 + usize::from(order2);
+    let mut b = Bits {
+        words: Vec::with_capacity(size.div_ceil(64) as usize),
+        len: 0,
+    };
+    let (hbits, hlen) = header(as_sparse, order2, widths).bits(rot);
+    b.push(hbits, hlen);
+    if as_sparse {
+        let mut mask = 0u32;
+        for &f in &frames[1..] {
+            mask |= 1 << (f - first - 1);
+        }
+        b.push(mask, len - 1);
+    }
+    for &f in &frames[..order] {
+        for (v, &k) in at(f).iter().zip(&bits).take(nc) {
+            b.push(*v as u32, u32::from(k));
+        }
+    }
+    for k in order..frames.len() {
+        for (v, &w) in residual(frames, order2, k).iter().zip(&widths).take(nc) {
+            b.push(zigzag(*v), w);
+        }
+    }
+    debug_assert_eq!(b.len, size);
+    // Keys stored: the frames written (the mask's and the first), or every frame.
+    let keys = if as_sparse {
+        frames.len()
+    } else {
+        len as usize
+    };
+    (b, keys)
 }
 
 #[cfg(test)]
