@@ -198,20 +198,21 @@ fn measure_chunk(
             sample(candidate, at(l), &mut cb, pose)?;
         }
         compose4::compose(parents, pb.each_ref().map(|p| &p[..]), &mut mb, needed);
-        match (reference, ca.as_mut()) {
+        let against: &[Affine4] = match (reference, ca.as_mut()) {
             (Reference::Clip(clip), Some(ca)) => {
                 for (l, pose) in pa.iter_mut().enumerate() {
                     sample(clip, at(l), ca, pose)?;
                 }
                 compose4::compose(parents, pa.each_ref().map(|p| &p[..]), &mut ma, needed);
+                &ma
             }
             (Reference::Frames(frames), _) => {
                 let at = (first / LANES + g) * n;
-                ma.copy_from_slice(&frames.model[at..at + n]);
+                &frames.model[at..at + n]
             }
             (Reference::Clip(_), None) => unreachable!("a clip reference has its cache"),
-        }
-        compose4::errors(&mb, &ma, measured, shell, &mut errors);
+        };
+        compose4::errors(&mb, against, measured, shell, &mut errors);
         for l in 0..group.len() {
             out.extend(errors.iter().map(|e| e[l]));
         }
