@@ -222,14 +222,15 @@ pub(crate) fn plan(input: &TrackInput<'_>, frame_pos: &[f32]) -> Plan {
     let dots: &[f32] = if rot { &NLERP_DOTS } else { &[2.0] };
     let values = continuous(rot, input.raw);
     let drops = drops(rot, &values);
+    let ranges = ranges(&values, if rot { 4 } else { 3 });
     // Each share's quantisation, made on first use: the same for every threshold.
     let mut quantised: [Option<Quantised>; ALPHAS.len()] = Default::default();
     let mut best: Option<EncodedTrack> = None;
     for &dot in dots {
         let mut here: Option<EncodedTrack> = None;
         for (k, &alpha) in ALPHAS.iter().enumerate() {
-            let qd =
-                quantised[k].get_or_insert_with(|| Quantised::new(input, &values, &drops, alpha));
+            let qd = quantised[k]
+                .get_or_insert_with(|| Quantised::new(input, &values, &ranges, &drops, alpha));
             if let Some(e) = encode(input, frame_pos, &drops, qd, dot) {
                 if here.as_ref().is_none_or(|b| e.bits() < b.bits()) {
                     here = Some(e);
@@ -308,18 +309,34 @@ fn drops(rot: bool, values: &[Vec4]) -> Vec<(u8, bool, f32)> {
         .collect()
 }
 
-/// Quantisation of a track: bits, min and scale per component (4 for rotations), from a
-/// step per component.
-fn quantization(values: &[Vec4], components: usize, step: f32) -> ([u8; 4], [f32; 4], [f32; 4]) {
-    let mut bits = [0u8; 4];
-    let mut min = [0f32; 4];
-    let mut scale = [0f32; 4];
-    for c in 0..components {
+/// The smallest and largest value of each of a track's components (4 for rotations, else
+/// 3): what every quantisation of the track starts from.
+fn ranges(values: &[Vec4], components: usize) -> [(f32, f32); 4] {
+    std::array::from_fn(|c| {
+        if c >= components {
+            return (0.0, 0.0);
+        }
         let lo = values.iter().map(|v| v[c]).fold(f32::INFINITY, f32::min);
         let hi = values
             .iter()
             .map(|v| v[c])
             .fold(f32::NEG_INFINITY, f32::max);
+        (lo, hi)
+    })
+}
+
+/// Quantisation of a track: bits, min and scale per component (4 for rotations), from its
+/// [`ranges`] and a step per component.
+fn quantization(
+    ranges: &[(f32, f32); 4],
+    components: usize,
+    step: f32,
+) -> ([u8; 4], [f32; 4], [f32; 4]) {
+    let mut bits = [0u8; 4];
+    let mut min = [0f32; 4];
+    let mut scale = [0f32; 4];
+    for c in 0..components {
+        let (lo, hi) = ranges[c];
         min[c] = lo;
         let range = hi - lo;
         if range <= 0.0 {
@@ -368,14 +385,20 @@ struct Quantised {
 
 impl Quantised {
     /// Quantisation with share `alpha` of the tightest tolerance.
-    fn new(input: &Input<'_>, values: &[Vec4], drops: &[(u8, bool, f32)], alpha: f32) -> Self {
+    fn new(
+        input: &Input<'_>,
+        values: &[Vec4],
+        ranges: &[(f32, f32); 4],
+        drops: &[(u8, bool, f32)],
+        alpha: f32,
+    ) -> Self {
         let rot = input.target == Target::Rotation;
         let tol_min = input.tol.iter().copied().fold(f32::INFINITY, f32::min);
         // Per-component error e gives a vector error up to sqrt(3) e; for rotations the
         // rebuilt component adds a factor 1 / (its smallest magnitude).
         let amp = drops.iter().map(|d| d.2).fold(1.0f32, f32::min).max(0.05);
         let step = 2.0 * alpha * tol_min * amp / 3f32.sqrt();
-        let (bits, min, scale) = quantization(values, if rot { 4 } else { 3 }, step);
+        let (bits, min, scale) = quantization(ranges, if rot { 4 } else { 3 }, step);
         Self::with(input, values, drops, Quantization { bits, min, scale })
     }
 
@@ -491,7 +514,8 @@ fn encode_finest(input: &Input<'_>, frame_pos: &[f32]) -> EncodedTrack {
     let rot = input.target == Target::Rotation;
     let values = continuous(rot, input.raw);
     let drops = drops(rot, &values);
-    let (bits, min, scale) = quantization(&values, if rot { 4 } else { 3 }, 0.0);
+    let comps = if rot { 4 } else { 3 };
+    let (bits, min, scale) = quantization(&ranges(&values, comps), comps, 0.0);
     let mut qd = Quantised::with(input, &values, &drops, Quantization { bits, min, scale });
     // Always slerp: the closest to the source between keys.
     let track = qd.quant.track(input, 2.0);
