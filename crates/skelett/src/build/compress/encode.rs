@@ -451,18 +451,120 @@ impl Quantised {
             return known & 2 != 0;
         }
         let rot = track.target == Target::Rotation;
-        let fits = (a + 1..b).all(|f| {
-            let v = if input.step {
-                deq[a]
-            } else {
-                let u = (frame_pos[f] - frame_pos[a]) / (frame_pos[b] - frame_pos[a]);
-                interpolate(deq[a], deq[b], seg, u)
-            };
-            error_to(rot, v, input.raw_unit[f]) <= input.tol[f]
-        }) && (a..b).all(|f| fits_mid(input, track, deq, a, b, seg, frame_pos, f));
+        let fits = if rot && !input.step && !seg.is_slerp() && input.sub_unit.len() >= b * SUB {
+            fits_nlerp(input, frame_pos, deq[a], deq[b], a, b)
+        } else {
+            fits_one_by_one(input, track, frame_pos, deq, seg, a, b)
+        };
         self.spans[slot] |= (1 | u8::from(fits) << 1) << shift;
         fits
     }
+}
+
+/// [`Quantised::fits`] point by point: the frames inside the span, then the points between
+/// frames.
+fn fits_one_by_one(
+    input: &Input<'_>,
+    track: &CompactTrack,
+    frame_pos: &[f32],
+    deq: &[Vec4],
+    seg: PairSlerp,
+    a: usize,
+    b: usize,
+) -> bool {
+    let rot = track.target == Target::Rotation;
+    (a + 1..b).all(|f| {
+        let v = if input.step {
+            deq[a]
+        } else {
+            let u = (frame_pos[f] - frame_pos[a]) / (frame_pos[b] - frame_pos[a]);
+            interpolate(deq[a], deq[b], seg, u)
+        };
+        error_to(rot, v, input.raw_unit[f]) <= input.tol[f]
+    }) && (a..b).all(|f| fits_mid(input, track, deq, a, b, seg, frame_pos, f))
+}
+
+/// Square roots of four lanes (each correctly rounded, as `f32::sqrt`).
+#[inline(always)]
+fn sqrt4(v: Vec4) -> Vec4 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `_mm_sqrt_ps` needs SSE, part of the x86-64 baseline that every x86_64
+        // target enables; it reads and writes registers only.
+        Vec4::from(unsafe { std::arch::x86_64::_mm_sqrt_ps(v.into()) })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        Vec4::from_array(v.to_array().map(f32::sqrt))
+    }
+}
+
+/// [`Quantised::fits`] for rotation keys `ka` (frame `a`) and `kb` (frame `b`) interpolated
+/// by nlerp, four points at a time: for each frame interval `f` of the span, its three
+/// between-frame points and the frame after it (inside the span). Each lane does what
+/// `interpolate` and [`error_to`] do for one point, operation for operation, so the answer
+/// is the point-by-point one; the first interval's lanes hold the frame that most often
+/// breaks a span, so a failing span costs one step.
+fn fits_nlerp(
+    input: &Input<'_>,
+    frame_pos: &[f32],
+    ka: Vec4,
+    kb: Vec4,
+    a: usize,
+    b: usize,
+) -> bool {
+    let d = kb - ka;
+    let (pa, span) = (frame_pos[a], frame_pos[b] - frame_pos[a]);
+    let at = Vec4::new(SUB_AT[0], SUB_AT[1], SUB_AT[2], 0.0);
+    (a..b).all(|f| {
+        // Positions: the between-frame points as `fits_mid` computes them, then the frame.
+        let (p0, p1) = (frame_pos[f], frame_pos[f + 1]);
+        let x = Vec4::splat(p0) + Vec4::splat(p1 - p0) * at;
+        let x = Vec4::new(x.x, x.y, x.z, p1);
+        let u = (x - Vec4::splat(pa)) / Vec4::splat(span);
+        // a + (b - a) * u, per component.
+        let v = [
+            Vec4::splat(ka.x) + Vec4::splat(d.x) * u,
+            Vec4::splat(ka.y) + Vec4::splat(d.y) * u,
+            Vec4::splat(ka.z) + Vec4::splat(d.z) * u,
+            Vec4::splat(ka.w) + Vec4::splat(d.w) * u,
+        ];
+        // normalize_or(W): glam's dot product order, 1 / sqrt, the fallback.
+        let dot = (v[0] * v[0] + v[2] * v[2]) + (v[1] * v[1] + v[3] * v[3]);
+        let rcp = Vec4::ONE / sqrt4(dot);
+        let ok = Vec4::ZERO.cmplt(rcp) & rcp.cmplt(Vec4::INFINITY);
+        let n = [
+            Vec4::select(ok, v[0] * rcp, Vec4::ZERO),
+            Vec4::select(ok, v[1] * rcp, Vec4::ZERO),
+            Vec4::select(ok, v[2] * rcp, Vec4::ZERO),
+            Vec4::select(ok, v[3] * rcp, Vec4::ONE),
+        ];
+        // The raw values, one point per lane (the frame's in the last).
+        let sub = &input.sub_unit[f * SUB..f * SUB + SUB];
+        let r = glam::Mat4::from_cols(sub[0], sub[1], sub[2], input.raw_unit[f + 1]).transpose();
+        let r = [r.x_axis, r.y_axis, r.z_axis, r.w_axis];
+        let m = [n[0] - r[0], n[1] - r[1], n[2] - r[2], n[3] - r[3]];
+        let p = [n[0] + r[0], n[1] + r[1], n[2] + r[2], n[3] + r[3]];
+        let dm = (m[0] * m[0] + m[2] * m[2]) + (m[1] * m[1] + m[3] * m[3]);
+        let dp = (p[0] * p[0] + p[2] * p[2]) + (p[1] * p[1] + p[3] * p[3]);
+        // f32::min (a NaN loses), then the root.
+        let smaller = Vec4::select(
+            dm.is_nan_mask(),
+            dp,
+            Vec4::select(dp.is_nan_mask(), dm, dm.min(dp)),
+        );
+        let error = sqrt4(smaller);
+        let tol_mid = input.tol[f].min(input.tol[f + 1]);
+        // The frame's lane counts inside the span only (the last interval's frame is `b`).
+        let tol_frame = if f + 1 < b {
+            input.tol[f + 1]
+        } else {
+            f32::INFINITY
+        };
+        let pass = error.cmple(Vec4::new(tol_mid, tol_mid, tol_mid, tol_frame));
+        let skip = glam::BVec4A::new(false, false, false, f + 1 >= b);
+        (pass | skip).all()
+    })
 }
 
 /// Key pairs remembered per first key in [`Quantised::spans`].
@@ -805,6 +907,55 @@ mod tests {
                 "at {pos}"
             );
             pos += n;
+        }
+    }
+
+    proptest::proptest! {
+        /// The four-lane test of a rotation key pair answers as the point-by-point one, for
+        /// spans of every length, tolerances around the errors found, and keys on either side
+        /// of the raw values' hemisphere.
+        #[test]
+        fn nlerp_spans_four_at_a_time_answer_as_one_by_one(
+            raw in proptest::collection::vec(proptest::array::uniform4(-1.0f32..1.0), 12..40),
+            keys in proptest::array::uniform2(proptest::array::uniform4(-1.0f32..1.0)),
+            flip in proptest::bool::ANY,
+            scale in 1e-4f32..2.0,
+            a in 0usize..8,
+            len in 1usize..4,
+        ) {
+            let n = raw.len();
+            let raw: Vec<Vec4> = raw.iter().map(|v| Vec4::from_array(*v)).collect();
+            let raw_sub: Vec<Vec4> = (0..(n - 1) * SUB)
+                .map(|i| raw[i / SUB].lerp(raw[i / SUB + 1], SUB_AT[i % SUB]))
+                .collect();
+            let tol: Vec<f32> = (0..n).map(|f| scale * (1.0 + (f % 5) as f32 * 0.3)).collect();
+            let src = TrackInput {
+                joint: 0,
+                target: Target::Rotation,
+                step: false,
+                raw: &raw,
+                raw_sub: &raw_sub,
+                tol: &tol,
+                rest: Vec4::W,
+            };
+            let input = Input::new(&src);
+            let frame_pos: Vec<f32> = (0..n).map(|f| f as f32 * 1.0001).collect();
+            let b = (a + len * 4 - 3).min(n - 1);
+            let mut deq = raw.clone();
+            deq[a] = Vec4::from_array(keys[0]).normalize_or(Vec4::W);
+            deq[b] = Vec4::from_array(keys[1]).normalize_or(Vec4::W) * if flip { -1.0 } else { 1.0 };
+            let track = CompactTrack {
+                joint: 0,
+                target: Target::Rotation,
+                step: false,
+                bits: [8; 4],
+                min: [-1.0; 4],
+                scale: [1.0 / 128.0; 4],
+                nlerp_dot: 2.0,
+            };
+            let one = fits_one_by_one(&input, &track, &frame_pos, &deq, PairSlerp::default(), a, b);
+            let four = fits_nlerp(&input, &frame_pos, deq[a], deq[b], a, b);
+            proptest::prop_assert_eq!(one, four);
         }
     }
 
