@@ -25,7 +25,9 @@ for build in sse2 avx2_fma; do
     "$HERE/acl_compare.cc" -o "$BUILD/acl_compare_$build"
 done
 # The bench writes its cases and times skelett's compression before measuring; filtering to
-# a row that does not exist skips the measuring.
+# a row that does not exist skips the measuring. Twice: on one thread (as ACL compresses),
+# and with the `rayon` feature on all of the machine's cores.
 SKELETT_ACL_CASES="$BUILD/cases" cargo bench -q -p skelett --bench compress -- write-cases-only | grep '^{'
+SKELETT_ACL_CASES="$BUILD/cases" cargo bench -q -p skelett --features rayon --bench compress -- write-cases-only | grep '^{'
 "$BUILD/acl_compare_sse2" "$BUILD/cases"/*.bin
 "$BUILD/acl_compare_avx2_fma" "$BUILD/cases"/*.bin

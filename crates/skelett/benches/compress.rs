@@ -92,8 +92,15 @@ fn dump_for_acl(label: &str, file: &str, cm: f32, dir: &std::path::Path) {
         .collect();
     secs.sort_by(f64::total_cmp);
     let (small, report) = compress(skeleton, clip, &opts).expect("compress");
+    // The compressor splits its work over rayon's pool with the crate's `rayon` feature,
+    // and runs on the calling thread without it (as ACL does).
+    let threads = if cfg!(feature = "rayon") {
+        rayon::current_num_threads()
+    } else {
+        1
+    };
     println!(
-        "{{\"case\": \"{label}\", \"joints\": {}, \"frames\": {frames}, \"skelett_compress_ms\": {:.1}, \"skelett_ratio\": {:.2}, \"skelett_max_error_cm\": {:.5}, \"skelett_bytes\": {}}}",
+        "{{\"case\": \"{label}\", \"joints\": {}, \"frames\": {frames}, \"skelett_threads\": {threads}, \"skelett_compress_ms\": {:.1}, \"skelett_ratio\": {:.2}, \"skelett_max_error_cm\": {:.5}, \"skelett_bytes\": {}}}",
         skeleton.len(),
         secs[1] * 1e3,
         report.ratio(),
