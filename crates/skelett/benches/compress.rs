@@ -11,8 +11,9 @@
 //! this machine (an earlier session). ACL v2.1.0 built from source here
 //! (`scripts/bench/acl_compare.sh`, SSE2 and AVX2 builds alike, 2026-11-26) decompresses a
 //! whole pose of these CMU clips at random times in 10.6-15.2 ns per joint warm and
-//! 11.3-13.8 cold (256 copies), and compresses 01_01 in 165-171 ms, 01_03 in 237-251 ms and
-//! Boxing_Toes in 107-112 ms, where skelett takes 2.59-2.72, 4.31-4.49 and 1.67-1.68 s.
+//! 11.3-14.2 cold (256 copies), and compresses 01_01 in 162-174 ms, 01_03 in 235-254 ms and
+//! Boxing_Toes in 106-114 ms, where skelett takes 884-901, 1642-1656 and 687-700 ms on one
+//! thread (520-529, 961-978 and 402-405 ms on two cores with the `rayon` feature).
 //!
 //! `cargo bench -p skelett --bench compress`
 //!

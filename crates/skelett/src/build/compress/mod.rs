@@ -21,6 +21,11 @@
 //! 97% of the budget, and the final clip is measured again at sixteen points per interval.
 //! [`CompressReport::max_error_cm`] is that final measurement.
 //!
+//! With the `rayon` feature the joints of every attempt are planned, and the times of every
+//! measurement composed, on rayon's pool (`par_map`); each piece is computed as it would be
+//! alone and the pieces are combined in order, so the result does not depend on the number
+//! of threads. The measurement composes model space four times at once (`compose4`).
+//!
 //! Sizes follow ACL's convention: the raw size is every joint's full transform (10 f32) at
 //! every sample of the grid; the compressed size is what the clip stores (descriptors,
 //! constants, segment offsets and bits), which is what `.skl` writes for it.
