@@ -431,10 +431,12 @@ pub(super) fn compress_on(
         Ok((out, max))
     };
     let attempt = |m: f32| attempt_scaled(m, &ones);
-    // Grow m from 1 by fours (up to 4^7) while the error allows, then bisect
-    // (geometrically). The growth starts at 4, where the first-order split usually leaves
-    // it, and steps back to 1 only if 4 is too much: the same bracket as growing from 1,
-    // one attempt fewer when 4 holds.
+    // Grow m by fours (up to 4^7) while the error allows, then bisect (geometrically). The
+    // growth starts at 4, where the first-order split usually leaves it, and steps back to 1
+    // only if 4 is too much. Where the error grows with m (as the first-order split makes it
+    // do, by and large) that is the bracket growing from 1 finds, one attempt sooner when 4
+    // holds; where m = 1 would fail and 4 holds, the search goes on from 4 (growing from 1,
+    // it went below 1). Either way the clip kept is one that measured within the budget.
     let (mut lo, mut hi): (Option<(f32, Outcome)>, Option<f32>) = (None, None);
     let (out, max) = attempt(4.0)?;
     if max <= target {
@@ -533,7 +535,8 @@ pub(super) fn compress_on(
     Ok(None)
 }
 
-/// Each trial of [`loosen`] rebuilds the whole clip (and measures the joints it moves), so skeletons up to this
+/// Each trial of [`loosen`] assembles a clip of the joints it composes and measures the
+/// joints it moves, at every check time, so skeletons up to this
 /// many joints are loosened joint by joint, and larger ones in this many blocks of
 /// neighbouring joints: the work stays linear in the joint count (it was quadratic: 8,191
 /// joints took 52 s), at the price of a slightly coarser spend on skeletons that large.

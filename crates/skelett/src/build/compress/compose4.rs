@@ -8,7 +8,9 @@
 //!
 //! f64, because at a budget of 0.01 cm on a skeleton a few metres in size f32's own
 //! rounding is a tenth of the budget, too much for the measurement the guarantee rests on.
-//! Affine (3x3 and translation): the same sums as 4x4 matrices without the constant row.
+//! Affine (3x3 and translation): the same sums as 4x4 matrices without the constant row (for
+//! finite values; a 4x4 product adds `0 * translation`, a NaN where a translation overflowed
+//! f64, which only absurd scales down a long chain reach).
 
 #[cfg(test)]
 use glam::DAffine3;
@@ -285,6 +287,11 @@ mod tests {
             .prop_map(|(t, q, s)| Transform::new(Vec3::from(t), Quat::from_array(q), Vec3::from(s)))
     }
 
+    /// Every f64 of an affine transform, bit for bit.
+    fn bits(m: &DAffine3) -> [u64; 12] {
+        m.to_cols_array().map(f64::to_bits)
+    }
+
     fn scalar(t: &Transform) -> DAffine3 {
         DAffine3::from_scale_rotation_translation(
             t.scale.as_dvec3(),
@@ -308,8 +315,18 @@ mod tests {
             let errors = product.vertex_error(&la, shell);
             for l in 0..LANES {
                 let (sa, sb) = (scalar(&a[l]), scalar(&b[l]));
-                prop_assert_eq!(la.get(l), sa);
-                prop_assert_eq!(product.get(l), sa * sb);
+                prop_assert_eq!(bits(&la.get(l)), bits(&sa));
+                prop_assert_eq!(bits(&product.get(l)), bits(&(sa * sb)));
+                // What the measurement composed before: 4x4 matrices (equal values; only the
+                // sign of a zero may differ, from the 4x4 product's extra `+ 0 * t`).
+                let m4 = |t: &Transform| glam::DMat4::from_scale_rotation_translation(
+                    t.scale.as_dvec3(),
+                    t.rotation.as_dquat().normalize(),
+                    t.translation.as_dvec3(),
+                );
+                let old = m4(&a[l]) * m4(&b[l]);
+                let new = glam::DMat4::from(product.get(l));
+                prop_assert_eq!(old, new);
                 let p = sa * sb;
                 let o = p.translation - sa.translation;
                 let e = (o + (p.matrix3.x_axis - sa.matrix3.x_axis) * shell)
@@ -344,6 +361,14 @@ mod tests {
         compose(&parents, refs, &mut chosen, None);
         compose_in(&parents, refs, &mut base, None);
         assert_eq!(chosen, base);
+        // Only the needed joints (a chain: 0, 1, 3, 4; not 2) are composed, the same way.
+        let needed = [true, true, false, true, true];
+        let mut some = vec![Affine4::IDENTITY; parents.len()];
+        compose(&parents, refs, &mut some, Some(&needed));
+        for (j, &n) in needed.iter().enumerate() {
+            let expect = if n { chosen[j] } else { Affine4::IDENTITY };
+            assert_eq!(some[j], expect, "joint {j}");
+        }
         // Errors of the chain against itself shifted by one joint: nonzero, and the same
         // from both builds.
         let (mut e1, mut e2) = (vec![[0f32; LANES]; 4], vec![[0f32; LANES]; 4]);
@@ -361,7 +386,7 @@ mod tests {
                     model[p as usize] * local
                 };
                 model.push(m);
-                assert_eq!(chosen[j].get(l), m, "lane {l} joint {j}");
+                assert_eq!(bits(&chosen[j].get(l)), bits(&m), "lane {l} joint {j}");
             }
         }
     }

@@ -37,8 +37,9 @@ pub struct ErrorStats {
 /// so that a measurement splits over threads (feature `rayon`) with the same result.
 const CHUNK: usize = 128;
 const _: () = assert!(CHUNK % LANES == 0, "chunks hold whole groups of times");
-/// Tasks whose errors are held at once before they are reported in order.
-const BATCH: usize = 64;
+/// Errors held at once before they are reported in order (at least two tasks' worth, so
+/// that both cores have work): 4 MiB.
+const BATCH_ERRORS: usize = 1 << 20;
 
 /// A clip's model space at a fixed list of times, composed once: the reference's, since the
 /// budget search measures a dozen candidates and the loosening dozens more against it at the
@@ -46,9 +47,9 @@ const BATCH: usize = 64;
 pub(crate) struct ModelFrames {
     times: Vec<f32>,
     joints: usize,
-    /// Per group of [`LANES`] times (the last padded with its last time) and joint,
-    /// group-major: what [`measure_chunk`] composes the candidate into.
-    model: Vec<Affine4>,
+    /// Per chunk of [`CHUNK`] times, as [`measure_chunk`] measures them: per group of
+    /// [`LANES`] times (the last padded with its last time) and joint, group-major.
+    model: Vec<Vec<Affine4>>,
 }
 
 /// At most this many (time, joint) pairs are kept in a [`ModelFrames`] (96 bytes each:
@@ -78,10 +79,7 @@ impl ModelFrames {
             }
             Ok(out)
         });
-        let mut all = Vec::with_capacity(times.len().div_ceil(LANES) * n);
-        for p in parts {
-            all.extend(p?);
-        }
+        let all = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
         Ok(Some(Self {
             times: times.to_vec(),
             joints: n,
@@ -98,10 +96,13 @@ pub(crate) enum Reference<'a> {
     Frames(&'a ModelFrames),
 }
 
-/// Both clips sampled at each of `times` (in that order, each through a sampling cache),
+/// Both clips sampled at each of `times` (or the reference's frames composed once for them),
 /// their model space composed in f64, and `on_error(time index, joint, error)` called with the
-/// largest distance between the joint's three virtual vertices under each. Memory is a pose
-/// and a model per clip and thread, and the errors of a batch of times.
+/// largest distance between the joint's three virtual vertices under each, in the order of
+/// `times` and joints. The times are measured in chunks of [`CHUNK`], each sampled in order
+/// through its own sampling caches (which give the same poses whatever their state), four
+/// times at once. Memory is four poses and a model per clip and task, and up to
+/// [`BATCH_ERRORS`] errors (or two chunks' worth) waiting to be reported.
 pub(crate) fn measure(
     skeleton: &Skeleton,
     reference: Reference<'_>,
@@ -144,7 +145,8 @@ pub(crate) fn measure_joints(
         .enumerate()
         .map(|(k, c)| (k * CHUNK, c))
         .collect();
-    for batch in chunks.chunks(BATCH) {
+    let batch = (BATCH_ERRORS / (CHUNK * measured.len().max(1))).max(2);
+    for batch in chunks.chunks(batch) {
         let errors = super::par_map(batch, |&(first, chunk)| {
             measure_chunk(
                 skeleton, reference, candidate, shell, first, chunk, needed, &measured,
@@ -207,8 +209,8 @@ fn measure_chunk(
                 &ma
             }
             (Reference::Frames(frames), _) => {
-                let at = (first / LANES + g) * n;
-                &frames.model[at..at + n]
+                let at = g * n;
+                &frames.model[first / CHUNK][at..at + n]
             }
             (Reference::Clip(_), None) => unreachable!("a clip reference has its cache"),
         };
@@ -415,6 +417,107 @@ impl Sensitivity {
             reach,
             parent_scale,
             min_scale,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        Interpolation, RawChannel, RawClip, RawJoint, RawSkeleton, RawValues, Target, Transform,
+    };
+    use glam::{Quat, Vec3};
+
+    /// A four-joint chain and a clip of it, its rotations offset by `wobble`.
+    fn chain(wobble: f32) -> (Skeleton, Clip) {
+        let joints = (0..4)
+            .map(|j| RawJoint {
+                name: format!("j{j}"),
+                parent: (j > 0).then(|| j - 1),
+                rest: Transform::new(Vec3::new(0.0, 20.0, 1.0), Quat::IDENTITY, Vec3::ONE),
+            })
+            .collect();
+        let skeleton = RawSkeleton {
+            joints,
+            ..Default::default()
+        }
+        .build()
+        .unwrap();
+        let times: Vec<f32> = (0..=90).map(|i| i as f32 / 30.0).collect();
+        let channels = (0..4)
+            .map(|j| RawChannel {
+                joint: format!("j{j}"),
+                target: Target::Rotation,
+                interpolation: Interpolation::Linear,
+                values: RawValues::Quat(
+                    times
+                        .iter()
+                        .map(|t| {
+                            Quat::from_rotation_z((t * (1.0 + j as f32) + wobble * t * t).sin())
+                        })
+                        .collect(),
+                ),
+                times: times.clone(),
+            })
+            .collect();
+        let clip = RawClip {
+            name: "c".into(),
+            start: 0.0,
+            duration: 3.0,
+            channels,
+        }
+        .build(&skeleton)
+        .unwrap();
+        (skeleton, clip)
+    }
+
+    fn errors(
+        skeleton: &Skeleton,
+        reference: Reference<'_>,
+        candidate: &Clip,
+        times: &[f32],
+    ) -> Vec<(usize, usize, u32)> {
+        let mut out = Vec::new();
+        measure(skeleton, reference, candidate, 3.0, times, |i, j, e| {
+            out.push((i, j, e.to_bits()))
+        })
+        .unwrap();
+        out
+    }
+
+    /// Against the reference's frames composed once or the reference sampled each time, over
+    /// a time count that is neither a multiple of four nor of a chunk: the same errors, in
+    /// order, nonzero; and on one thread or rayon's pool alike.
+    #[test]
+    fn composed_frames_and_thread_counts_measure_alike() {
+        let (skeleton, reference) = chain(0.0);
+        let (_, candidate) = chain(0.01);
+        let times: Vec<f32> = (0..301).map(|i| i as f32 * 3.0 / 300.0 - 0.01).collect();
+        let frames = ModelFrames::new(&skeleton, &reference, &times)
+            .unwrap()
+            .unwrap();
+        let a = errors(&skeleton, Reference::Clip(&reference), &candidate, &times);
+        let b = errors(&skeleton, Reference::Frames(&frames), &candidate, &times);
+        assert_eq!(a.len(), times.len() * 4);
+        assert_eq!(a, b);
+        assert!(
+            a.iter().filter(|e| e.2 != 0).count() > times.len(),
+            "errors are measured"
+        );
+        let order: Vec<(usize, usize)> = (0..times.len())
+            .flat_map(|i| (0..4).map(move |j| (i, j)))
+            .collect();
+        assert_eq!(a.iter().map(|e| (e.0, e.1)).collect::<Vec<_>>(), order);
+        #[cfg(feature = "rayon")]
+        {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap();
+            let one =
+                pool.install(|| errors(&skeleton, Reference::Frames(&frames), &candidate, &times));
+            assert_eq!(one, a);
         }
     }
 }
