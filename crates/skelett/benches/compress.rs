@@ -11,9 +11,9 @@
 //! this machine (an earlier session). ACL v2.1.0 built from source here
 //! (`scripts/bench/acl_compare.sh`, SSE2 and AVX2 builds alike, 2026-11-26) decompresses a
 //! whole pose of these CMU clips at random times in 10.6-15.2 ns per joint warm and
-//! 11.3-14.2 cold (256 copies), and compresses 01_01 in 162-174 ms, 01_03 in 235-254 ms and
-//! Boxing_Toes in 106-114 ms, where skelett takes 884-901, 1642-1656 and 687-700 ms on one
-//! thread (520-529, 961-978 and 402-405 ms on two cores with the `rayon` feature).
+//! 11.2-14.2 cold (256 copies), and compresses 01_01 in 158-174 ms, 01_03 in 229-254 ms and
+//! Boxing_Toes in 102-114 ms, where skelett takes 825-901, 1585-1656 and 650-700 ms on one
+//! thread (496-529, 912-978 and 376-405 ms on two cores with the `rayon` feature).
 //!
 //! `cargo bench -p skelett --bench compress`
 //!
