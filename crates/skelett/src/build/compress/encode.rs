@@ -966,6 +966,19 @@ mod tests {
         }
     }
 
+    /// A linear rotation track of joint 0, its rest the identity.
+    fn rotation<'a>(raw: &'a [Vec4], raw_sub: &'a [Vec4], tol: &'a [f32]) -> TrackInput<'a> {
+        TrackInput {
+            joint: 0,
+            target: Target::Rotation,
+            step: false,
+            raw,
+            raw_sub,
+            tol,
+            rest: Vec4::W,
+        }
+    }
+
     proptest::proptest! {
         /// The four-lane test of a rotation key pair answers as the point-by-point one, at
         /// the edge: one frame's tolerance is set to exactly the largest error of the points
@@ -1012,15 +1025,7 @@ mod tests {
             for (tol_edge, expect) in [(worst, true), (worst.next_down(), false)] {
                 let mut tol = vec![1e9f32; n];
                 tol[edge] = tol_edge;
-                let src = TrackInput {
-                    joint: 0,
-                    target: Target::Rotation,
-                    step: false,
-                    raw: &raw,
-                    raw_sub: &raw_sub,
-                    tol: &tol,
-                    rest: Vec4::W,
-                };
+                let src = rotation(&raw, &raw_sub, &tol);
                 let input = Input::new(&src);
                 let track = CompactTrack {
                     joint: 0,
@@ -1063,15 +1068,7 @@ mod tests {
         let frame_pos: Vec<f32> = (0..n).map(|f| f as f32).collect();
         for tol in [1e-4f32, 1e-3, 1e-2] {
             let tol = vec![tol; n];
-            let input = TrackInput {
-                joint: 0,
-                target: Target::Rotation,
-                step: false,
-                raw: &raw,
-                raw_sub: &raw_sub,
-                tol: &tol,
-                rest: Vec4::W,
-            };
+            let input = rotation(&raw, &raw_sub, &tol);
             let (kept, made) = (
                 plan_with(&input, &frame_pos, true),
                 plan_with(&input, &frame_pos, false),
