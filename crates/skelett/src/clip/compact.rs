@@ -23,9 +23,10 @@
 //! before it (order 2), so the decoder reproduces the encoder's integers exactly, with no
 //! drift. Reading forward, a key costs one 8-byte load, a few shifts and a vector add.
 //!
-//! Sampling keeps, per character and track, the two keys around the last time and a decoder
-//! positioned after them ([`TrackCursor`] in the [`crate::SamplingCache`]): playing forward
-//! only interpolates, and decodes a key when time passes one. A seek (backward, or more than
+//! Sampling keeps, per character and track, the two keys around the last time, the next few
+//! keys decoded, and a decoder positioned after them ([`TrackCursor`] in the
+//! [`crate::SamplingCache`]): playing forward only interpolates, and decodes a run of keys
+//! when time has passed those it holds. A seek (backward, or more than
 //! a segment ahead) restarts the track from its segment's anchors. Where each track's bits
 //! start in a segment is found by walking the segment's track headers once and kept in a
 //! small table in the cache.

@@ -239,7 +239,7 @@ unsafe fn lerp8(rows: &[Row], u: f32) -> [__m256; 3] {
 
 /// [`crate::transform::sin_0_half_pi`] on eight lanes, operation for operation.
 #[inline(always)]
-unsafe fn sin8(x: __m256) -> __m256 {
+pub(super) unsafe fn sin8(x: __m256) -> __m256 {
     use crate::transform::SIN_COEF as C;
     let x2 = _mm256_mul_ps(x, x);
     let r = _mm256_sub_ps(_mm256_set1_ps(1.0), _mm256_mul_ps(x2, _mm256_set1_ps(C[4])));
@@ -260,7 +260,11 @@ unsafe fn sin_step(x2: __m256, c: f32, rest: __m256) -> __m256 {
 
 /// Writes eight rotations (x, y, z, w rows) to the first `joints.len()` lanes' joints.
 #[inline(always)]
-unsafe fn store_rotations(joints: &[JointIndex], q: [__m256; 4], pose: &mut [Transform]) {
+pub(super) unsafe fn store_rotations(
+    joints: &[JointIndex],
+    q: [__m256; 4],
+    pose: &mut [Transform],
+) {
     let r = transpose4(q[0], q[1], q[2], q[3]);
     for (lane, &j) in joints.iter().enumerate() {
         let half = joint(&r, lane);
@@ -275,7 +279,7 @@ unsafe fn store_rotations(joints: &[JointIndex], q: [__m256; 4], pose: &mut [Tra
 /// Writes eight vectors (x, y, z rows) to the field `field` picks of the first
 /// `joints.len()` lanes' joints.
 #[inline(always)]
-unsafe fn store_vectors(
+pub(super) unsafe fn store_vectors(
     joints: &[JointIndex],
     v: [__m256; 3],
     pose: &mut [Transform],

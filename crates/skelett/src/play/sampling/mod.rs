@@ -28,9 +28,10 @@
 //! Where the parts live: the cursors, the LINEAR loops and the one place where keyed and
 //! compact clips part ways (`dispatch`) here; STEP and cubic keys and slerp (`keyed.rs`);
 //! the decoder of compact clips (`compact.rs`, the bit format it reads is in
-//! `clip/compact.rs`).
+//! `clip/compact.rs`) and its eight-track interpolation (`compact_avx.rs`).
 
 pub(crate) mod compact;
+mod compact_avx;
 mod keyed;
 mod lanes;
 mod morph;
