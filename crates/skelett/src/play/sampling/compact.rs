@@ -205,26 +205,31 @@ const AHEAD: usize = 8;
 
 /// Per character and track: the key pair around the last sampled time (frame positions and
 /// values, with their interpolation), the keys decoded after it, and the decoder after those.
+///
+/// In this order (`repr(C)`): what every sample reads first, the decoder then, the keys
+/// ahead last, so that a seek, which decodes one or two keys, touches four of its six cache
+/// lines.
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 pub(crate) struct TrackCursor {
     /// Frame positions of the pair (`x1 = +inf` after the last key).
     x0: f32,
     x1: f32,
     inv: f32,
-    v0: Vec4,
-    v1: Vec4,
-    /// How to interpolate between `v0` and `v1`.
-    slerp: PairSlerp,
     /// Keys decoded after the pair: entries `head..len` of `ahead_x` (frame positions) and
     /// `ahead_v` (values).
     head: u8,
     len: u8,
-    ahead_x: [f32; AHEAD],
-    ahead_v: [Vec4; AHEAD],
+    /// How to interpolate between `v0` and `v1`.
+    slerp: PairSlerp,
     /// Segment whose keys `dec` reads (`u32::MAX`: none yet); its last key returned, the next
     /// is segment `seg + 1`'s anchor.
     seg: u32,
+    v0: Vec4,
+    v1: Vec4,
     dec: SegDecoder,
+    ahead_x: [f32; AHEAD],
+    ahead_v: [Vec4; AHEAD],
 }
 
 /// A cursor's key pair, as [`value`] interpolates it.
@@ -449,8 +454,8 @@ pub(super) fn advance(c: &Compact, cache: &mut CompactCache, i: usize, x: f32) {
         cur.v0 = cur.v1;
         cur.head = 0;
         cur.len = 0;
-        // The key at or before x and the one after it.
-        want = 2;
+        // The key at or before x (where it is not the anchor) and the one after it.
+        want = if passed { 2 } else { 1 };
     }
     let mut past_end = false;
     while x >= cur.x1 {
@@ -817,7 +822,7 @@ mod tests {
         }
     }
 
-    /// A cache's memory per track stays what the README states (about 420 bytes with the
+    /// A cache's memory per track stays what the README states (400 bytes with the
     /// eight-track blocks): the keys decoded ahead are bounded by `AHEAD`.
     #[test]
     fn cursor_memory_per_track_is_bounded() {
