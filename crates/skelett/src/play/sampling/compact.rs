@@ -500,22 +500,18 @@ fn fill(
     want: usize,
 ) {
     let tr = &c.tracks[i];
-    // The decoder in locals for the loop (through `cur` its state would go to memory and
-    // back at every key).
-    let mut dec = cur.dec;
-    let mut seg = cur.seg;
     let mut n = 0;
     while n < want {
-        let key = match dec.next(c) {
+        let key = match cur.dec.next(c) {
             Some(k) => k,
             None => {
-                let s = seg + 1;
+                let s = cur.seg + 1;
                 if s >= c.segment_count() || s > last {
                     break;
                 }
-                let (d, key) = SegDecoder::start(c, tr, s, offset(tables, c, s, i));
-                dec = d;
-                seg = s;
+                let (dec, key) = SegDecoder::start(c, tr, s, offset(tables, c, s, i));
+                cur.dec = dec;
+                cur.seg = s;
                 key
             }
         };
@@ -523,8 +519,6 @@ fn fill(
         cur.ahead_v[n] = key.value(tr);
         n += 1;
     }
-    cur.dec = dec;
-    cur.seg = seg;
     cur.head = 0;
     cur.len = n as u8;
 }
