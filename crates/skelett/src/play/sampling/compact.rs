@@ -157,23 +157,23 @@ impl SegDecoder {
             // The second anchor, absolute.
             read_lanes(data, &mut self.pos, self.abs_bits)
         } else {
-            let raw = if self.key_bits <= 57 {
+            // Loops, not `array::map`: its closure compiled to a call per key here.
+            let mut r = [0i32; 4];
+            if self.key_bits <= 57 {
                 // One load for the whole key (widths of a few bits each: nearly always).
                 let mut word = load_bits(data, self.pos);
                 self.pos += self.key_bits;
-                self.widths.map(|w| {
-                    let v = (word & ((1u64 << w) - 1)) as u32;
+                for (r, &w) in r.iter_mut().zip(&self.widths) {
+                    *r = unzigzag((word & ((1u64 << w) - 1)) as u32);
                     word >>= w;
-                    v
-                })
+                }
             } else {
-                self.widths.map(|w| {
-                    let v = read_bits(data, self.pos, w);
+                for (r, &w) in r.iter_mut().zip(&self.widths) {
+                    *r = unzigzag(read_bits(data, self.pos, w));
                     self.pos += w;
-                    v
-                })
-            };
-            let r = IVec4::from_array(raw.map(unzigzag));
+                }
+            }
+            let r = IVec4::from_array(r);
             let pred = if self.order2 {
                 (self.q1 * 2) - self.q0
             } else {
@@ -191,11 +191,12 @@ impl SegDecoder {
 /// Reads four lanes of `bits[lane]` bits each (0 bits: 0) from `*pos`, advancing it.
 #[inline(always)]
 fn read_lanes(data: &[u8], pos: &mut u32, bits: [u32; 4]) -> IVec4 {
-    IVec4::from_array(bits.map(|b| {
-        let v = read_bits(data, *pos, b) as i32;
+    let mut q = [0i32; 4];
+    for (q, &b) in q.iter_mut().zip(&bits) {
+        *q = read_bits(data, *pos, b) as i32;
         *pos += b;
-        v
-    }))
+    }
+    IVec4::from_array(q)
 }
 
 /// Keys a cursor decodes ahead in one go when playback moves forward. Decoding a run of keys
