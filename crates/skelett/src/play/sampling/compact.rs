@@ -428,8 +428,10 @@ fn reciprocal(span: f32) -> f32 {
 
 /// Moves track `i`'s cursor so that `x0 <= x < x1` (or past the last key): from the keys
 /// decoded ahead, decoding more when they run out. A seek (backward, first use, or more than
-/// a segment ahead) restarts from the anchor of `x`'s segment, stepping over the keys before
-/// `x` as integers.
+/// a segment past the one the decoder reads) restarts from the anchor of `x`'s segment,
+/// stepping over the keys before `x` as integers. Moving forward, every key passed is
+/// dequantised (in runs of `AHEAD`): playing many keys per sample costs more than stepping
+/// over them as integers would.
 #[inline(always)]
 pub(super) fn advance(c: &Compact, cache: &mut CompactCache, i: usize, x: f32) {
     let tr = &c.tracks[i];
@@ -552,8 +554,17 @@ fn value(tr: &CompactTrack, cur: &TrackCursor, x: f32) -> Vec4 {
     if tr.step || cur.x1 == f32::INFINITY {
         return cur.v0;
     }
-    let u = ((x - cur.x0) * cur.inv).clamp(0.0, 1.0);
+    let u = unit_span(x - cur.x0, cur.inv);
     interpolate(cur.v0, cur.v1, cur.slerp, u)
+}
+
+/// `(dx * inv)` clamped to 0..=1 as `max` then `min`, so that a NaN (a zero `dx` times an
+/// infinite `inv`, from a last span below f32's normal range) gives 0 and the key, on every
+/// path (`compact_avx.rs` takes the same `max` and `min`).
+#[inline(always)]
+#[allow(clippy::manual_clamp)]
+fn unit_span(dx: f32, inv: f32) -> f32 {
+    (dx * inv).max(0.0).min(1.0)
 }
 
 #[inline(always)]
@@ -562,7 +573,9 @@ fn write(tr: &CompactTrack, v: Vec4, out: &mut Transform) {
         Target::Rotation => {
             // Interpolated keys are near unit length: the SSE estimate refined by a Newton
             // step (5e-7 relative) instead of a square root and a division.
-            let l = v.length_squared();
+            // Summed as `compact_avx.rs` sums eight (and as glam's SSE2 dot product does),
+            // whatever glam's build.
+            let l = (v.x * v.x + v.z * v.z) + (v.y * v.y + v.w * v.w);
             out.rotation = if (f32::MIN_POSITIVE..=f32::MAX).contains(&l) {
                 Quat::from_vec4(v * crate::transform::inv_sqrt(l))
             } else {
@@ -675,7 +688,7 @@ pub(crate) fn sample_tracks_uncached(
                 let (x0, x1) = (c.frame_pos(k0.frame), c.frame_pos(k1.frame));
                 let v1 = k1.value(tr);
                 let inv = reciprocal(x1 - x0);
-                let u = ((x - x0) * inv).clamp(0.0, 1.0);
+                let u = unit_span(x - x0, inv);
                 interpolate(v0, v1, pair_slerp(tr, v0, v1), u)
             }
             _ => v0,
@@ -764,7 +777,7 @@ mod tests {
     use proptest::prelude::*;
 
     /// Encoded tracks as one compact clip (joint i for input i).
-    fn clip_of(inputs: &[TrackInput<'_>], pos: &[f32], frames: u32) -> Compact {
+    fn clip_of(inputs: &[TrackInput<'_>], pos: &[f32], frames: u32, last_span: f32) -> Compact {
         let encoded: Vec<_> = inputs
             .iter()
             .filter_map(|i| match encode::plan(i, pos) {
@@ -783,7 +796,7 @@ mod tests {
         Compact::new(
             30.0,
             frames,
-            1.0,
+            last_span,
             encoded.iter().map(|e| e.track).collect(),
             Vec::new(),
             segments,
@@ -817,16 +830,17 @@ mod tests {
         }
     }
 
-    /// A cache's memory per track stays what the README states (400 bytes with the
-    /// eight-track blocks): the keys decoded ahead are bounded by `AHEAD`.
+    /// A cache's memory per track stays what the README states (400 bytes: a 336-byte
+    /// cursor and an eighth of a 512-byte block): the keys decoded ahead are bounded by
+    /// `AHEAD`.
     #[test]
     fn cursor_memory_per_track_is_bounded() {
         let cursor = std::mem::size_of::<TrackCursor>();
-        assert!(cursor <= 352, "a track cursor takes {cursor} bytes");
+        assert!(cursor <= 336, "a track cursor takes {cursor} bytes");
         #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
         {
             let block = std::mem::size_of::<super::super::compact_avx::Block>();
-            assert!(block <= 544, "a block of eight tracks takes {block} bytes");
+            assert!(block <= 512, "a block of eight tracks takes {block} bytes");
         }
     }
 
@@ -853,7 +867,8 @@ mod tests {
         #[test]
         fn decoding_meets_the_tolerance_and_cached_equals_uncached(
             frames in 2usize..200,
-            kinds in proptest::collection::vec((any::<bool>(), any::<bool>()), 1..20),
+            kinds in proptest::collection::vec((0u8..3, any::<bool>()), 1..20),
+            last_span in prop_oneof![Just(1.0f32), 0.05f32..1.0],
             seed in proptest::collection::vec(-1.0f32..1.0, 3..9),
             tol in 1e-5f32..1e-1,
             order in proptest::collection::vec(0.0f32..1.0, 1..60),
@@ -861,13 +876,16 @@ mod tests {
             let tracks: Vec<(Target, bool, Vec<Vec4>)> = kinds
                 .iter()
                 .enumerate()
-                .map(|(i, &(rot, step))| {
-                    let target = if rot { Target::Rotation } else { Target::Translation };
+                .map(|(i, &(kind, step))| {
+                    let target = [Target::Rotation, Target::Translation, Target::Scale][usize::from(kind)];
                     (target, step, values(target, &seed[i % seed.len()..], frames))
                 })
                 .collect();
             let tols = vec![tol; frames];
-            let pos: Vec<f32> = (0..frames).map(|f| f as f32).collect();
+            // The last frame `last_span` after the one before.
+            let pos: Vec<f32> = (0..frames)
+                .map(|f| if f + 1 == frames { (frames - 2) as f32 + last_span } else { f as f32 })
+                .collect();
             // Values of the source between frames: the frames' interpolation (held for STEP).
             let mids: Vec<Vec<Vec4>> = tracks
                 .iter()
@@ -895,7 +913,7 @@ mod tests {
                     tol: &tols, rest: Vec4::new(100.0, 0.0, 0.0, 1.0),
                 })
                 .collect();
-            let c = clip_of(&inputs, &pos, frames as u32);
+            let c = clip_of(&inputs, &pos, frames as u32, last_span);
             let mut cache = CompactCache::default();
             cache.reset(&c);
             let mut one_track = CompactCache::default();
@@ -904,8 +922,8 @@ mod tests {
             let mut a = vec![Transform::IDENTITY; n];
             let mut b = vec![Transform::IDENTITY; n];
             let mut d = vec![Transform::IDENTITY; n];
-            // The eight-lane path (where the CPU has AVX) against the one-track path, bit
-            // for bit.
+            // The eight-lane path against the one-track path, bit for bit (on a CPU without
+            // AVX, or with the `scalar` feature, both are the one-track path).
             let bits = |p: &[Transform], j: usize, target: Target| get(target, &p[j]).to_array().map(f32::to_bits);
             for f in 0..frames {
                 let t = f as f32 / 30.0;

@@ -19,7 +19,7 @@
 //! rotation's length as glam's four-wide dot product sums it, `(x² + z²) + (y² + w²)`,
 //! refined from the same reciprocal square root estimate (`_mm256_rsqrt_ps`, the
 //! instruction `_mm_rsqrt_ss` is the one-lane form of). The results are the one-track
-//! path's bits, which is what the encoder measured: the tests compare them bit for bit.
+//! path's bits: the tests compare them bit for bit.
 
 #![cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
 
@@ -61,6 +61,21 @@ pub(crate) struct Block {
     target: Target,
 }
 
+// Every row at a multiple of 32 bytes of the 32-byte aligned block: what `load`'s aligned
+// loads rely on.
+const _: () = {
+    use std::mem::{align_of, offset_of};
+    assert!(align_of::<Block>() == 32);
+    assert!(offset_of!(Block, x0) % 32 == 0);
+    assert!(offset_of!(Block, x1) % 32 == 0);
+    assert!(offset_of!(Block, inv) % 32 == 0);
+    assert!(offset_of!(Block, angle) % 32 == 0);
+    assert!(offset_of!(Block, inv_sin) % 32 == 0);
+    assert!(offset_of!(Block, a) % 32 == 0);
+    assert!(offset_of!(Block, b) % 32 == 0);
+    assert!(offset_of!(Block, hold) % 32 == 0);
+};
+
 /// Per-character blocks of a compact clip's tracks, inside [`CompactCache`].
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Hot {
@@ -69,13 +84,25 @@ pub(crate) struct Hot {
 
 impl Hot {
     /// Blocks for `c`'s tracks, grouped by target, every lane due for decoding.
+    ///
+    /// Allocates only where `c` needs more blocks than the cache held (rebinding, which the
+    /// animator does at every play, must not allocate).
     pub fn reset(&mut self, c: &Compact) {
         self.blocks.clear();
         for target in [Target::Rotation, Target::Translation, Target::Scale] {
-            let tracks: Vec<u32> = (0..c.tracks.len() as u32)
-                .filter(|&i| c.tracks[i as usize].target == target)
-                .collect();
-            for chunk in tracks.chunks(LANES) {
+            let mut tracks =
+                (0..c.tracks.len() as u32).filter(|&i| c.tracks[i as usize].target == target);
+            loop {
+                let mut chunk = [0u32; LANES];
+                let mut count = 0;
+                for (slot, i) in chunk.iter_mut().zip(tracks.by_ref()) {
+                    *slot = i;
+                    count += 1;
+                }
+                if count == 0 {
+                    break;
+                }
+                let chunk = &chunk[..count];
                 let mut b = Block {
                     // Unused lanes apply everywhere and hold zeros.
                     x0: [f32::NEG_INFINITY; LANES],
@@ -140,6 +167,11 @@ pub(super) unsafe fn sample_tracks(
     cache: &mut CompactCache,
     pose: &mut [Transform],
 ) {
+    debug_assert_eq!(
+        cache.cursors.len(),
+        c.tracks.len(),
+        "cache not reset for the clip"
+    );
     let x = c.pos_of(t_from_start);
     let xv = _mm256_set1_ps(x);
     for bi in 0..cache.hot.blocks.len() {
@@ -176,7 +208,7 @@ pub(super) unsafe fn sample_tracks(
 #[inline(always)]
 unsafe fn interpolate8(b: &Block, xv: __m256) -> [__m256; 4] {
     let one = _mm256_set1_ps(1.0);
-    // `((x - x0) * inv).clamp(0.0, 1.0)` as `max` then `min`, NaN giving 0 as `f32::max`.
+    // `compact::unit_span`: `max` then `min`, a NaN giving 0 as `f32::max` gives it.
     let t = _mm256_mul_ps(_mm256_sub_ps(xv, load(&b.x0)), load(&b.inv));
     let u = _mm256_min_ps(_mm256_max_ps(t, _mm256_setzero_ps()), one);
     let angle = load(&b.angle);
