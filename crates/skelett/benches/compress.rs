@@ -152,6 +152,15 @@ fn bench_compact(c: &mut Criterion) {
                     sample(clip, black_box(times[i]), &mut cache, &mut pose).unwrap();
                 })
             });
+            // A low update rate (or fast playback): 8 frames per sample at 120 fps.
+            let slow = forward_times(clip.start(), clip.duration(), 15.0);
+            let mut i = 0;
+            group.bench_function(format!("{kind}/forward_15hz"), |b| {
+                b.iter(|| {
+                    i = if i + 1 < slow.len() { i + 1 } else { 0 };
+                    sample(clip, black_box(slow[i]), &mut cache, &mut pose).unwrap();
+                })
+            });
             let seeks = random_times(clip.start(), clip.duration(), 256);
             let mut k = 0;
             group.bench_function(format!("{kind}/random_seek"), |b| {

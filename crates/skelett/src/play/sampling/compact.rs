@@ -221,6 +221,9 @@ pub(crate) struct TrackCursor {
     /// `ahead_v` (values).
     head: u8,
     len: u8,
+    /// Keys the last move forward passed: above two, the cursor decodes no more ahead than
+    /// the pair needs and steps over the others as integers.
+    stride: u8,
     /// How to interpolate between `v0` and `v1`.
     slerp: PairSlerp,
     /// Segment whose keys `dec` reads (`u32::MAX`: none yet); its last key returned, the next
@@ -271,6 +274,7 @@ impl Default for TrackCursor {
             slerp: PairSlerp::default(),
             head: 0,
             len: 0,
+            stride: 0,
             ahead_x: [0.0; AHEAD],
             ahead_v: [Vec4::ZERO; AHEAD],
             seg: u32::MAX,
@@ -429,9 +433,9 @@ fn reciprocal(span: f32) -> f32 {
 /// Moves track `i`'s cursor so that `x0 <= x < x1` (or past the last key): from the keys
 /// decoded ahead, decoding more when they run out. A seek (backward, first use, or more than
 /// a segment past the one the decoder reads) restarts from the anchor of `x`'s segment,
-/// stepping over the keys before `x` as integers. Moving forward, every key passed is
-/// dequantised (in runs of `AHEAD`): playing many keys per sample costs more than stepping
-/// over them as integers would.
+/// stepping over the keys before `x` as integers. Moving forward, a cursor that passed at
+/// most two keys last time decodes runs of `AHEAD`; one that passed more (fast playback, a
+/// low update rate) decodes only the pair and steps over the keys before it as integers.
 #[inline(always)]
 pub(super) fn advance(c: &Compact, cache: &mut CompactCache, i: usize, x: f32) {
     let tr = &c.tracks[i];
@@ -461,14 +465,21 @@ pub(super) fn advance(c: &Compact, cache: &mut CompactCache, i: usize, x: f32) {
         want = if passed { 2 } else { 1 };
     }
     let mut past_end = false;
+    let mut passed = 0u8;
     while x >= cur.x1 {
         if cur.head == cur.len {
+            if cur.seg == seg_x {
+                // Keys of this segment up to x but the last are not needed: as integers.
+                cur.dec.skip_before(c, x as u32);
+            }
+            let want = if cur.stride > 2 { want.min(2) } else { want };
             fill(c, tables, i, cur, seg_x + 1, want);
             if cur.len == 0 {
                 past_end = true;
                 break;
             }
         }
+        passed = passed.saturating_add(1);
         let h = usize::from(cur.head);
         cur.x0 = cur.x1;
         cur.v0 = cur.v1;
@@ -476,6 +487,7 @@ pub(super) fn advance(c: &Compact, cache: &mut CompactCache, i: usize, x: f32) {
         cur.v1 = cur.ahead_v[h];
         cur.head += 1;
     }
+    cur.stride = passed;
     if past_end {
         // Hold the last key.
         cur.v0 = cur.v1;
