@@ -144,23 +144,17 @@ fn bench_compact(c: &mut Criterion) {
         for (kind, clip) in [("keys", &raw), ("compact", &small)] {
             let mut pose = Pose::rest(skeleton);
             let mut cache = SamplingCache::for_clip(clip);
-            let times = forward_times(clip.start(), clip.duration(), 60.0);
-            let mut i = 0;
-            group.bench_function(format!("{kind}/forward_60hz"), |b| {
-                b.iter(|| {
-                    i = if i + 1 < times.len() { i + 1 } else { 0 };
-                    sample(clip, black_box(times[i]), &mut cache, &mut pose).unwrap();
-                })
-            });
-            // A low update rate (or fast playback): 8 frames per sample at 120 fps.
-            let slow = forward_times(clip.start(), clip.duration(), 15.0);
-            let mut i = 0;
-            group.bench_function(format!("{kind}/forward_15hz"), |b| {
-                b.iter(|| {
-                    i = if i + 1 < slow.len() { i + 1 } else { 0 };
-                    sample(clip, black_box(slow[i]), &mut cache, &mut pose).unwrap();
-                })
-            });
+            // 60 Hz, and a low update rate (or fast playback): 8 frames per sample at 120 fps.
+            for hz in [60, 15] {
+                let times = forward_times(clip.start(), clip.duration(), hz as f32);
+                let mut i = 0;
+                group.bench_function(format!("{kind}/forward_{hz}hz"), |b| {
+                    b.iter(|| {
+                        i = if i + 1 < times.len() { i + 1 } else { 0 };
+                        sample(clip, black_box(times[i]), &mut cache, &mut pose).unwrap();
+                    })
+                });
+            }
             let seeks = random_times(clip.start(), clip.duration(), 256);
             let mut k = 0;
             group.bench_function(format!("{kind}/random_seek"), |b| {

@@ -214,9 +214,9 @@ const AHEAD: usize = 8;
 #[repr(C)]
 pub(crate) struct TrackCursor {
     /// Frame positions of the pair (`x1 = +inf` after the last key).
-    x0: f32,
-    x1: f32,
-    inv: f32,
+    pub(super) x0: f32,
+    pub(super) x1: f32,
+    pub(super) inv: f32,
     /// Keys decoded after the pair: entries `head..len` of `ahead_x` (frame positions) and
     /// `ahead_v` (values).
     head: u8,
@@ -224,43 +224,16 @@ pub(crate) struct TrackCursor {
     /// Keys the last move forward passed: above two, the cursor decodes no more ahead than
     /// the pair needs and steps over the others as integers.
     stride: u8,
-    /// How to interpolate between `v0` and `v1`.
-    slerp: PairSlerp,
+    /// How to interpolate between `v0` and `v1` (the AVX sampler reads the pair too).
+    pub(super) slerp: PairSlerp,
     /// Segment whose keys `dec` reads (`u32::MAX`: none yet); its last key returned, the next
     /// is segment `seg + 1`'s anchor.
     seg: u32,
-    v0: Vec4,
-    v1: Vec4,
+    pub(super) v0: Vec4,
+    pub(super) v1: Vec4,
     dec: SegDecoder,
     ahead_x: [f32; AHEAD],
     ahead_v: [Vec4; AHEAD],
-}
-
-/// A cursor's key pair, as [`value`] interpolates it.
-#[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
-pub(super) struct Pair {
-    pub x0: f32,
-    pub x1: f32,
-    pub inv: f32,
-    pub v0: Vec4,
-    pub v1: Vec4,
-    pub slerp: PairSlerp,
-}
-
-#[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
-impl TrackCursor {
-    /// The key pair around the last sampled time.
-    #[inline(always)]
-    pub(super) fn pair(&self) -> Pair {
-        Pair {
-            x0: self.x0,
-            x1: self.x1,
-            inv: self.inv,
-            v0: self.v0,
-            v1: self.v1,
-            slerp: self.slerp,
-        }
-    }
 }
 
 impl Default for TrackCursor {
@@ -465,7 +438,7 @@ pub(super) fn advance(c: &Compact, cache: &mut CompactCache, i: usize, x: f32) {
         want = if passed { 2 } else { 1 };
     }
     let mut past_end = false;
-    let mut passed = 0u8;
+    let mut popped = 0u8;
     while x >= cur.x1 {
         if cur.head == cur.len {
             if cur.seg == seg_x {
@@ -479,7 +452,7 @@ pub(super) fn advance(c: &Compact, cache: &mut CompactCache, i: usize, x: f32) {
                 break;
             }
         }
-        passed = passed.saturating_add(1);
+        popped = popped.saturating_add(1);
         let h = usize::from(cur.head);
         cur.x0 = cur.x1;
         cur.v0 = cur.v1;
@@ -487,7 +460,7 @@ pub(super) fn advance(c: &Compact, cache: &mut CompactCache, i: usize, x: f32) {
         cur.v1 = cur.ahead_v[h];
         cur.head += 1;
     }
-    cur.stride = passed;
+    cur.stride = popped;
     if past_end {
         // Hold the last key.
         cur.v0 = cur.v1;

@@ -134,7 +134,7 @@ impl Hot {
 /// Copies track `i`'s cursor into lane `lane` of block `block`.
 #[inline(always)]
 fn set_lane(c: &Compact, cache: &mut CompactCache, block: usize, lane: usize, i: usize) {
-    let p = cache.cursors[i].pair();
+    let p = &cache.cursors[i];
     let tr = &c.tracks[i];
     let b = &mut cache.hot.blocks[block];
     b.x0[lane] = p.x0;
