@@ -16,7 +16,7 @@
 
 use std::arch::x86_64::*;
 
-use glam::{Mat4, Quat};
+use glam::{Mat4, Quat, Vec3};
 
 use crate::play::simd::transpose4;
 use crate::{JointIndex, Transform};
@@ -64,13 +64,25 @@ const BLOCK: usize = 8;
 /// `from..`, roots taking their local matrix (the callers have checked the lengths; parents
 /// precede their children).
 ///
-/// Two things make it fast. The rotations of eight joints at a time become matrices in
-/// structure-of-arrays form ([`rotations8`]: a transpose, then each product of the formula
-/// once for eight joints), into a small buffer on the stack from which each joint's entries
-/// are broadcast by loads, not shuffles. And a joint whose parent is the joint just before
-/// it (most joints: chains are stored in order) takes the parent's columns from registers,
-/// not from the store it has just made: the chain of parent-to-child products is what bounds
-/// this loop. Each output column is three fused multiply-adds on four lanes, times the scale.
+/// What makes it fast:
+/// - The rotations of eight joints at a time become matrices, their columns times the
+///   scale, in structure-of-arrays form ([`rotations8`]: quaternions and scales loaded from
+///   the `Transform` rows and transposed, then each product of the formula once for eight
+///   joints), into a small buffer on the stack from which each joint's entries are
+///   broadcast by loads, not shuffles.
+/// - That buffer is filled one block ahead: a 4-byte load from part of a 32-byte store that
+///   has not reached the cache yet waits for it (measured: 3-6 % of the loop).
+/// - The last, partial block is the skeleton's last eight joints, overlapping the block
+///   before, not a padded copy: with 19 joints (CesiumMan) the copy had cost 13 %.
+/// - A joint whose parent is the joint just before it (most joints: chains are stored in
+///   order) takes the parent's columns from registers, not from the store just made.
+/// - Each output column is three fused multiply-adds on four lanes.
+///
+/// Trying more did not pay (measured): keeping the last two joints' columns in registers
+/// too (for breadth-first orders, whose limbs interleave) spilled registers and was 10-20 %
+/// slower; summing a column as a tree instead of a chain (shorter latency, one more
+/// instruction) made no difference: the loop is bound by its instructions, not by the
+/// chain's latency.
 ///
 /// # Safety
 /// The CPU must support AVX and FMA.
@@ -90,17 +102,26 @@ pub(super) unsafe fn local_to_model(
         _mm_setr_ps(0.0, 0.0, 0.0, 1.0),
     ];
     let mut previous = identity;
-    let mut rot = [[0f32; BLOCK]; 9];
+    // Two buffers: the next block's matrices are made before this block's joints read
+    // theirs, so the 32-byte stores have reached the cache by the time the 4-byte loads
+    // come (a load from part of a store still in flight waits for it).
+    let mut rot = [[[0f32; BLOCK]; 9]; 2];
+    let mut shift = [0; 2];
     let mut start = from;
+    if start < n {
+        shift[0] = block_rotations(local, start, &mut rot[0]);
+    }
+    let mut current = 0;
     while start < n {
         let count = (n - start).min(BLOCK);
         let block = &local[start..start + count];
-        let identity_rotation = Quat::IDENTITY;
-        rotations8(
-            std::array::from_fn(|i| block.get(i).map_or(&identity_rotation, |l| &l.rotation)),
-            &mut rot,
-        );
+        if start + count < n {
+            shift[current ^ 1] = block_rotations(local, start + count, &mut rot[current ^ 1]);
+        }
+        let (rot, shift) = (&rot[current], shift[current]);
+        current ^= 1;
         for (i, l) in block.iter().enumerate() {
+            let r = i + shift;
             let j = start + i;
             let p = parents[j];
             let a = if p == JointIndex::MAX {
@@ -110,11 +131,10 @@ pub(super) unsafe fn local_to_model(
             } else {
                 load(&model[p as usize])
             };
-            let s = &l.scale;
             let out = [
-                column(a, &rot, i, 0, &s.x),
-                column(a, &rot, i, 1, &s.y),
-                column(a, &rot, i, 2, &s.z),
+                column(a, rot, r, 0),
+                column(a, rot, r, 1),
+                column(a, rot, r, 2),
                 translation(a, &l.translation),
             ];
             store(&mut model[j], out);
@@ -124,14 +144,56 @@ pub(super) unsafe fn local_to_model(
     }
 }
 
-/// The rotation matrices of eight quaternions, `out[3 * c + r][i]` the entry of row `r`,
-/// column `c` of quaternion `i`'s matrix (the unit-quaternion formula of
-/// [`super::compose`], term for term).
+/// [`rotations8`] of the eight joints from `start` of `local`, or, where fewer are left,
+/// of the last eight (the block overlapping the one before; joint `start` then sits at the
+/// returned position, not at 0), or of all of them padded with identities through a copy on
+/// the stack where the skeleton has fewer than eight.
 #[inline(always)]
-unsafe fn rotations8(q: [&Quat; BLOCK], out: &mut [[f32; BLOCK]; 9]) {
-    // Quaternions i and i + 4 in the two halves; a 4x4 transpose in each half.
-    let (a, b, c, d) = (pair(&q, 0), pair(&q, 1), pair(&q, 2), pair(&q, 3));
+unsafe fn block_rotations(local: &[Transform], start: usize, out: &mut [[f32; BLOCK]; 9]) -> usize {
+    let n = local.len();
+    if start + BLOCK <= n {
+        rotations8(local[start..start + BLOCK].try_into().unwrap(), out);
+        0
+    } else if n >= BLOCK {
+        rotations8(local[n - BLOCK..].try_into().unwrap(), out);
+        start - (n - BLOCK)
+    } else {
+        let mut padded = [Transform::IDENTITY; BLOCK];
+        padded[..n - start].copy_from_slice(&local[start..]);
+        rotations8(&padded, out);
+        0
+    }
+}
+
+/// f32 from one `Transform` to the next: ten, or twelve where glam aligns `Quat` to 16
+/// bytes. `rotations8` reads the rotation's four first and the scale's three at 7..10.
+const STRIDE: usize = std::mem::size_of::<Transform>() / 4;
+const _: () = assert!(STRIDE * 4 == std::mem::size_of::<Transform>() && STRIDE >= 10);
+const _: () = assert!(std::mem::offset_of!(Transform, rotation) == 0);
+const _: () = assert!(std::mem::offset_of!(Transform, scale) == 28);
+
+/// The rotation matrices of eight joints with the columns scaled, `out[3 * c + r][i]` the
+/// entry of row `r`, column `c` of joint `i`'s (the unit-quaternion formula of
+/// [`super::compose`], term for term, then times the scale's component `c`).
+#[inline(always)]
+unsafe fn rotations8(t: &[Transform; BLOCK], out: &mut [[f32; BLOCK]; 9]) {
+    // SAFETY: `t` is `8 * STRIDE` consecutive f32 (the layout is asserted above); the
+    // 16-byte loads at `STRIDE * i` (the rotation) and `STRIDE * i + 6` (the translation's z
+    // and the scale) read within joint i's.
+    let p = t.as_ptr() as *const f32;
+    let rows = |o: usize| {
+        (
+            pair(p, o),
+            pair(p.add(STRIDE), o),
+            pair(p.add(2 * STRIDE), o),
+            pair(p.add(3 * STRIDE), o),
+        )
+    };
+    // Joints i and i + 4 in the two halves; a 4x4 transpose in each half.
+    let (a, b, c, d) = rows(0);
     let [x, y, z, w] = transpose4(a, b, c, d);
+    let (a, b, c, d) = rows(6);
+    let [_, sx, sy, sz] = transpose4(a, b, c, d);
     let (x2, y2, z2) = (
         _mm256_add_ps(x, x),
         _mm256_add_ps(y, y),
@@ -164,33 +226,33 @@ unsafe fn rotations8(q: [&Quat; BLOCK], out: &mut [[f32; BLOCK]; 9]) {
         _mm256_sub_ps(yz, wx),
         _mm256_sub_ps(one, _mm256_add_ps(xx, yy)),
     ];
-    for (o, e) in out.iter_mut().zip(entries) {
-        _mm256_storeu_ps(o.as_mut_ptr(), e);
+    for (k, s) in [sx, sy, sz].into_iter().enumerate() {
+        for r in 0..3 {
+            _mm256_storeu_ps(
+                out[3 * k + r].as_mut_ptr(),
+                _mm256_mul_ps(entries[3 * k + r], s),
+            );
+        }
     }
 }
 
-/// Quaternions `i` and `i + 4` of `q` in the two halves of a register.
+/// The four f32 at `p + o` and four joints further (joint `i + 4`'s) in the two halves of
+/// a register.
 #[inline(always)]
-unsafe fn pair(q: &[&Quat; BLOCK], i: usize) -> __m256 {
-    // SAFETY: a `Quat` is four consecutive f32 (asserted below), readable through the
-    // references.
-    let lo = _mm_loadu_ps(q[i] as *const Quat as *const f32);
-    let hi = _mm_loadu_ps(q[i + 4] as *const Quat as *const f32);
-    crate::play::simd::pair(lo, hi)
+unsafe fn pair(p: *const f32, o: usize) -> __m256 {
+    // SAFETY: the caller's (`rotations8`): both reads lie within its eight joints.
+    crate::play::simd::pair(_mm_loadu_ps(p.add(o)), _mm_loadu_ps(p.add(4 * STRIDE + o)))
 }
 
-/// Column `c` of `parent * local` for joint `i` of the block: the parent's columns `a`
-/// weighted by the rotation's column `c` (three fused multiply-adds), times the scale `s`.
-/// (Helpers, not closures: a closure does not take on its caller's AVX.)
+/// Column `c` of `parent * local` for the block's joint `i`: the parent's columns `a`
+/// weighted by column `c` of the rotation matrix, already times the scale (three fused
+/// multiply-adds on four lanes). (Helpers, not closures: a closure does not take on its
+/// caller's AVX.)
 #[inline(always)]
-unsafe fn column(a: [__m128; 4], rot: &[[f32; BLOCK]; 9], i: usize, c: usize, s: &f32) -> __m128 {
-    let xy = _mm_fmadd_ps(
-        a[1],
-        _mm_broadcast_ss(&rot[3 * c + 1][i]),
-        _mm_mul_ps(a[0], _mm_broadcast_ss(&rot[3 * c][i])),
-    );
-    let xyz = _mm_fmadd_ps(a[2], _mm_broadcast_ss(&rot[3 * c + 2][i]), xy);
-    _mm_mul_ps(xyz, _mm_broadcast_ss(s))
+unsafe fn column(a: [__m128; 4], rot: &[[f32; BLOCK]; 9], i: usize, c: usize) -> __m128 {
+    let x = _mm_mul_ps(a[0], _mm_broadcast_ss(&rot[3 * c][i]));
+    let xy = _mm_fmadd_ps(a[1], _mm_broadcast_ss(&rot[3 * c + 1][i]), x);
+    _mm_fmadd_ps(a[2], _mm_broadcast_ss(&rot[3 * c + 2][i]), xy)
 }
 
 /// The last column of `parent * local`: the parent's columns `a` weighted by the
@@ -208,6 +270,7 @@ unsafe fn translation(a: [__m128; 4], t: &glam::Vec3) -> __m128 {
 }
 
 const _: () = assert!(std::mem::size_of::<Quat>() == 16);
+const _: () = assert!(std::mem::size_of::<Vec3>() == 12);
 
 /// The four columns of `m` (unaligned loads: glam's scalar build aligns `Mat4` to 4 bytes).
 #[inline(always)]
