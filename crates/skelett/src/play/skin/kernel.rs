@@ -705,9 +705,12 @@ mod tests {
             ..Default::default()
         };
         for v in 0..n {
+            let k = (v / 71) % 8;
             for i in 0..8 {
-                p.joints.push(((v + 3 * i) % joints) as u16);
-                let k = (v / 71) % 8;
+                // One-influence vertices in runs of ten on one joint (rigid parts, which the
+                // AVX kernel takes eight at a time where eight in a row share their joint).
+                let j = if k == 0 { v / 10 } else { v + 3 * i };
+                p.joints.push((j % joints) as u16);
                 p.weights.push(if i <= k {
                     1.0 + (i * v % 5) as f32
                 } else {
@@ -822,7 +825,9 @@ mod tests {
         };
         for v in 0..n {
             for i in 0..8 {
-                p.joints.push(((v * 5 + 3 * i) % 7) as u16);
+                // One-influence vertices (every eighth) in runs of ten on one joint.
+                let j = if v % 8 == 0 { v / 80 } else { v * 5 + 3 * i };
+                p.joints.push((j % 7) as u16);
                 p.weights.push(if i <= v % 8 {
                     0.3 + (i * v % 7) as f32
                 } else {
