@@ -56,6 +56,30 @@ pub(crate) struct Crossing {
     pub kind: super::EventKind,
 }
 
+/// `pos.rem_euclid(d)` for a positive `d`, bit for bit, without `fmod`'s bit-by-bit loop
+/// where the quotient is below 2^52 and `pos` not negative (every player's position in
+/// practice): the floored quotient `q`, corrected by one where the division rounded across
+/// an integer, and `pos - q d` in one fused multiply-add, exact because the remainder of
+/// an integer quotient is representable. (`fmod`, from compiler-builtins, took about 5 %
+/// of a 19-joint character's update.)
+pub(crate) fn rem_euclid(pos: f64, d: f64) -> f64 {
+    if (0.0..d).contains(&pos) {
+        return pos;
+    }
+    let q = (pos / d).floor();
+    if !(pos >= 0.0 && d > 0.0 && q < (1u64 << 52) as f64) {
+        return pos.rem_euclid(d);
+    }
+    let r = (-q).mul_add(d, pos);
+    if r < 0.0 {
+        (-(q - 1.0)).mul_add(d, pos)
+    } else if r >= d {
+        (-(q + 1.0)).mul_add(d, pos)
+    } else {
+        r
+    }
+}
+
 impl Player {
     /// A player at the clip's first frame, speed 1, looping.
     pub fn new(clip: Arc<Clip>) -> Self {
@@ -87,10 +111,10 @@ impl Player {
             return 0.0;
         }
         match self.wrap {
-            Wrap::Loop => pos.rem_euclid(d),
+            Wrap::Loop => rem_euclid(pos, d),
             Wrap::Once => pos.clamp(0.0, d),
             Wrap::PingPong => {
-                let m = pos.rem_euclid(2.0 * d);
+                let m = rem_euclid(pos, 2.0 * d);
                 if m <= d {
                     m
                 } else {
@@ -367,5 +391,49 @@ impl Player {
     pub(crate) fn sample_weights(&self, weights: &mut [f32]) {
         // Sized for the clip's skeleton's channels when the animator was built.
         let _ = crate::sample_morph_weights(&self.clip, self.time(), weights);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        /// `rem_euclid` is `f64::rem_euclid` bit for bit: positions within a few loops,
+        /// far out (quotients up to and past 2^52), negative, and durations of any size.
+        #[test]
+        fn rem_euclid_is_the_standard_one(
+            d in prop_oneof![1e-6f64..1e-3, 0.01f64..100.0, 1e3f64..1e9],
+            loops in prop_oneof![0.0f64..4.0, 0.0f64..1e6, 0.0f64..1e17],
+            frac in prop_oneof![Just(0.0f64), Just(1.0), 0.0f64..1.0],
+            negative in any::<bool>(),
+        ) {
+            let pos = (loops.floor() + frac) * d * if negative { -1.0 } else { 1.0 };
+            let (a, b) = (super::rem_euclid(pos, d), pos.rem_euclid(d));
+            prop_assert_eq!(a.to_bits(), b.to_bits(), "{} % {}", pos, d);
+        }
+    }
+
+    #[test]
+    fn rem_euclid_edges() {
+        for (pos, d) in [
+            (0.0, 1.0),
+            (-0.0, 1.0),
+            (1.0, 1.0),
+            (3.0, 0.1),
+            (0.3, 0.1),
+            (f64::MAX, 3.0),
+            (1e300, 1e-300),
+            (5.0, f64::INFINITY),
+            (f64::INFINITY, 2.0),
+            (f64::NAN, 2.0),
+            (2.0, f64::NAN),
+        ] {
+            let (a, b) = (super::rem_euclid(pos, d), f64::rem_euclid(pos, d));
+            assert!(
+                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                "{pos} % {d}: {a} {b}"
+            );
+        }
     }
 }

@@ -7,7 +7,8 @@
 //! rotations) and normalisation work across a quaternion's floats, are transposed into one
 //! register per component (a four-by-four transpose in each half), summed, normalised with
 //! one square root and one division for eight, transposed back and stored over the rows'
-//! rotation lanes. The last `len % 8` joints take one joint at a time: one 256-bit load for
+//! rotation lanes. A last, partial block is the last eight joints, overlapping the block
+//! before; poses of fewer than eight joints take one joint at a time: one 256-bit load for
 //! its rotation, translation and the scale's x, one 64-bit load for the scale's y and z.
 //! The same 2^60 scale as the portable path keeps tiny components' products out of
 //! subnormal numbers. Results equal the portable path's to rounding (fused products; a
@@ -48,9 +49,16 @@ pub(super) unsafe fn blend_unmasked(poses: &[&[Transform]], w: &[f32], out: &mut
     let sign = _mm256_and_ps(low, _mm256_set1_ps(-0.0));
     let identity = _mm_setr_ps(0.0, 0.0, 0.0, 1.0);
     // Eight joints at a time in structure-of-arrays form, the rest one at a time.
-    let blocks = out.len() / 8;
+    let n = out.len();
+    let blocks = n / 8;
     for b in 0..blocks {
         blend8(poses, w, b * 8, &mut out[b * 8..b * 8 + 8]);
+    }
+    if blocks > 0 && n % 8 != 0 {
+        // The last eight joints, overlapping the block before: lanes are independent, so the
+        // joints blended twice get the same bits twice (and the inputs are not the output).
+        blend8(poses, w, n - 8, &mut out[n - 8..]);
+        return;
     }
     for (j, o) in out.iter_mut().enumerate().skip(blocks * 8) {
         let first = &poses[0][j];
