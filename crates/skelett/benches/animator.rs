@@ -1,10 +1,10 @@
 //! One character update, end to end (criterion): the animator cross-fading two synchronised
 //! clips, then local-to-model and the skinning palette — the workload of
 //! `../shared/bench/ozz`'s harness. ozz-animation 0.16 measured with it on this machine
-//! (2026-11-26, six runs): 1.04-1.09 µs per robot_quaternius character (58 joints in ozz's
-//! conversion), 0.60-0.62 per Fox and 0.50-0.52 per CesiumMan updated over and over;
-//! 1.8-2.8, 0.66-1.5 and 0.54-1.3 µs when 1024 different characters are (ozz's crowd runs
-//! vary that much). CesiumMan has one clip: it cross-fades into itself (two players, both
+//! (2026-11-26, ten runs over two sessions): 1.01-1.09 µs per robot_quaternius character
+//! (58 joints in ozz's conversion), 0.58-0.62 per Fox and 0.49-0.52 per CesiumMan updated
+//! over and over; 1.8-2.8, 0.65-1.5 and 0.54-1.3 µs when 1024 different characters are
+//! (ozz's crowd runs vary that much). CesiumMan has one clip: it cross-fades into itself (two players, both
 //! sampled and blended).
 //!
 //! - `one`: the same character again and again (its data stays in the caches);

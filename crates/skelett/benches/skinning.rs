@@ -15,7 +15,8 @@
 //! (`scripts/bench/ozz_skinning.sh`, which fails unless both give the same vertices), this
 //! machine, 2026-11-26, four runs around skelett's, ns/vertex: CesiumMan 2.73-3.06 (SSE2
 //! build) and 2.54-2.57 (AVX2 and FMA), all four influences 3.90-4.18 and 3.64-3.67,
-//! robot_quaternius (one influence) 1.46-1.50 and 1.75-1.77.
+//! robot_quaternius (one influence) 1.46-1.50 and 1.75-1.77; in a later session's two runs
+//! 2.66-2.70 and 2.51-2.53, 3.81-3.85 and 3.61-3.65, 1.44-1.45 and 1.74-1.75.
 //!
 //! `cargo bench -p skelett --features rayon --bench skinning`.
 //!
