@@ -26,8 +26,10 @@ use glam::{Mat4, Quat, Vec3, Vec4};
 ///
 /// The layout is fixed (`repr(C)`): the rotation's four floats, then the translation's three
 /// and the scale's three, ten consecutive `f32` (padded to 48 bytes where glam aligns
-/// quaternions to 16), which the SIMD blend (`play/pose/avx.rs`) loads as one 256-bit row
-/// and one 64-bit pair.
+/// quaternions to 16), on which the SIMD paths rely: the blend (`play/pose/avx.rs`) sums
+/// eight transforms' rows as they lie in memory and loads a single one as one 256-bit row
+/// and one 64-bit pair; local-to-model (`play/hierarchy/avx.rs`) loads the rotation and the
+/// scale as 16-byte rows.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C)]
 pub struct Transform {

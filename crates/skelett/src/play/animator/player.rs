@@ -56,11 +56,12 @@ pub(crate) struct Crossing {
     pub kind: super::EventKind,
 }
 
-/// `pos.rem_euclid(d)` for a positive `d`, bit for bit, without `fmod`'s bit-by-bit loop
-/// where the quotient is below 2^52 and `pos` not negative (every player's position in
-/// practice): the floored quotient `q`, corrected by one where the division rounded across
-/// an integer, and `pos - q d` in one fused multiply-add, exact because the remainder of
-/// an integer quotient is representable. (`fmod`, from compiler-builtins, took about 5 %
+/// `pos.rem_euclid(d)`, bit for bit for every input, without `fmod`'s bit-by-bit loop where
+/// `pos` is not negative and the quotient below 2^52 (every player's position in practice;
+/// other inputs go to `f64::rem_euclid`): the floored quotient `q`, one less where the
+/// division rounded up across an integer (rounding is monotonic, so it never rounds below
+/// the true floor), and `pos - q d` in one fused multiply-add, exact because the remainder
+/// of an integer quotient is representable. (`fmod`, from compiler-builtins, took about 5 %
 /// of a 19-joint character's update.)
 pub(crate) fn rem_euclid(pos: f64, d: f64) -> f64 {
     if (0.0..d).contains(&pos) {
@@ -71,10 +72,9 @@ pub(crate) fn rem_euclid(pos: f64, d: f64) -> f64 {
         return pos.rem_euclid(d);
     }
     let r = (-q).mul_add(d, pos);
+    debug_assert!(r < d, "the quotient is never below the true floor");
     if r < 0.0 {
         (-(q - 1.0)).mul_add(d, pos)
-    } else if r >= d {
-        (-(q + 1.0)).mul_add(d, pos)
     } else {
         r
     }
@@ -428,6 +428,10 @@ mod tests {
             (f64::INFINITY, 2.0),
             (f64::NAN, 2.0),
             (2.0, f64::NAN),
+            // Subnormal durations.
+            (3e-320, 1e-320),
+            (1e-310, 3e-311),
+            (1.0, 5e-324),
         ] {
             let (a, b) = (super::rem_euclid(pos, d), f64::rem_euclid(pos, d));
             assert!(

@@ -48,7 +48,8 @@ pub(super) unsafe fn blend_unmasked(poses: &[&[Transform]], w: &[f32], out: &mut
     let low = _mm256_castsi256_ps(_mm256_setr_epi32(-1, -1, -1, -1, 0, 0, 0, 0));
     let sign = _mm256_and_ps(low, _mm256_set1_ps(-0.0));
     let identity = _mm_setr_ps(0.0, 0.0, 0.0, 1.0);
-    // Eight joints at a time in structure-of-arrays form, the rest one at a time.
+    // Eight joints at a time (a partial last block overlapping the one before); poses
+    // shorter than eight one joint at a time.
     let n = out.len();
     let blocks = n / 8;
     for b in 0..blocks {

@@ -707,9 +707,17 @@ mod tests {
         for v in 0..n {
             let k = (v / 71) % 8;
             for i in 0..8 {
-                // One-influence vertices in runs of ten on one joint (rigid parts, which the
-                // AVX kernel takes eight at a time where eight in a row share their joint).
-                let j = if k == 0 { v / 10 } else { v + 3 * i };
+                // One-influence vertices in runs of ten, then fifteen, on one joint (rigid
+                // parts, which the AVX kernel takes eight at a time where eight in a row
+                // share their joint; after eight of fifteen, seven in a row do and the eighth
+                // does not).
+                let j = if k != 0 {
+                    v + 3 * i
+                } else if v < 40 {
+                    v / 10
+                } else {
+                    v / 15
+                };
                 p.joints.push((j % joints) as u16);
                 p.weights.push(if i <= k {
                     1.0 + (i * v % 5) as f32
