@@ -11,12 +11,23 @@ use crate::Transform;
 impl Animator {
     /// Samples and blends every layer and combines them over the rest pose.
     pub(super) fn evaluate(&mut self, dt: f32) {
-        let skeleton = self.skeleton.clone();
+        // The fields apart, so the skeleton is borrowed while the rest is written (cloning
+        // its `Arc` for that cost two atomic operations per update).
+        let Animator {
+            skeleton,
+            layers,
+            pose,
+            identity,
+            morph: morph_weights,
+            morph_zero,
+            ..
+        } = self;
+        let skeleton: &crate::Skeleton = skeleton;
         let rest = skeleton.rest_pose();
         let morph = skeleton.morph_channel_count() > 0;
         let mut first = true;
-        for li in 0..self.layers.len() {
-            let l = &mut self.layers[li];
+        for li in 0..layers.len() {
+            let l = &mut layers[li];
             if !l.enabled {
                 // Kept as it was: enabled again, it goes on from its last output.
                 continue;
@@ -26,7 +37,7 @@ impl Animator {
                 continue;
             }
             let neutral: &[Transform] = if l.mode == BlendMode::Additive {
-                &self.identity
+                &identity[..]
             } else {
                 rest
             };
@@ -75,9 +86,11 @@ impl Animator {
                 l.inertial.apply(output);
             }
             if morph {
-                self.evaluate_layer_morph(li, next, captured, had_output);
+                Animator::evaluate_layer_morph(
+                    layers, morph_zero, skeleton, li, next, captured, had_output,
+                );
             }
-            let l = &mut self.layers[li];
+            let l = &mut layers[li];
             l.cur = next;
             l.last_dt = dt;
             l.produced = true;
@@ -90,24 +103,24 @@ impl Animator {
             let covers = first && l.mode == BlendMode::Override && weight >= 1.0 && mask.is_none();
             if covers {
                 // The first layer covers everything: no rest pose underneath.
-                self.pose.copy_from_slice(output);
+                pose.copy_from_slice(output);
             } else {
                 if first {
-                    self.pose.copy_from_slice(rest);
+                    pose.copy_from_slice(rest);
                 }
                 let _ = match l.mode {
-                    BlendMode::Override => blend_override(&mut self.pose, output, weight, mask),
-                    BlendMode::Additive => apply_additive(&mut self.pose, output, weight, mask),
+                    BlendMode::Override => blend_override(pose, output, weight, mask),
+                    BlendMode::Additive => apply_additive(pose, output, weight, mask),
                 };
             }
             if morph {
-                self.combine_layer_morph(li, weight, first, covers);
+                Animator::combine_layer_morph(l, morph_weights, skeleton, weight, first, covers);
             }
             first = false;
         }
         if first {
-            self.pose.copy_from_slice(rest);
-            self.morph.copy_from_slice(skeleton.morph_rest());
+            pose.copy_from_slice(rest);
+            morph_weights.copy_from_slice(skeleton.morph_rest());
         }
     }
 }

@@ -4,8 +4,9 @@
 //! cross-fades, blend spaces, trees and layers as the body. Runs only for a skeleton with
 //! morph channels; without any it costs nothing.
 
-use super::layer::{Source, MAX_SLOTS};
+use super::layer::{Layer, Source, MAX_SLOTS};
 use super::{Animator, BlendMode};
+use crate::Skeleton;
 
 /// A layer's morph-weight buffers: one per slot and one for blend spaces' second clip, and
 /// the last three outputs (rotated with the joints' outputs).
@@ -70,14 +71,17 @@ impl Animator {
     /// Samples and blends layer `li`'s slots' morph weights into its output `next`, with its
     /// inertial offsets; `captured`: the joints' inertial transition was captured this update
     /// (with `prev` and `prev2` the outputs before it).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn evaluate_layer_morph(
-        &mut self,
+        layers: &mut [Layer],
+        morph_zero: &[f32],
+        skeleton: &Skeleton,
         li: usize,
         next: usize,
         captured: bool,
         had_output: bool,
     ) {
-        let l = &mut self.layers[li];
+        let l = &mut layers[li];
         let neutral_zero = l.mode == BlendMode::Additive;
         let [o0, o1, o2] = &mut l.morph.outputs;
         let (output, prev, prev2) = match next {
@@ -101,9 +105,9 @@ impl Animator {
                 inputs[i] = (buf, s.weight);
             }
             let neutral = if neutral_zero {
-                &self.morph_zero[..]
+                morph_zero
             } else {
-                self.skeleton.morph_rest()
+                skeleton.morph_rest()
             };
             blend(&inputs[..l.slots.len()], neutral, output);
         }
@@ -117,24 +121,26 @@ impl Animator {
 
     /// Combines layer `li`'s morph output into the animator's weights, as its joints were
     /// combined into the pose (`first`: no layer below; `covers`: it replaces everything).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn combine_layer_morph(
-        &mut self,
-        li: usize,
+        layer: &Layer,
+        morph: &mut [f32],
+        skeleton: &Skeleton,
         weight: f32,
         first: bool,
         covers: bool,
     ) {
-        let l = &self.layers[li];
+        let l = layer;
         let output = &l.morph.outputs[l.cur];
         if covers {
-            self.morph.copy_from_slice(output);
+            morph.copy_from_slice(output);
             return;
         }
         if first {
-            self.morph.copy_from_slice(self.skeleton.morph_rest());
+            morph.copy_from_slice(skeleton.morph_rest());
         }
         let mask = l.mask.as_ref().map(|m| m.morph_weights());
-        for (c, (o, &x)) in self.morph.iter_mut().zip(output).enumerate() {
+        for (c, (o, &x)) in morph.iter_mut().zip(output).enumerate() {
             let m = match mask {
                 Some(m) => weight * m.get(c).copied().unwrap_or(0.0),
                 None => weight,
