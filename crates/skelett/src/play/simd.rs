@@ -9,6 +9,17 @@
 
 use std::arch::x86_64::*;
 
+/// f32 from one `Transform` to the next: ten, or twelve where glam aligns `Quat` to 16
+/// bytes (the last two then padding). The rotation is floats 0..4, the translation 4..7,
+/// the scale 7..10 (asserted here, relied on by the blend and local-to-model).
+pub(crate) const TRANSFORM_STRIDE: usize = std::mem::size_of::<crate::Transform>() / 4;
+const _: () = assert!(
+    TRANSFORM_STRIDE * 4 == std::mem::size_of::<crate::Transform>() && TRANSFORM_STRIDE >= 10
+);
+const _: () = assert!(std::mem::offset_of!(crate::Transform, rotation) == 0);
+const _: () = assert!(std::mem::offset_of!(crate::Transform, translation) == 16);
+const _: () = assert!(std::mem::offset_of!(crate::Transform, scale) == 28);
+
 /// Whether this CPU has AVX and FMA (checked once by std, then a cached load): what every
 /// kernel built for them checks before it is called.
 #[inline]

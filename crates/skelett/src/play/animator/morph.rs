@@ -71,7 +71,6 @@ impl Animator {
     /// Samples and blends layer `li`'s slots' morph weights into its output `next`, with its
     /// inertial offsets; `captured`: the joints' inertial transition was captured this update
     /// (with `prev` and `prev2` the outputs before it).
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn evaluate_layer_morph(
         layers: &mut [Layer],
         morph_zero: &[f32],
@@ -121,16 +120,14 @@ impl Animator {
 
     /// Combines layer `li`'s morph output into the animator's weights, as its joints were
     /// combined into the pose (`first`: no layer below; `covers`: it replaces everything).
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn combine_layer_morph(
-        layer: &Layer,
+        l: &Layer,
         morph: &mut [f32],
         skeleton: &Skeleton,
         weight: f32,
         first: bool,
         covers: bool,
     ) {
-        let l = layer;
         let output = &l.morph.outputs[l.cur];
         if covers {
             morph.copy_from_slice(output);

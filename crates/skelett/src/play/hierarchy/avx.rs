@@ -16,7 +16,7 @@
 
 use std::arch::x86_64::*;
 
-use glam::{Mat4, Quat, Vec3};
+use glam::{Mat4, Quat};
 
 use crate::play::simd::transpose4;
 use crate::{JointIndex, Transform};
@@ -165,12 +165,9 @@ unsafe fn block_rotations(local: &[Transform], start: usize, out: &mut [[f32; BL
     }
 }
 
-/// f32 from one `Transform` to the next: ten, or twelve where glam aligns `Quat` to 16
-/// bytes. `rotations8` reads the rotation's four first and the scale's three at 7..10.
-const STRIDE: usize = std::mem::size_of::<Transform>() / 4;
-const _: () = assert!(STRIDE * 4 == std::mem::size_of::<Transform>() && STRIDE >= 10);
-const _: () = assert!(std::mem::offset_of!(Transform, rotation) == 0);
-const _: () = assert!(std::mem::offset_of!(Transform, scale) == 28);
+/// f32 from one `Transform` to the next (`rotations8` reads the rotation's four first and
+/// the scale's three at 7..10).
+const STRIDE: usize = crate::play::simd::TRANSFORM_STRIDE;
 
 /// The rotation matrices of eight joints with the columns scaled, `out[3 * c + r][i]` the
 /// entry of row `r`, column `c` of joint `i`'s (the unit-quaternion formula of
@@ -181,19 +178,9 @@ unsafe fn rotations8(t: &[Transform; BLOCK], out: &mut [[f32; BLOCK]; 9]) {
     // 16-byte loads at `STRIDE * i` (the rotation) and `STRIDE * i + 6` (the translation's z
     // and the scale) read within joint i's.
     let p = t.as_ptr() as *const f32;
-    let rows = |o: usize| {
-        (
-            pair(p, o),
-            pair(p.add(STRIDE), o),
-            pair(p.add(2 * STRIDE), o),
-            pair(p.add(3 * STRIDE), o),
-        )
-    };
     // Joints i and i + 4 in the two halves; a 4x4 transpose in each half.
-    let (a, b, c, d) = rows(0);
-    let [x, y, z, w] = transpose4(a, b, c, d);
-    let (a, b, c, d) = rows(6);
-    let [_, sx, sy, sz] = transpose4(a, b, c, d);
+    let [x, y, z, w] = columns4(p, 0);
+    let [_, sx, sy, sz] = columns4(p, 6);
     let (x2, y2, z2) = (
         _mm256_add_ps(x, x),
         _mm256_add_ps(y, y),
@@ -236,6 +223,19 @@ unsafe fn rotations8(t: &[Transform; BLOCK], out: &mut [[f32; BLOCK]; 9]) {
     }
 }
 
+/// The four f32 at offset `o` of eight joints' rows from `p`, one register per float
+/// (joints `i` and `i + 4` in the two halves). (A helper, not a closure: a closure does not
+/// take on its caller's AVX.)
+#[inline(always)]
+unsafe fn columns4(p: *const f32, o: usize) -> [__m256; 4] {
+    transpose4(
+        pair(p, o),
+        pair(p.add(STRIDE), o),
+        pair(p.add(2 * STRIDE), o),
+        pair(p.add(3 * STRIDE), o),
+    )
+}
+
 /// The four f32 at `p + o` and four joints further (joint `i + 4`'s) in the two halves of
 /// a register.
 #[inline(always)]
@@ -270,7 +270,6 @@ unsafe fn translation(a: [__m128; 4], t: &glam::Vec3) -> __m128 {
 }
 
 const _: () = assert!(std::mem::size_of::<Quat>() == 16);
-const _: () = assert!(std::mem::size_of::<Vec3>() == 12);
 
 /// The four columns of `m` (unaligned loads: glam's scalar build aligns `Mat4` to 4 bytes).
 #[inline(always)]

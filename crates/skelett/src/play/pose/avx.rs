@@ -19,17 +19,13 @@
 #![cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
 
 use std::arch::x86_64::*;
-use std::mem::offset_of;
 
 use super::SCALE;
 use crate::play::simd::{joint, pair, transpose4};
 use crate::Transform;
 
-// The layout the loads rely on: ten consecutive floats from the rotation's first.
-const _: () = assert!(offset_of!(Transform, rotation) == 0);
-const _: () = assert!(offset_of!(Transform, translation) == 16);
-const _: () = assert!(offset_of!(Transform, scale) == 28);
-const _: () = assert!(std::mem::size_of::<Transform>() >= 40);
+// The layout the loads rely on (ten consecutive floats from the rotation's first) is
+// asserted with `TRANSFORM_STRIDE` in `play/simd.rs`.
 
 pub(super) use crate::play::simd::avx_fma as available;
 
@@ -98,12 +94,10 @@ pub(super) unsafe fn blend_unmasked(poses: &[&[Transform]], w: &[f32], out: &mut
     }
 }
 
-/// f32 from one `Transform` to the next: ten, or twelve where glam aligns `Quat` to 16
-/// bytes (the last two then padding).
-const STRIDE: usize = std::mem::size_of::<Transform>() / 4;
+/// f32 from one `Transform` to the next (ten fields, then padding if any).
+const STRIDE: usize = crate::play::simd::TRANSFORM_STRIDE;
 /// 256-bit rows in eight transforms.
 const ROWS: usize = STRIDE;
-const _: () = assert!(STRIDE * 4 == std::mem::size_of::<Transform>() && STRIDE >= 10);
 
 /// Per row of eight transforms' floats, the lanes that are fields (all ones) and padding
 /// (zero): padding is never read, so no uninitialised byte enters a register.

@@ -19,8 +19,8 @@
 //! One-influence vertices whose eight in a row follow one joint (a rigid part: a robot's
 //! limbs, props) skip the per-vertex path: the joint's matrix is broadcast once and the
 //! eight positions and normals go through it in structure-of-arrays form ([`rigid8`]),
-//! with the per-vertex path's operations in its order, so the bits do not change (robot_quaternius:
-//! 1.7 → 1.1 ns per vertex).
+//! with the per-vertex path's operations in its order, so the bits do not change
+//! (robot_quaternius: 1.7 → 1.1 ns per vertex).
 //!
 //! Positions are written with one 16-byte store per vertex, whose fourth float lands on the
 //! next vertex's `x` and is overwritten by it; the last vertex of a range gets a 12-byte
