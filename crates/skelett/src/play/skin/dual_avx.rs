@@ -266,8 +266,10 @@ pub(super) unsafe fn dual_block<const K: usize>(
     let w1 = K.saturating_sub(1);
     let weights = &weights[v0 * w1..(v0 + LANES) * w1];
     // The blend (see `kernel::blend_dual`), lane by lane.
-    let first = load_transposed::<K>(d, joints, 0);
-    let mut q = first;
+    let mut q = load_transposed::<K>(d, joints, 0);
+    // The first joint's rotation, the side every other one is blended on. (Only its real
+    // part is kept: holding all eight components live through the loop spilled registers.)
+    let first = [q[0], q[1], q[2], q[3]];
     if K > 1 {
         let ws = lane_weights::<K>(weights);
         let w0 = ws[0];
@@ -276,9 +278,11 @@ pub(super) unsafe fn dual_block<const K: usize>(
         }
         let mut last = _mm256_sub_ps(_mm256_set1_ps(1.0), w0);
         let sign = _mm256_set1_ps(-0.0);
-        for (i, &stored) in ws.iter().enumerate().take(K).skip(1) {
+        // A plain range over the constant `K`, unrolled: an iterator chain (`take`, `skip`)
+        // here was left as calls, the loop not unrolled and the sums kept on the stack.
+        for i in 1..K {
             let qi = load_transposed::<K>(d, joints, i);
-            let wi = if i + 1 < K { stored } else { last };
+            let wi = if i + 1 < K { ws[i] } else { last };
             last = _mm256_sub_ps(last, wi);
             let dot = _mm256_fmadd_ps(
                 first[0],
@@ -311,8 +315,12 @@ pub(super) unsafe fn dual_block<const K: usize>(
         _mm256_cmp_ps::<_CMP_GE_OQ>(n, _mm256_set1_ps(1e-12)),
         _mm256_cmp_ps::<_CMP_LE_OQ>(n, _mm256_set1_ps(f32::MAX)),
     );
-    for c in 0..8 {
-        q[c] = _mm256_blendv_ps(first[c], q[c], ok);
+    if _mm256_movemask_ps(ok) != 0xFF {
+        // Loaded again, here only (no valid palette gets here).
+        let first = load_transposed::<K>(d, joints, 0);
+        for c in 0..8 {
+            q[c] = _mm256_blendv_ps(first[c], q[c], ok);
+        }
     }
     let n = _mm256_blendv_ps(_mm256_set1_ps(1.0), n, ok);
     // The matrix, as `kernel::dual_to_affine`, rows of four lanes (m[row * 4 + column]).

@@ -1138,6 +1138,86 @@ mod tests {
         assert_eq!(run(true, 5), a);
     }
 
+    /// A dual quaternion whose rotation is not finite (only a palette edited by hand has
+    /// one: such a matrix is never rigid) blends to a not finite length: those vertices keep
+    /// their first joint's transform, in the AVX blocks (which reload it only then) as in the
+    /// one-vertex path.
+    #[cfg(not(feature = "scalar"))]
+    #[test]
+    pub(super) fn avx_dual_blocks_fall_back_to_the_first_joint() {
+        if !fma_available() {
+            eprintln!("no AVX and FMA on this CPU: only the baseline build exists here");
+            return;
+        }
+        let n = 40;
+        let mut p = crate::MeshPrimitive {
+            positions: (0..n)
+                .map(|i| Vec3::new(i as f32 * 0.3, 1.0, 2.0 - i as f32))
+                .collect(),
+            normals: Some(vec![Vec3::Y; n]),
+            influences: 4,
+            ..Default::default()
+        };
+        for v in 0..n {
+            // Joint 2 is the first (heaviest) influence of vertices 16..24 (one block of
+            // eight) and the lightest of every vertex from 24 on.
+            let first = if (16..24).contains(&v) { 2 } else { 1 };
+            let last = if v >= 24 { 2 } else { 4 };
+            p.joints.extend_from_slice(&[first, 0, 3, last]);
+            p.weights.extend_from_slice(&[4.0, 2.0, 1.5, 1.0]);
+        }
+        let mesh = SkinningMesh::new(&p, 5).unwrap();
+        assert_eq!(mesh.groups().len(), 1);
+        let mats: Vec<Mat4> = (0..5)
+            .map(|i| {
+                Mat4::from_rotation_translation(
+                    Quat::from_rotation_x(0.4 * i as f32),
+                    Vec3::new(i as f32, 0.0, -1.0),
+                )
+            })
+            .collect();
+        let mut pal = SkinPalette::new(SkinningMethod::DualQuaternion);
+        pal.set_matrices(&mats);
+        assert!(pal.all_rigid);
+        pal.dual[2].real = Quat::from_xyzw(f32::NAN, 0.0, 0.0, 1.0);
+        let run = |fma: bool| skin_ranges(&mesh, &pal, fma, (0, n), n, true, false);
+        let (a, b) = (run(true), run(false));
+        // Outputs, joints and bind positions are all in skinning order.
+        let first = |v: usize| mesh.joints[4 * v];
+        let mut fell_back = 0;
+        for v in 0..n {
+            let joint = first(v);
+            if joint == 2 {
+                // The first joint itself is not finite: nothing finite to fall back to.
+                assert!(a.0[v].is_nan() && b.0[v].is_nan(), "{v}");
+                continue;
+            }
+            // Every vertex with joint 2 among its others fell back to its first joint (1).
+            let expect = pal.dual_matrices[joint as usize].transform_point3(mesh.positions[v]);
+            if mesh.joints[4 * v..4 * v + 4].contains(&2) {
+                fell_back += 1;
+                assert!(
+                    (a.0[v] - expect).length() < 1e-5,
+                    "{v}: {} {expect}",
+                    a.0[v]
+                );
+            }
+            assert!(
+                (a.0[v] - b.0[v]).length() < 2e-5,
+                "{v}: {} {}",
+                a.0[v],
+                b.0[v]
+            );
+            assert!(
+                (a.1[v] - b.1[v]).length() < 2e-6,
+                "{v}: {} {}",
+                a.1[v],
+                b.1[v]
+            );
+        }
+        assert_eq!(fell_back, 16);
+    }
+
     #[test]
     pub(super) fn rigidity_and_similarity() {
         let r = Mat4::from_rotation_translation(Quat::from_rotation_y(1.0), Vec3::X);
