@@ -67,10 +67,13 @@ pub(crate) fn rem_euclid(pos: f64, d: f64) -> f64 {
     if (0.0..d).contains(&pos) {
         return pos;
     }
-    let q = (pos / d).floor();
-    if !(pos >= 0.0 && d > 0.0 && q < (1u64 << 52) as f64) {
+    let x = pos / d;
+    if !(pos >= 0.0 && d > 0.0 && x < (1u64 << 52) as f64) {
         return pos.rem_euclid(d);
     }
+    // `x` is in [0, 2^52) (a NaN fails the test above): its floor is its integer part,
+    // which the two conversions give exactly (`f64::floor` is a library call without SSE4.1).
+    let q = x as i64 as f64;
     let r = (-q).mul_add(d, pos);
     debug_assert!(r < d, "the quotient is never below the true floor");
     if r < 0.0 {
