@@ -114,20 +114,6 @@ pub(super) unsafe fn store_vec3(out: &mut [Vec3], [x, y, z]: [__m256; 3]) {
     _mm_storeu_ps(p.add(20), _mm256_extractf128_ps::<1>(r25));
 }
 
-/// `m` (rows of three lanes) times the direction `v`, scaled to unit length; `v` itself in
-/// lanes where the length is zero, subnormal or not finite (as [`super::kernel::unit`]).
-#[inline(always)]
-unsafe fn rotate_unit(m: &[__m256; 12], v: [__m256; 3]) -> [__m256; 3] {
-    unit8(
-        [
-            rotate_row(m, 0, v),
-            rotate_row(m, 1, v),
-            rotate_row(m, 2, v),
-        ],
-        v,
-    )
-}
-
 /// Row `r` of `m` (rows of four lanes) times the direction `v`.
 #[inline(always)]
 unsafe fn rotate_row(m: &[__m256; 12], r: usize, v: [__m256; 3]) -> __m256 {
@@ -370,7 +356,21 @@ pub(super) unsafe fn dual_block<const K: usize>(
     ];
     store_vec3(&mut out.positions[v0..], rows);
     if let (Some(o), Some(ns)) = (out.normals.as_deref_mut(), src.normals) {
-        store_vec3(&mut o[v0..], rotate_unit(&m, load_vec3(&ns[v0..])));
+        let v = load_vec3(&ns[v0..]);
+        let rotated = [
+            rotate_row(&m, 0, v),
+            rotate_row(&m, 1, v),
+            rotate_row(&m, 2, v),
+        ];
+        // A rotation keeps unit normals unit: renormalising them cost 10 % of the kernel.
+        store_vec3(
+            &mut o[v0..],
+            if src.unit_normals {
+                rotated
+            } else {
+                unit8(rotated, v)
+            },
+        );
     }
     if let (Some(o), Some(ts)) = (out.tangents.as_deref_mut(), src.tangents) {
         // Rarely asked for on the CPU: the rows go through memory, each lane scalar.
@@ -431,6 +431,7 @@ pub(super) unsafe fn dual_gathered<const K: usize>(
         positions: &p,
         normals: src.normals.map(|_| &nr[..]),
         tangents: src.tangents.map(|_| &t[..]),
+        unit_normals: src.unit_normals,
     };
     let (mut op, mut on, mut ot) = (
         [Vec3::ZERO; LANES],

@@ -84,6 +84,8 @@ pub(super) fn skin_range<const F: bool>(
             mesh.tangents.as_deref(),
         ),
     };
+    // A morphed bind pose's normals have their targets' offsets added: not unit.
+    let unit_normals = mesh.unit_normals && morphed.is_none();
     let end = start + out.positions.len().min(mesh.vertex_count() - start);
     // Outputs the mesh has no source for are zero, in every group.
     let mut out = out;
@@ -120,6 +122,7 @@ pub(super) fn skin_range<const F: bool>(
             positions: &positions[lo..hi],
             normals: normals.map(|n| &n[lo..hi]),
             tangents: tangents.map(|t| &t[lo..hi]),
+            unit_normals,
         };
         match k {
             0 => copy_bind(&src, now),
@@ -139,6 +142,9 @@ pub(super) struct Source<'a> {
     pub(super) positions: &'a [Vec3],
     pub(super) normals: Option<&'a [Vec3]>,
     pub(super) tangents: Option<&'a [Vec4]>,
+    /// Whether `normals` are unit within [`super::mesh::UNIT_NORMAL_TOLERANCE`]: dual
+    /// quaternion skinning, whose matrices are rotations, then leaves them as rotated.
+    pub(super) unit_normals: bool,
 }
 
 pub(super) fn copy_bind(src: &Source<'_>, out: SkinOutput<'_>) {
@@ -360,7 +366,8 @@ pub(super) fn dual_vertex<const K: usize, const F: bool>(
 }
 
 /// One vertex through the matrix `m` of a dual quaternion blend: directions always come out
-/// unit (as dual quaternion skinning gives them).
+/// unit (as dual quaternion skinning gives them): renormalised, or, where the source's
+/// normals are unit already, as `m` (a rotation) leaves them.
 #[inline(always)]
 pub(super) fn rigid_vertex<const F: bool>(
     m: &Affine,
@@ -371,7 +378,12 @@ pub(super) fn rigid_vertex<const F: bool>(
     out.positions[v] = m.point::<F>(src.positions[v]);
     if let (Some(o), Some(nr)) = (out.normals.as_deref_mut(), src.normals) {
         let nr = nr[v];
-        o[v] = unit(m.vector::<F>(nr), nr);
+        let d = m.vector::<F>(nr);
+        o[v] = if src.unit_normals {
+            Vec3::from(d)
+        } else {
+            unit(d, nr)
+        };
     }
     if let (Some(o), Some(t)) = (out.tangents.as_deref_mut(), src.tangents) {
         let t = t[v];
@@ -421,6 +433,7 @@ pub(super) fn group<const K: usize, const F: bool>(
         positions: &src.positions[..n],
         normals: src.normals.map(|s| &s[..n]),
         tangents: src.tangents.map(|s| &s[..n]),
+        unit_normals: src.unit_normals,
     };
     let joints = &joints[..n * K];
     let w1 = K.saturating_sub(1);
@@ -460,10 +473,12 @@ pub(super) fn group<const K: usize, const F: bool>(
             // directions. SAFETY: as for linear blending above;
             // `avx_dual_blocks_all_rigid_without_normals` and the test above run it.
             unsafe {
+                // Rotations: unit normals stay unit, as `rigid_vertex` leaves them (`raw`
+                // would also leave tangents, which it renormalises, so not with tangents).
                 let p = super::linear_avx::Palette {
                     matrices: &palette.dual_matrices,
                     normal: None,
-                    raw: false,
+                    raw: src.unit_normals && (src.tangents.is_none() || out.tangents.is_none()),
                 };
                 super::linear_avx::linear_group::<1>(p, joints, weights, &src, &mut out)
             };
@@ -1216,6 +1231,100 @@ mod tests {
             );
         }
         assert_eq!(fell_back, 16);
+    }
+
+    /// A mesh of 203 vertices with 1 to 4 influences over `joints` joints and the bind
+    /// normals `normal(i)`.
+    fn mixed_mesh(joints: usize, normal: impl Fn(usize) -> Vec3) -> SkinningMesh {
+        let n = 203;
+        let mut p = crate::MeshPrimitive {
+            positions: (0..n)
+                .map(|i| Vec3::new(i as f32 * 0.1 - 5.0, (i % 7) as f32, (i % 3) as f32))
+                .collect(),
+            normals: Some((0..n).map(normal).collect()),
+            influences: 4,
+            ..Default::default()
+        };
+        for v in 0..n {
+            let k = 1 + (v / 24) % 4; // runs of each influence count, blocks and remainders
+            for i in 0..4 {
+                p.joints.push(((v + 3 * i) % joints) as u16);
+                p.weights
+                    .push(if i < k { 1.0 + (i * v % 5) as f32 } else { 0.0 });
+            }
+        }
+        SkinningMesh::new(&p, joints).unwrap()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Dual quaternion skinning leaves unit bind normals as its rotations turn them:
+        /// they come out unit within twice `UNIT_NORMAL_TOLERANCE` in the AVX blocks, the
+        /// gathered blocks, the one-joint path and the one-vertex path alike, and the two
+        /// builds agree. Bind normals not all unit are renormalised instead.
+        #[test]
+        fn dual_quaternion_normals_stay_unit(
+            angles in proptest::collection::vec(-3.2f32..3.2, 8),
+            axes in proptest::collection::vec((-1.0f32..1.0, -1.0f32..1.0, 0.1f32..1.0), 8),
+            normal_seed in 0u32..1000,
+            all_rigid in proptest::bool::ANY,
+        ) {
+            use super::super::mesh::UNIT_NORMAL_TOLERANCE;
+            let normal = |i: usize| {
+                let a = (i as u32 * 7919 + normal_seed) as f32;
+                Vec3::new(a.sin(), (a * 0.37).cos(), 0.3).normalize()
+            };
+            let mats: Vec<Mat4> = (0..8)
+                .map(|i| {
+                    let (x, y, z) = axes[i];
+                    let m = Mat4::from_rotation_translation(
+                        Quat::from_axis_angle(Vec3::new(x, y, z).normalize(), angles[i]),
+                        Vec3::new(i as f32, 1.0 - i as f32, 0.5),
+                    );
+                    // Joint 7 scales unless every joint is to be rigid: its vertices blend
+                    // linearly (and renormalise).
+                    if i == 7 && !all_rigid { m * Mat4::from_scale(Vec3::splat(1.2)) } else { m }
+                })
+                .collect();
+            let mut pal = SkinPalette::new(SkinningMethod::DualQuaternion);
+            pal.set_matrices(&mats);
+            proptest::prop_assert_eq!(pal.all_rigid, all_rigid);
+            let mesh = mixed_mesh(8, normal);
+            proptest::prop_assert!(mesh.unit_normals);
+            let n = mesh.vertex_count();
+            let skinned = |mesh: &SkinningMesh, fma: bool| {
+                let mut pos = vec![Vec3::ZERO; n];
+                let mut nrm = vec![Vec3::ZERO; n];
+                let out = SkinOutput { positions: &mut pos, normals: Some(&mut nrm), tangents: None };
+                #[cfg(not(feature = "scalar"))]
+                if fma {
+                    skin_range_dispatch(mesh, &pal, None, 0, out);
+                    return nrm;
+                }
+                let _ = fma;
+                skin_range::<false>(mesh, &pal, None, 0, out);
+                nrm
+            };
+            let baseline = skinned(&mesh, false);
+            let fma = skinned(&mesh, true);
+            for v in 0..n {
+                for d in [baseline[v], fma[v]] {
+                    proptest::prop_assert!(
+                        (d.length() - 1.0).abs() <= 2.0 * UNIT_NORMAL_TOLERANCE,
+                        "{}: {} long", v, d.length()
+                    );
+                }
+                proptest::prop_assert!((baseline[v] - fma[v]).length() < 2e-6, "{}", v);
+            }
+            // Bind normals 0.1 % too long: not unit, so renormalised (tighter than the above).
+            let long = mixed_mesh(8, |i| normal(i) * 1.001);
+            proptest::prop_assert!(!long.unit_normals);
+            for fma in [false, true] {
+                for (v, d) in skinned(&long, fma).iter().enumerate() {
+                    proptest::prop_assert!((d.length() - 1.0).abs() <= 1e-6, "{}: {}", v, d.length());
+                }
+            }
+        }
     }
 
     #[test]

@@ -412,6 +412,7 @@ unsafe fn run<const K: usize, const MODE: u8>(
             positions: &src.positions[..n],
             normals: src_normals,
             tangents: src_tangents,
+            unit_normals: src.unit_normals,
         },
         positions: &mut out.positions[..n],
         normals,

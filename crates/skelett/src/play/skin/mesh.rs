@@ -7,6 +7,11 @@ use crate::error::check_len;
 pub use crate::mesh::MAX_INFLUENCES;
 use crate::{Error, MeshPrimitive};
 
+/// How far from unit length (relative) bind normals may be for dual quaternion skinning to
+/// rotate them without renormalising: the skinned normals are then unit within twice this
+/// (the rotation's rounding adds a few parts in 10^7).
+pub const UNIT_NORMAL_TOLERANCE: f32 = 1e-6;
+
 /// A run of vertices, in skinning order, that all have the same number of influences.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InfluenceGroup {
@@ -33,6 +38,10 @@ pub struct SkinningMesh {
     pub(super) weights: Vec<f32>,
     pub(super) indices: Vec<u32>,
     pub(super) palette_len: usize,
+    /// Whether every bind normal is of unit length within [`UNIT_NORMAL_TOLERANCE`] (and
+    /// there are normals): rotations then keep them unit, so dual quaternion skinning
+    /// rotates them without renormalising.
+    pub(super) unit_normals: bool,
     /// Morph targets, sparse, in skinning order (see [`crate::morph`]).
     pub(crate) morph: crate::morph::SparseTargets,
 }
@@ -121,6 +130,10 @@ impl SkinningMesh {
             inverse[v as usize] = at as u32;
         }
         let gather = |src: &[Vec3]| order.iter().map(|&v| src[v as usize]).collect();
+        let unit_normals = p.normals.as_ref().is_some_and(|n| {
+            n.iter()
+                .all(|n| (n.length_squared() - 1.0).abs() <= 2.0 * UNIT_NORMAL_TOLERANCE)
+        });
         Ok(SkinningMesh {
             positions: gather(&p.positions),
             normals: p.normals.as_deref().map(gather),
@@ -134,6 +147,7 @@ impl SkinningMesh {
             joints,
             weights,
             palette_len,
+            unit_normals,
             morph: crate::morph::SparseTargets::new(&p.morph_targets, &inverse),
         })
     }

@@ -31,7 +31,10 @@
 //! (LBS's "candy wrapper"). Dual quaternions cannot carry scale, so a vertex influenced by any
 //! joint whose palette entry scales or shears falls back to linear blending, per vertex.
 //! The blend is turned into a matrix without a square root (one division by the squared
-//! length of its rotation part) and applied like linear blending's.
+//! length of its rotation part) and applied like linear blending's. That matrix is a
+//! rotation, which keeps a direction's length: where every bind normal of the mesh is unit
+//! within [`UNIT_NORMAL_TOLERANCE`] (and no morph target has moved them), normals are only
+//! rotated and come out unit within twice that; otherwise they are renormalised.
 //!
 //! **Speed.** On CPUs with AVX and FMA (chosen at run time; the `scalar` feature turns it
 //! off) linear blending takes each palette matrix as two 256-bit registers, so a blend of `k`
@@ -41,7 +44,8 @@
 //! the linear kernel with the dual quaternions' matrices. On CesiumMan (positions and unit
 //! normals) linear blending takes 0.71-0.84x the time of ozz-animation's job built for its
 //! SSE2 baseline (which leaves normals unnormalised; 0.77-0.90x its AVX2 and FMA build), and
-//! dual quaternions 1.5-2.0x linear blending's (`scripts/bench/ozz_skinning.sh`,
+//! dual quaternions 1.25-1.38x linear blending's (1.5-2.0x before they stopped renormalising
+//! unit normals and unrolled their blend; `scripts/bench/ozz_skinning.sh`,
 //! `benches/skinning.rs`, the README's "Speed").
 //!
 //! [`skin_par`] (feature `rayon`) splits the vertices into chunks skinned on rayon's pool.
@@ -52,7 +56,7 @@ mod linear_avx;
 mod mesh;
 mod palette;
 
-pub use mesh::{InfluenceGroup, SkinningMesh, MAX_INFLUENCES};
+pub use mesh::{InfluenceGroup, SkinningMesh, MAX_INFLUENCES, UNIT_NORMAL_TOLERANCE};
 pub use palette::{DualQuat, SkinPalette, SkinningMethod};
 
 use kernel::*;

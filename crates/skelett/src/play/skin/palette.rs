@@ -86,7 +86,7 @@ impl SkinPalette {
     /// Whether linearly blended normals and tangents are renormalised (the default). A blend
     /// of rotations shortens them; renderers that normalise in their shaders anyway can turn
     /// this off and save about a fifth of the CPU skinning time (ozz-animation's skinning job
-    /// does not renormalise either). Dual quaternion skinning always gives unit directions,
+    /// does not renormalise either). Dual quaternion skinning always gives unit directions (see the module docs),
     /// and so does the GPU path.
     pub fn set_normalize_directions(&mut self, normalize: bool) {
         self.raw_directions = !normalize;
