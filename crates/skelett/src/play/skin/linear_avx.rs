@@ -173,29 +173,17 @@ unsafe fn unit_in_place(out: &mut [Vec3], src: &[Vec3], done: u64) {
             v0 += m;
             continue;
         }
-        // The lanes to keep as they are: all ones where done.
-        let keep = |l: u32| -((skip >> l & 1) as i32);
-        let keep = _mm256_castsi256_ps(_mm256_setr_epi32(
-            keep(0),
-            keep(1),
-            keep(2),
-            keep(3),
-            keep(4),
-            keep(5),
-            keep(6),
-            keep(7),
-        ));
         let ok = if m == LANES {
             let x = load_vec3(&out[v0..]);
             let (u, ok) = scale_unit8(x);
-            store_vec3(&mut out[v0..], keep_lanes(u, x, keep));
+            store_vec3(&mut out[v0..], keep_done(u, x, skip));
             ok
         } else {
             let mut pad = [Vec3::ZERO; LANES];
             pad[..m].copy_from_slice(&out[v0..]);
             let x = load_vec3(&pad);
             let (u, ok) = scale_unit8(x);
-            store_vec3(&mut pad, keep_lanes(u, x, keep));
+            store_vec3(&mut pad, keep_done(u, x, skip));
             out[v0..].copy_from_slice(&pad[..m]);
             ok
         };
@@ -211,9 +199,24 @@ unsafe fn unit_in_place(out: &mut [Vec3], src: &[Vec3], done: u64) {
     }
 }
 
-/// `u` with the lanes of `keep` (all ones) taken from `x`.
+/// `u`, with the lanes whose bit is set in `skip` (done: kept as they are) taken from `x`.
+/// Blocks with nothing done (every block of meshes without rigid runs) take no blend.
 #[inline(always)]
-unsafe fn keep_lanes(u: [__m256; 3], x: [__m256; 3], keep: __m256) -> [__m256; 3] {
+unsafe fn keep_done(u: [__m256; 3], x: [__m256; 3], skip: u32) -> [__m256; 3] {
+    if skip == 0 {
+        return u;
+    }
+    let lane = |l: u32| -((skip >> l & 1) as i32);
+    let keep = _mm256_castsi256_ps(_mm256_setr_epi32(
+        lane(0),
+        lane(1),
+        lane(2),
+        lane(3),
+        lane(4),
+        lane(5),
+        lane(6),
+        lane(7),
+    ));
     [
         _mm256_blendv_ps(u[0], x[0], keep),
         _mm256_blendv_ps(u[1], x[1], keep),
@@ -502,36 +505,51 @@ mod tests {
     use super::*;
 
     /// Directions marked done are left exactly as they are, in whole blocks, in blocks
-    /// where only some are done and in the last, partial block; the others are renormalised
-    /// (or fall back to the source where they have no length) with the bits they get
-    /// without any done mark.
+    /// where only some are done and in the last, partial block (done in part or in whole),
+    /// even without length; the others are renormalised (or fall back to the source where
+    /// they have no length) with the bits they get without any done mark.
     #[test]
     fn unit_in_place_keeps_done_directions() {
         if !crate::play::simd::avx_fma() {
             return;
         }
-        let n = 21; // blocks of 8, 8 and a partial one of 5
-        let src: Vec<Vec3> = (0..n)
-            .map(|i| Vec3::new(1.0, i as f32 * 0.7, -2.0).normalize())
-            .collect();
-        // Not unit, so renormalising them would change them; one without length.
-        let mut raw: Vec<Vec3> = src.iter().map(|v| *v * 3.0).collect();
-        raw[9] = Vec3::ZERO;
-        let done: u64 = 0xFF | 0b0110_0000 << 8 | 0b1_0010 << 16;
-        let (mut marked, mut plain) = (raw.clone(), raw.clone());
-        // SAFETY: the CPU has AVX and FMA (checked above); `unit_in_place` needs no more.
-        unsafe {
-            unit_in_place(&mut marked, &src, done);
-            unit_in_place(&mut plain, &src, 0);
-        }
-        for i in 0..n {
-            if done >> i & 1 != 0 {
-                assert_eq!(marked[i], raw[i], "{i}");
-            } else {
-                assert_eq!(marked[i], plain[i], "{i}");
-                assert!((marked[i].length() - 1.0).abs() < 1e-6, "{i}");
+        // 21: blocks of 8, 8 and a partial 5 done in part; 29: a partial 5 all done.
+        for (n, done) in [
+            (21usize, 0xFFu64 | 0b0110_0000 << 8 | 0b1_0010 << 16),
+            (
+                29,
+                0xFF | 0b0110_0000 << 8 | 0b0010_0100 << 16 | 0b1_1111 << 24,
+            ),
+        ] {
+            let src: Vec<Vec3> = (0..n)
+                .map(|i| Vec3::new(1.0, i as f32 * 0.7, -2.0).normalize())
+                .collect();
+            // Not unit, so renormalising them would change them; two without length, one
+            // of them done.
+            let mut raw: Vec<Vec3> = src.iter().map(|v| *v * 3.0).collect();
+            raw[9] = Vec3::ZERO;
+            raw[13] = Vec3::ZERO;
+            let (mut marked, mut plain) = (raw.clone(), raw.clone());
+            // SAFETY: the CPU has AVX and FMA (checked above).
+            unsafe {
+                in_avx(&mut marked, &src, done);
+                in_avx(&mut plain, &src, 0);
             }
+            for i in 0..n {
+                if done >> i & 1 != 0 {
+                    assert_eq!(marked[i], raw[i], "{n}: {i}");
+                } else {
+                    assert_eq!(marked[i], plain[i], "{n}: {i}");
+                    assert!((marked[i].length() - 1.0).abs() < 1e-6, "{n}: {i}");
+                }
+            }
+            assert_eq!(marked[9], src[9]);
         }
-        assert_eq!(marked[9], src[9]);
+    }
+
+    /// [`unit_in_place`] compiled as the kernel compiles it.
+    #[target_feature(enable = "avx,fma")]
+    unsafe fn in_avx(out: &mut [Vec3], src: &[Vec3], done: u64) {
+        unit_in_place(out, src, done);
     }
 }
