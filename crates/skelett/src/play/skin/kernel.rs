@@ -567,6 +567,17 @@ mod tests {
     use super::*;
     use glam::Quat;
 
+    /// Whether this CPU lacks AVX and FMA (said on stderr): the tests of the FMA build
+    /// have nothing to run then, only the baseline build exists.
+    #[cfg(not(feature = "scalar"))]
+    fn no_fma_build() -> bool {
+        let no = !fma_available();
+        if no {
+            eprintln!("no AVX and FMA on this CPU: only the baseline build exists here");
+        }
+        no
+    }
+
     /// Vertices `start..end` of `mesh` skinned with `pal` in ranges of `chunk` (as `skin_par`
     /// splits a mesh), by the FMA build through the run-time dispatch (`fma`) or by the
     /// baseline build; normals and tangents when asked (else they come back as a sentinel).
@@ -689,8 +700,7 @@ mod tests {
     #[cfg(not(feature = "scalar"))]
     #[test]
     pub(super) fn avx_linear_matches_one_vertex_at_a_time() {
-        if !fma_available() {
-            eprintln!("no AVX and FMA on this CPU: only the baseline build exists here");
+        if no_fma_build() {
             return;
         }
         // Runs of 71 vertices per influence count: groups longer than the kernel's 64-vertex
@@ -834,8 +844,7 @@ mod tests {
     #[cfg(not(feature = "scalar"))]
     #[test]
     pub(super) fn avx_linear_positions_have_the_fma_builds_bits() {
-        if !fma_available() {
-            eprintln!("no AVX and FMA on this CPU: only the baseline build exists here");
+        if no_fma_build() {
             return;
         }
         let n = 300;
@@ -920,8 +929,7 @@ mod tests {
     #[cfg(not(feature = "scalar"))]
     #[test]
     pub(super) fn avx_dual_one_joint_vertices_match_rigid_vertex() {
-        if !fma_available() {
-            eprintln!("no AVX and FMA on this CPU: only the baseline build exists here");
+        if no_fma_build() {
             return;
         }
         let n = 150;
@@ -1013,8 +1021,7 @@ mod tests {
     #[cfg(not(feature = "scalar"))]
     #[test]
     pub(super) fn avx_dual_blocks_match_one_vertex_at_a_time() {
-        if !fma_available() {
-            eprintln!("no AVX and FMA on this CPU: only the baseline build exists here");
+        if no_fma_build() {
             return;
         }
         let n = 203;
@@ -1108,8 +1115,7 @@ mod tests {
     #[cfg(not(feature = "scalar"))]
     #[test]
     pub(super) fn avx_dual_blocks_all_rigid_without_normals() {
-        if !fma_available() {
-            eprintln!("no AVX and FMA on this CPU: only the baseline build exists here");
+        if no_fma_build() {
             return;
         }
         let n = 77;
@@ -1160,8 +1166,7 @@ mod tests {
     #[cfg(not(feature = "scalar"))]
     #[test]
     pub(super) fn avx_dual_blocks_fall_back_to_the_first_joint() {
-        if !fma_available() {
-            eprintln!("no AVX and FMA on this CPU: only the baseline build exists here");
+        if no_fma_build() {
             return;
         }
         let n = 43;
