@@ -200,16 +200,20 @@ unsafe fn translation(
     )
 }
 
-/// The directions `[x, y, z]` scaled to unit length; `fallback` in lanes where the length is
-/// zero, subnormal or not finite (as [`super::kernel::unit`]).
+/// The directions `[x, y, z]` scaled to unit length; in lanes where the length is zero,
+/// subnormal or not finite, the direction of `src` (eight `Vec3`, the source the directions
+/// were transformed from; as [`super::kernel::unit`]). `src` is loaded only when some lane
+/// needs it: kept live beside the arithmetic, it cost registers.
 #[inline(always)]
-pub(super) unsafe fn unit8(d: [__m256; 3], fallback: [__m256; 3]) -> [__m256; 3] {
-    let (u, ok) = scale_unit8(d);
-    [
-        _mm256_blendv_ps(fallback[0], u[0], ok),
-        _mm256_blendv_ps(fallback[1], u[1], ok),
-        _mm256_blendv_ps(fallback[2], u[2], ok),
-    ]
+pub(super) unsafe fn unit8(d: [__m256; 3], src: &[Vec3]) -> [__m256; 3] {
+    let (mut u, ok) = scale_unit8(d);
+    if _mm256_movemask_ps(ok) != 0xFF {
+        let fallback = load_vec3(src);
+        for c in 0..3 {
+            u[c] = _mm256_blendv_ps(fallback[c], u[c], ok);
+        }
+    }
+    u
 }
 
 /// The directions `[x, y, z]` scaled to unit length, and a mask of the lanes where that is
@@ -368,7 +372,7 @@ pub(super) unsafe fn dual_block<const K: usize>(
             if src.unit_normals {
                 rotated
             } else {
-                unit8(rotated, v)
+                unit8(rotated, &ns[v0..])
             },
         );
     }

@@ -34,7 +34,7 @@ use std::arch::x86_64::*;
 
 use glam::{Mat3A, Mat4, Vec3, Vec3A, Vec4};
 
-use super::dual_avx::{load_vec3, scale_unit8, store_vec3, LANES};
+use super::dual_avx::{load_vec3, scale_unit8, store_vec3, unit8, LANES};
 use super::kernel::{tangent, Source};
 use super::{SkinOutput, SkinPalette};
 
@@ -396,16 +396,7 @@ unsafe fn rigid8<const K: usize, const MODE: u8>(g: &mut Group<'_, '_, K>, v: us
         if MODE == UNIT_NORMALS {
             // Renormalised here, in registers, with the chunk pass's operations (the same
             // bits); the chunk pass then skips these eight (`done`).
-            let (mut u, ok) = scale_unit8(n);
-            if _mm256_movemask_ps(ok) != 0xFF {
-                // A zero, subnormal or infinite length (rare): the source direction, as
-                // `unit`, loaded again here only.
-                let d = load_vec3(&s[v..]);
-                for c in 0..3 {
-                    u[c] = _mm256_blendv_ps(d[c], u[c], ok);
-                }
-            }
-            n = u;
+            n = unit8(n, &s[v..]);
         }
         store_vec3(&mut o[v..], n);
     }
