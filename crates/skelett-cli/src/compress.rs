@@ -12,8 +12,8 @@ use std::path::Path;
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use skelett::compress::{
-    compress, compress_morph_weights, morph_reach_scaled, skinning_scale, CompressOptions,
-    CompressReport, ErrorHistogram, UnitSource,
+    compress, compress_morph_weights, morph_reach_scaled, skinning_scale, CompactLayout,
+    CompressOptions, CompressReport, ErrorHistogram, UnitSource,
 };
 
 use crate::batch::Result;
@@ -31,6 +31,8 @@ pub struct Options {
     pub rate: Option<f32>,
     /// Only this clip.
     pub clip: Option<String>,
+    /// The seekable layout.
+    pub seekable: bool,
 }
 
 /// One file's outcome.
@@ -124,6 +126,11 @@ fn compress_file(input: &Path, output: &Path, opts: &Options) -> Result<FileRepo
         cm_per_unit: opts.cm_per_unit,
         declared_cm_per_unit: asset.model_cm_per_unit(),
         sample_rate: opts.rate,
+        layout: if opts.seekable {
+            CompactLayout::Seek
+        } else {
+            CompactLayout::Stream
+        },
     };
     let results = asset
         .clips

@@ -411,6 +411,11 @@ enum Command {
         /// Keep only this clip (name or index).
         #[arg(long)]
         clip: Option<String>,
+        /// Lay the keys out for random access (the seekable layout): larger, but a seek reads
+        /// two keys per track instead of decoding from its segment's start; the same keys
+        /// and errors.
+        #[arg(long)]
+        seekable: bool,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -769,6 +774,7 @@ fn main() -> ExitCode {
             cm_per_unit,
             rate,
             clip,
+            seekable,
             json,
         } => compress::run(
             &mut out,
@@ -780,6 +786,7 @@ fn main() -> ExitCode {
                 cm_per_unit,
                 rate,
                 clip,
+                seekable,
             },
             json,
         ),

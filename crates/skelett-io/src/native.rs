@@ -11,8 +11,9 @@
 //!         channel weight each target is full at (none when all are 1: no in-betweens)
 //!   clip: kind u8 (0: keys as built, via skelett::ClipParts; 1: compact, via
 //!         skelett::CompactParts: the bytes Clip::size_bytes counts, plus the clip's name,
-//!         start, duration and events), then its data, then its morph weights (the weight of
-//!         each channel no track moves; tracks: channel, interpolation, times, values)
+//!         start, duration and events; (version 6) 2: compact in the seekable layout, the
+//!         same fields), then its data, then its morph weights (the weight of each channel
+//!         no track moves; tracks: channel, interpolation, times, values)
 //! ```
 //!
 //! Clips are stored as built (reduced keys, timelines, slerp angles) or as compressed, so
@@ -20,16 +21,16 @@
 //! [`skelett::Clip::from_compact_parts`]) instead of rebuilding them. Morph targets and weight
 //! tracks are stored exactly (every bit). Version 1 files (before compact clips: no kind
 //! byte, no unit), version 2 files (before morph targets), version 3 files (before
-//! in-between shapes) and version 4 files (before frame rates) are still read. Every
-//! count is checked against the bytes left before anything is allocated; a truncated,
-//! corrupted (checksum) or newer-version file is refused with the byte offset and what was
-//! expected. The format is versioned: readers refuse versions newer than theirs.
+//! in-between shapes), version 4 files (before frame rates) and version 5 files (before
+//! seekable compact clips) are still read. Every count is checked against the bytes left
+//! before anything is allocated; a truncated, corrupted (checksum) or newer-version file is
+//! refused with the byte offset and what was expected. The format is versioned: readers refuse versions newer than theirs.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use glam::{Mat4, Quat, Vec2, Vec3, Vec3A, Vec4};
-use skelett::compress::CompactTrack;
+use skelett::compress::{CompactLayout, CompactTrack};
 use skelett::{
     Clip, ClipEvent, ClipParts, CompactParts, Interpolation, MeshPrimitive, MorphChannel,
     MorphTarget, RawJoint, RawMorphTrack, RawSkeleton, Skin, SkinnedMesh, Target, TrackPart,
@@ -40,8 +41,8 @@ use crate::{Asset, Error};
 
 /// The file's magic bytes.
 pub const MAGIC: &[u8; 4] = b"SKLT";
-/// The format version this crate writes and the newest it reads (1 to 4 are read too).
-pub const VERSION: u32 = 5;
+/// The format version this crate writes and the newest it reads (1 to 5 are read too).
+pub const VERSION: u32 = 6;
 const HEADER: usize = 4 + 4 + 8 + 4;
 
 /// Writes `asset` as `.skl` bytes.
@@ -138,7 +139,10 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
     w.u32(asset.clips.len() as u32);
     for c in &asset.clips {
         if let Some(p) = c.compact_parts() {
-            w.0.push(1);
+            w.0.push(match p.layout {
+                CompactLayout::Stream => 1,
+                CompactLayout::Seek => 2,
+            });
             write_compact(&mut w, &p);
             write_morph(&mut w, c);
             continue;
@@ -633,11 +637,21 @@ fn read_asset(r: &mut Reader, version: u32) -> Result<Asset, Error> {
         if version >= 2 {
             match r.u8("a clip kind")? {
                 0 => {}
-                1 => {
-                    let clip = read_compact(r, &skeleton)?;
+                kind @ (1 | 2) if kind == 1 || version >= 6 => {
+                    let layout = if kind == 1 {
+                        CompactLayout::Stream
+                    } else {
+                        CompactLayout::Seek
+                    };
+                    let clip = read_compact(r, &skeleton, layout)?;
                     let clip = r.morph_tracks(clip, &skeleton, version)?;
                     clips.push(Arc::new(clip));
                     continue;
+                }
+                _ if version >= 6 => {
+                    return Err(
+                        r.bad("a clip kind 0 (keys), 1 (compact) or 2 (compact, seekable)".into())
+                    )
                 }
                 _ => return Err(r.bad("a clip kind 0 (keys) or 1 (compact)".into())),
             }
@@ -862,7 +876,11 @@ impl Reader<'_> {
 }
 
 /// A compact clip (see [`write_compact`]), checked by [`Clip::from_compact_parts`].
-fn read_compact(r: &mut Reader, skeleton: &skelett::Skeleton) -> Result<Clip, Error> {
+fn read_compact(
+    r: &mut Reader,
+    skeleton: &skelett::Skeleton,
+    layout: CompactLayout,
+) -> Result<Clip, Error> {
     let name = r.str("a clip name")?;
     let start = r.f32("a start time")?;
     let duration = r.f32("a duration")?;
@@ -937,6 +955,7 @@ fn read_compact(r: &mut Reader, skeleton: &skelett::Skeleton) -> Result<Clip, Er
             tracks,
             constants,
             segments: offsets,
+            layout,
             data,
             events,
         },

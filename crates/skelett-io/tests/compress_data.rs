@@ -3,15 +3,18 @@
 //! virtual vertices composed through the hierarchy here in f64, at 32 points per frame
 //! interval of the grid (offset from the compressor's check times) plus random times.
 //! Also: the ratios against ACL on the clips the issue names, `.skl` round trips that sample
-//! bit for bit alike, and cached against uncached sampling of compact clips.
+//! bit for bit alike, cached against uncached sampling of compact clips, and the seekable
+//! layout against the streamed one (the same bits for every clip).
 
 mod common;
 
 use std::path::Path;
 
 use glam::{DMat4, DVec3};
-use skelett::compress::{compress, CompressOptions, CompressReport};
-use skelett::{sample, sample_uncached, Clip, Pose, SamplingCache, Skeleton, Transform};
+use skelett::compress::{compress, CompactLayout, CompressOptions, CompressReport};
+use skelett::{
+    sample, sample_joint, sample_uncached, Clip, Pose, SamplingCache, Skeleton, Transform,
+};
 
 /// Model-space matrices of a pose, composed in f64.
 fn model(skeleton: &Skeleton, pose: &[Transform]) -> Vec<DMat4> {
@@ -126,10 +129,49 @@ fn options(asset: &skelett_io::Asset, cm: Option<f32>, rate: Option<f32>) -> Com
     }
 }
 
+/// `c` in the seekable layout samples the streamed layout's bits at every frame, between
+/// frames and outside the clip, for the whole pose (with and without a cache) and per joint.
+fn seekable_matches(skeleton: &Skeleton, c: &Clip, name: &str) {
+    let seek = c.with_compact_layout(CompactLayout::Seek).unwrap();
+    assert_eq!(seek.compact_layout(), Some(CompactLayout::Seek), "{name}");
+    assert_eq!(seek.counts(), c.counts(), "{name}");
+    let (rate, frames) = c.compact_grid().unwrap();
+    let mut times: Vec<f32> = (0..frames)
+        .flat_map(|f| [0.0, 0.5].map(|d| c.start() + (f as f32 + d) / rate))
+        .collect();
+    times.extend([c.start() - 1.0, c.start() + c.duration(), f32::INFINITY]);
+    let (mut a, mut b) = (Pose::rest(skeleton), Pose::rest(skeleton));
+    let mut cache = SamplingCache::for_clip(&seek);
+    for (i, &t) in times.iter().enumerate() {
+        sample_uncached(c, t, &mut a).unwrap();
+        sample(&seek, t, &mut cache, &mut b).unwrap();
+        let bits = |p: &Pose| {
+            p.iter()
+                .flat_map(|x| {
+                    let (t, r, s) = (x.translation, x.rotation, x.scale);
+                    [t.x, t.y, t.z, r.x, r.y, r.z, r.w, s.x, s.y, s.z]
+                })
+                .map(f32::to_bits)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bits(&a), bits(&b), "{name}: t={t}");
+        if i % 7 == 0 {
+            for j in 0..skeleton.len() {
+                let j = j as u16;
+                assert_eq!(
+                    sample_joint(&seek, j, t),
+                    a[j as usize],
+                    "{name}: t={t} joint {j}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn every_clip_of_the_data_set_stays_within_the_budget() {
     let mut clips = 0;
-    let (mut raw, mut small) = (0usize, 0usize);
+    let (mut raw, mut small, mut seek_bytes) = (0usize, 0usize, 0usize);
     for file in common::animation_files() {
         let asset = skelett_io::load(&file).unwrap_or_else(|e| panic!("{e}"));
         let opts = options(&asset, None, None);
@@ -158,14 +200,23 @@ fn every_clip_of_the_data_set_stays_within_the_budget() {
             );
             assert!(r.max_error_cm <= opts.error_cm, "{name}: report {r:?}");
             assert_eq!(r.compressed_bytes, c.size_bytes(), "{name}");
+            seekable_matches(&asset.skeleton, &c, &name);
             clips += 1;
             raw += r.raw_bytes;
             small += r.compressed_bytes;
+            seek_bytes += c
+                .with_compact_layout(CompactLayout::Seek)
+                .unwrap()
+                .size_bytes();
         }
     }
     assert!(clips >= 60, "{clips} clips");
     let ratio = raw as f64 / small as f64;
-    eprintln!("{clips} clips: {raw} -> {small} bytes, {ratio:.2}:1");
+    eprintln!(
+        "{clips} clips: {raw} -> {small} bytes, {ratio:.2}:1; seekable {seek_bytes} bytes, \
+         {:.2}:1",
+        raw as f64 / seek_bytes as f64
+    );
     assert!(ratio > 10.0, "corpus ratio {ratio:.2}:1");
 }
 
@@ -221,6 +272,13 @@ fn round_trip(file: &Path) {
         .iter()
         .map(|c| std::sync::Arc::new(compress(&asset.skeleton, c, &opts).unwrap().0))
         .collect();
+    // Each clip in the seekable layout too (the file's kind 2).
+    let seekable: Vec<_> = small
+        .clips
+        .iter()
+        .map(|c| std::sync::Arc::new(c.with_compact_layout(CompactLayout::Seek).unwrap()))
+        .collect();
+    small.clips.extend(seekable);
     let bytes = skelett_io::native::to_bytes(&small);
     let back = skelett_io::native::from_bytes(&bytes, Path::new("round.skl")).unwrap();
     assert_eq!(back.meters_per_unit, small.meters_per_unit);
@@ -329,6 +387,53 @@ fn damaged_compact_clips_are_refused_or_harmless() {
                             let t = c.start() + c.duration() * k as f32 / 19.0;
                             let _ = sample(c, t, &mut cache, &mut pose);
                             let _ = sample_uncached(c, t, &mut pose);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        refused > 0 && loaded > 0,
+        "refused {refused}, loaded {loaded}"
+    );
+}
+
+/// The same for a clip in the seekable layout, and a seekable clip's kind in a version 5
+/// file (which had none) is refused.
+#[test]
+fn damaged_seekable_clips_are_refused_or_harmless() {
+    let asset = skelett_io::load(common::data("gltf/RiggedFigure.glb")).unwrap();
+    let opts = options(&asset, None, None);
+    let mut small = asset.clone();
+    let (c, _) = compress(&asset.skeleton, &asset.clips[0], &opts).unwrap();
+    small.clips = vec![std::sync::Arc::new(
+        c.with_compact_layout(CompactLayout::Seek).unwrap(),
+    )];
+    let bytes = skelett_io::native::to_bytes(&small);
+    let mut as_v5 = bytes.clone();
+    as_v5[4..8].copy_from_slice(&5u32.to_le_bytes());
+    let e = skelett_io::native::from_bytes(&as_v5, Path::new("v5.skl")).unwrap_err();
+    assert!(e.to_string().contains("clip kind"), "{e}");
+    let (mut refused, mut loaded) = (0, 0);
+    for i in (20..bytes.len()).step_by(2) {
+        for flip in [0x01u8, 0x10, 0x80, 0xff] {
+            let mut b = bytes.clone();
+            b[i] ^= flip;
+            let crc = crc32fast::hash(&b[20..]);
+            b[16..20].copy_from_slice(&crc.to_le_bytes());
+            match skelett_io::native::from_bytes(&b, Path::new("damaged.skl")) {
+                Err(_) => refused += 1,
+                Ok(a) => {
+                    loaded += 1;
+                    let mut pose = Pose::rest(&a.skeleton);
+                    for c in &a.clips {
+                        let mut cache = SamplingCache::for_clip(c);
+                        for k in 0..20 {
+                            let t = c.start() + c.duration() * k as f32 / 19.0;
+                            let _ = sample(c, t, &mut cache, &mut pose);
+                            let _ = sample_uncached(c, t, &mut pose);
+                            let _ = sample_joint(c, (k % a.skeleton.len()) as u16, t);
                         }
                     }
                 }

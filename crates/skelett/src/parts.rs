@@ -6,7 +6,7 @@
 use glam::{Quat, Vec3A};
 
 use crate::clip::{ChannelCounts, Keys, Storage, Track};
-use crate::compress::{Compact, CompactTrack, MAX_BITS, SEG_LEN};
+use crate::compress::{Compact, CompactLayout, CompactTrack, MAX_BITS, SEG_LEN};
 use crate::transform::SlerpSegment;
 use crate::{Clip, ClipEvent, Error, Interpolation, JointIndex, Target, Transform};
 use glam::Quat as GQuat;
@@ -308,6 +308,8 @@ pub struct CompactParts {
     pub constants: Vec<(JointIndex, Target, [f32; 4])>,
     /// Bit offset of each segment in `data`.
     pub segments: Vec<u32>,
+    /// How `data` lays out each segment's keys.
+    pub layout: CompactLayout,
     /// The bit streams (no padding).
     pub data: Vec<u8>,
     /// Events, sorted by time.
@@ -334,6 +336,7 @@ impl Clip {
                 .map(|&(j, t, v)| (j, t, v.to_array()))
                 .collect(),
             segments: c.segments.to_vec(),
+            layout: c.layout,
             data: c.data[..c.data.len().saturating_sub(8)].to_vec(),
             events: self.events.to_vec(),
         })
@@ -451,9 +454,11 @@ impl Clip {
             data: data.into(),
             constants: Box::new([]),
             keys: Box::new([]),
+            layout: p.layout,
         };
         check_streams(&compact, p.data.len() as u64 * 8).map_err(bad)?;
         let compact = Compact::new(
+            p.layout,
             p.rate,
             p.frames,
             p.last_span,
@@ -513,6 +518,16 @@ fn check_streams(c: &Compact, total_bits: u64) -> Result<(), String> {
             } else {
                 len
             };
+            if c.layout == CompactLayout::Seek {
+                // No prediction; a key's offsets from the base fit the component's bits.
+                let (lanes, n) = crate::clip::compact::stored(h.drop);
+                if h.order2 || (0..n).any(|k| h.widths[k] > tr.bits[lanes[k]]) {
+                    return Err(format!(
+                        "segment {s}, track {i}: seekable header {h:?} for bits {:?}",
+                        tr.bits
+                    ));
+                }
+            }
             if h.order2 && keys < 2 {
                 return Err(format!(
                     "segment {s}, track {i}: order-2 prediction over one key"

@@ -23,6 +23,20 @@
 //! before it (order 2), so the decoder reproduces the encoder's integers exactly, with no
 //! drift. Reading forward, a key costs one 8-byte load, a few shifts and a vector add.
 //!
+//! A second layout, [`CompactLayout::Seek`], keeps the same keys (the same integers at the
+//! same frames, so it samples the same bits) without prediction:
+//!
+//! ```text
+//! data: per segment, per track: flags(2: sparse, 0) | [rotations: as above] | widths(5 per
+//!   stored component) | [mask(len-1)] | base(bits per stored component) | keys x widths
+//! ```
+//!
+//! Each key stores its integers minus the segment's smallest (`base`) in fixed widths, so
+//! key `i` of a segment is read directly at `i x (sum of widths)`: a seek reads the two keys
+//! around its time (the mask's population count below the frame gives their index) instead
+//! of stepping over the segment's keys from its start. It is larger (fixed widths cover the
+//! segment's range, residuals only its steps); the compressor offers it as a level.
+//!
 //! Sampling keeps, per character and track, the two keys around the last time, the next few
 //! keys decoded, and a decoder positioned after them ([`TrackCursor`] in the
 //! [`crate::SamplingCache`]): playing forward only interpolates, and decodes a run of keys
@@ -34,6 +48,19 @@
 use glam::Vec4;
 
 use crate::{JointIndex, Target};
+
+/// How a compact clip lays out each segment's keys (see the module docs): the two layouts
+/// hold the same keys and sample the same values, bit for bit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CompactLayout {
+    /// Prediction residuals: the smallest. Playing forward decodes each key once through
+    /// the cursors of a [`crate::SamplingCache`]; a seek decodes from its segment's start.
+    #[default]
+    Stream,
+    /// Keys in fixed widths from the segment's smallest value: a seek reads the two keys
+    /// around its time directly, with no cache, for some size (see the README's figures).
+    Seek,
+}
 
 /// Frames per segment. Every segment starts with a key of every track, so a seek never
 /// decodes more than a segment of keys.
@@ -150,6 +177,8 @@ pub(crate) struct Compact {
     pub constants: Box<[(JointIndex, Target, Vec4)]>,
     /// Keys stored per track (anchors included).
     pub keys: Box<[u32]>,
+    /// How `data` lays out the keys.
+    pub layout: CompactLayout,
 }
 
 /// Reads `n <= 32` bits at bit `pos`. Never panics: bits past the end read as zeros (the
@@ -255,8 +284,10 @@ impl SegHeader {
 }
 
 impl Compact {
-    /// A compact clip from its parts (`data` padded); counts each track's keys.
+    /// A compact clip from its parts (`data` padded, in `layout`); counts each track's keys.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
+        layout: CompactLayout,
         rate: f32,
         frames: u32,
         last_span: f32,
@@ -274,6 +305,7 @@ impl Compact {
             data: data.into(),
             constants: constants.into(),
             keys: Box::new([]),
+            layout,
         };
         let mut keys = vec![0u32; c.tracks.len()];
         for s in 0..c.segment_count() {
@@ -398,14 +430,20 @@ impl Compact {
         } else {
             (0, len)
         };
-        let order = 1 + u32::from(h.order2);
         let kbits: u32 = track
             .stored_bits(h.drop)
             .iter()
             .map(|&b| u32::from(b))
             .sum();
         let wbits: u32 = h.widths.iter().map(|&b| u32::from(b)).sum();
-        hb + mask_bits + order * kbits + keys.saturating_sub(order) * wbits
+        match self.layout {
+            CompactLayout::Stream => {
+                let order = 1 + u32::from(h.order2);
+                hb + mask_bits + order * kbits + keys.saturating_sub(order) * wbits
+            }
+            // The base, then every key in the widths.
+            CompactLayout::Seek => hb + mask_bits + kbits + keys * wbits,
+        }
     }
 
     /// Where each track's stream starts in segment `s` (`out` gets one entry per track).

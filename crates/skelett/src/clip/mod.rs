@@ -321,6 +321,62 @@ impl Clip {
         matches!(self.storage, Storage::Compact(_))
     }
 
+    /// For a compact clip: the layout of its keys.
+    pub fn compact_layout(&self) -> Option<compact::CompactLayout> {
+        match &self.storage {
+            Storage::Compact(c) => Some(c.layout),
+            Storage::Keyed(_) => None,
+        }
+    }
+
+    /// A compact clip with its keys in `layout` (see [`crate::compress::CompactLayout`]):
+    /// the same keys, sampled to the same bits, in a new clip (its own id, for the
+    /// [`crate::SamplingCache`]s). `None` for a clip with keys, or where the seekable data
+    /// would pass the 2^32 bits a compact clip indexes.
+    ///
+    /// ```
+    /// # use skelett::*;
+    /// # use glam::{Quat, Vec3};
+    /// # let skeleton = RawSkeleton { joints: vec![
+    /// #     RawJoint { name: "hips".into(), parent: None, rest: Transform::IDENTITY },
+    /// #     RawJoint { name: "knee".into(), parent: Some(0),
+    /// #                rest: Transform::new(Vec3::new(0.0, -45.0, 0.0), Quat::IDENTITY, Vec3::ONE) },
+    /// # ], ..Default::default() }.build()?;
+    /// # let times: Vec<f32> = (0..=60).map(|i| i as f32 / 30.0).collect();
+    /// # let swing: Vec<Quat> = times.iter().map(|t| Quat::from_rotation_x((t * 3.0).sin())).collect();
+    /// # let clip = RawClip { name: "swing".into(), start: 0.0, duration: 2.0, channels: vec![RawChannel {
+    /// #     joint: "hips".into(), target: Target::Rotation, interpolation: Interpolation::Linear,
+    /// #     times, values: RawValues::Quat(swing) }] }.build(&skeleton)?;
+    /// use skelett::compress::{compress, CompactLayout, CompressOptions};
+    /// let options = CompressOptions { cm_per_unit: Some(1.0), ..Default::default() };
+    /// let (small, _) = compress(&skeleton, &clip, &options)?;
+    /// let seekable = small.with_compact_layout(CompactLayout::Seek).unwrap();
+    /// let (mut a, mut b) = (Pose::rest(&skeleton), Pose::rest(&skeleton));
+    /// sample_uncached(&small, 1.37, &mut a)?;
+    /// sample_uncached(&seekable, 1.37, &mut b)?;
+    /// assert_eq!(a, b);
+    /// # Ok::<(), skelett::Error>(())
+    /// ```
+    pub fn with_compact_layout(&self, layout: compact::CompactLayout) -> Option<Clip> {
+        let Storage::Compact(c) = &self.storage else {
+            return None;
+        };
+        let c = crate::build::compress::seek::relayout(c, layout)?;
+        let mut clip = Clip::from_compact(
+            self.skeleton,
+            self.name.clone(),
+            self.start,
+            self.duration,
+            self.base.to_vec(),
+            self.static_joints.to_vec(),
+            c,
+            self.events.to_vec(),
+        );
+        clip.morph = self.morph.clone();
+        clip.frame_rate = self.frame_rate;
+        Some(clip)
+    }
+
     /// For a compact clip: its grid's frames per second and number of frames.
     pub fn compact_grid(&self) -> Option<(f32, usize)> {
         match &self.storage {

@@ -317,6 +317,7 @@ pub(super) fn assemble(
         });
     }
     let compact = Compact::new(
+        crate::clip::compact::CompactLayout::Stream,
         p.grid.rate,
         p.grid.frames,
         p.grid.last_span,

@@ -40,12 +40,13 @@ pub(crate) mod encode;
 mod grid;
 mod metric;
 mod morph;
+pub(crate) mod seek;
 mod units;
 
 use std::borrow::Cow;
 
 pub(crate) use crate::clip::compact::Compact;
-pub use crate::clip::compact::{CompactTrack, MAX_BITS, SEG_LEN};
+pub use crate::clip::compact::{CompactLayout, CompactTrack, MAX_BITS, SEG_LEN};
 /// The bit-stream layer, for the parts validation.
 pub use grid::MAX_FRAMES;
 pub use metric::{measure_error, ErrorHistogram, ErrorStats};
@@ -75,6 +76,10 @@ pub struct CompressOptions {
     /// Resample the clip at this rate first (samples at `start + i / rate`), as ACL does when
     /// told a rate; `None`: the clip's own key rate.
     pub sample_rate: Option<f32>,
+    /// How the keys are laid out: [`CompactLayout::Stream`] (the default, the smallest) or
+    /// [`CompactLayout::Seek`] (larger; a random seek reads two keys per track directly).
+    /// Both hold the same keys, so the error report is the same.
+    pub layout: CompactLayout,
 }
 
 impl Default for CompressOptions {
@@ -85,6 +90,7 @@ impl Default for CompressOptions {
             cm_per_unit: None,
             declared_cm_per_unit: None,
             sample_rate: None,
+            layout: CompactLayout::Stream,
         }
     }
 }
@@ -270,6 +276,15 @@ pub fn compress(
     };
     let mut compact = out.clip;
     compact.events = clip.events.clone();
+    if options.layout != CompactLayout::Stream {
+        compact = compact.with_compact_layout(options.layout).ok_or_else(|| {
+            bad(format!(
+                "the {:?} layout needs more than the 2^32 bits a compact clip can index: \
+                 split the clip",
+                options.layout
+            ))
+        })?;
+    }
     let report = CompressReport {
         source_rate: source.rate,
         sample_rate: grid.rate,

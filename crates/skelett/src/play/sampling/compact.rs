@@ -18,15 +18,15 @@ use crate::{JointIndex, Target, Transform};
 /// segment's header.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Key {
-    frame: u32,
-    q: [i32; 4],
-    drop: u8,
-    negative: bool,
+    pub frame: u32,
+    pub q: [i32; 4],
+    pub drop: u8,
+    pub negative: bool,
 }
 
 impl Key {
     #[inline(always)]
-    fn value(&self, track: &CompactTrack) -> Vec4 {
+    pub(crate) fn value(&self, track: &CompactTrack) -> Vec4 {
         track.dequantize(self.q, self.drop, self.negative)
     }
 }
@@ -385,7 +385,7 @@ pub(crate) fn interpolate(a: Vec4, b: Vec4, seg: PairSlerp, u: f32) -> Vec4 {
 
 /// `1 / span` for spans of whole frames (the common case), else the division.
 #[inline(always)]
-fn reciprocal(span: f32) -> f32 {
+pub(super) fn reciprocal(span: f32) -> f32 {
     const R: [f32; SEG_LEN as usize + 1] = {
         let mut r = [0f32; SEG_LEN as usize + 1];
         let mut i = 1;
@@ -548,12 +548,12 @@ fn value(tr: &CompactTrack, cur: &TrackCursor, x: f32) -> Vec4 {
 /// path (`compact_avx.rs` takes the same `max` and `min`).
 #[inline(always)]
 #[allow(clippy::manual_clamp)]
-fn unit_span(dx: f32, inv: f32) -> f32 {
+pub(super) fn unit_span(dx: f32, inv: f32) -> f32 {
     (dx * inv).max(0.0).min(1.0)
 }
 
 #[inline(always)]
-fn write(tr: &CompactTrack, v: Vec4, out: &mut Transform) {
+pub(super) fn write(tr: &CompactTrack, v: Vec4, out: &mut Transform) {
     match tr.target {
         Target::Rotation => {
             // Interpolated keys are near unit length: the SSE estimate refined by a Newton
@@ -721,6 +721,21 @@ impl Compact {
             for s in 0..self.segment_count() {
                 let p = pos[s as usize];
                 pos[s as usize] += self.track_bits(tr, s, p);
+                if self.layout == CompactLayout::Seek {
+                    let seg = super::compact_seek::SeekTrack::open(self, tr, s, p);
+                    let (mut mask, mut frame) = (seg.mask, s * SEG_LEN);
+                    for k in 0..seg.count {
+                        let v = tr.dequantize(
+                            seg.key(&self.data, k).to_array(),
+                            seg.drop,
+                            seg.negative,
+                        );
+                        push(self.frame_time(start, duration, frame), v);
+                        frame = s * SEG_LEN + 1 + mask.trailing_zeros();
+                        mask &= mask.wrapping_sub(1);
+                    }
+                    continue;
+                }
                 let (mut dec, first) = SegDecoder::start(self, tr, s, p);
                 push(
                     self.frame_time(start, duration, first.frame),
@@ -756,13 +771,18 @@ impl Compact {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::compress::encode::{self, Plan, TrackInput};
     use proptest::prelude::*;
 
     /// Encoded tracks as one compact clip (joint i for input i).
-    fn clip_of(inputs: &[TrackInput<'_>], pos: &[f32], frames: u32, last_span: f32) -> Compact {
+    pub(crate) fn clip_of(
+        inputs: &[TrackInput<'_>],
+        pos: &[f32],
+        frames: u32,
+        last_span: f32,
+    ) -> Compact {
         let encoded: Vec<_> = inputs
             .iter()
             .filter_map(|i| match encode::plan(i, pos) {
@@ -779,6 +799,7 @@ mod tests {
             }
         }
         Compact::new(
+            CompactLayout::Stream,
             30.0,
             frames,
             last_span,
@@ -789,7 +810,7 @@ mod tests {
         )
     }
 
-    fn values(target: Target, seed: &[f32], frames: usize) -> Vec<Vec4> {
+    pub(crate) fn values(target: Target, seed: &[f32], frames: usize) -> Vec<Vec4> {
         (0..frames)
             .map(|f| {
                 let t = f as f32 / 30.0;
@@ -807,7 +828,7 @@ mod tests {
             .collect()
     }
 
-    fn get(target: Target, t: &Transform) -> Vec4 {
+    pub(crate) fn get(target: Target, t: &Transform) -> Vec4 {
         match target {
             Target::Rotation => Vec4::from(t.rotation),
             Target::Translation => t.translation.extend(0.0),

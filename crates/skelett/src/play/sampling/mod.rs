@@ -28,10 +28,12 @@
 //! Where the parts live: the cursors, the LINEAR loops and the one place where keyed and
 //! compact clips part ways (`dispatch`) here; STEP and cubic keys and slerp (`keyed.rs`);
 //! the decoder of compact clips (`compact.rs`, the bit format it reads is in
-//! `clip/compact.rs`) and its eight-track interpolation (`compact_avx.rs`).
+//! `clip/compact.rs`) and its eight-track interpolation (`compact_avx.rs`); the seekable
+//! layout's stateless reader (`compact_seek.rs`).
 
 pub(crate) mod compact;
 mod compact_avx;
+pub(crate) mod compact_seek;
 mod keyed;
 mod lanes;
 mod morph;
@@ -40,6 +42,7 @@ pub use morph::sample_morph_weights;
 
 use glam::{Quat, Vec4};
 
+use crate::clip::compact::CompactLayout;
 use crate::clip::{Keys, Storage, Track};
 use crate::error::check_len;
 use crate::{Clip, Error, Transform};
@@ -246,7 +249,10 @@ impl SamplingCache {
             let timelines = match &clip.storage {
                 Storage::Keyed(keys) => keys.timelines.len(),
                 Storage::Compact(c) => {
-                    self.compact.reset(c);
+                    // The seekable layout keeps no state between samples.
+                    if c.layout == CompactLayout::Stream {
+                        self.compact.reset(c);
+                    }
                     0
                 }
             };
@@ -417,6 +423,16 @@ fn dispatch(clip: &Clip, time: f32, search: Search<'_>, pose: &mut [Transform]) 
                 let (k, u) = locate_fresh(keys.track_times(tr), time);
                 keys.eval_track(tr, k as usize, u, time, &mut pose[0]);
             }
+        }
+        (Storage::Compact(c), search) if c.layout == CompactLayout::Seek => {
+            let only = match search {
+                Search::Joint(joint) => Some(joint),
+                _ => {
+                    copy_static(clip, pose);
+                    None
+                }
+            };
+            compact_seek::sample_tracks(c, time - clip.start, only, pose);
         }
         (Storage::Compact(c), Search::Cached(cache)) => {
             copy_static(clip, pose);

@@ -1,0 +1,329 @@
+//! Sampling compact clips in the seekable layout ([`CompactLayout::Seek`], format in
+//! `clip/compact.rs`): stateless, one pass over the sampled segment's tracks. Each track's
+//! header gives where its keys are; the mask's population count below the sampled frame
+//! gives the index of the key at or before it, and the key after it is the next one, or the
+//! next segment's first (that segment's tracks are walked only as far as a track needs).
+//! Two keys read directly, dequantised and interpolated with the functions the streamed
+//! layout's decoder uses (`compact.rs`), so both layouts sample the same bits.
+//!
+//! Input: a [`Compact`] from `build/compress/seek.rs` or a file; output: the tracks' joints of
+//! a pose, as `compact::sample_tracks` writes them.
+//!
+//! [`CompactLayout::Seek`]: crate::compress::CompactLayout::Seek
+
+use glam::IVec4;
+
+use super::compact::{interpolate, pair_slerp, reciprocal, unit_span, write};
+use crate::clip::compact::*;
+use crate::{JointIndex, Target, Transform};
+
+/// One track's stream in one segment of a seekable clip, its header read.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SeekTrack {
+    /// The stream's length in bits.
+    pub bits: u32,
+    /// Keys in the segment (the first at its frame 0).
+    pub count: u32,
+    /// Keyed frames after the first: bit i is frame i + 1 of the segment.
+    pub mask: u32,
+    /// Where key 0 starts.
+    keys_pos: u32,
+    /// The segment's smallest integers, per lane.
+    base: IVec4,
+    /// Bits of one key's offsets from `base`, per lane (0 for a dropped lane).
+    widths: [u32; 4],
+    /// Their sum.
+    key_bits: u32,
+    /// The largest integer per lane (a broken stream stays within the quantisation).
+    hi: IVec4,
+    pub drop: u8,
+    pub negative: bool,
+}
+
+impl SeekTrack {
+    /// Reads `track`'s header in segment `s` at `pos`.
+    #[inline(always)]
+    pub fn open(c: &Compact, track: &CompactTrack, s: u32, pos: u32) -> Self {
+        let rot = track.target == Target::Rotation;
+        let (h, hb) = SegHeader::read(&c.data, pos, rot);
+        let len = c.segment_len(s);
+        let mut p = pos + hb;
+        let mask = if h.sparse {
+            let m = read_bits(&c.data, p, len - 1);
+            p += len - 1;
+            m
+        } else {
+            ((1u64 << (len - 1)) - 1) as u32
+        };
+        let (lanes, n) = stored(h.drop);
+        let mut base = [0i32; 4];
+        let mut widths = [0u32; 4];
+        for k in 0..n {
+            let b = u32::from(track.bits[lanes[k]]);
+            base[lanes[k]] = read_bits(&c.data, p, b) as i32;
+            p += b;
+            widths[lanes[k]] = u32::from(h.widths[k]);
+        }
+        let key_bits = widths.iter().sum::<u32>();
+        let count = 1 + mask.count_ones();
+        Self {
+            bits: p - pos + count * key_bits,
+            count,
+            mask,
+            keys_pos: p,
+            base: IVec4::from_array(base),
+            widths,
+            key_bits,
+            hi: IVec4::from_array(track.bits.map(|b| ((1u64 << b) - 1) as i32)),
+            drop: h.drop,
+            negative: h.negative,
+        }
+    }
+
+    /// The integers of key `k` (in lane order).
+    #[inline(always)]
+    pub fn key(&self, data: &[u8], k: u32) -> IVec4 {
+        let mut pos = self.keys_pos + k * self.key_bits;
+        let mut r = [0i32; 4];
+        if self.key_bits <= 57 {
+            let mut word = load_bits(data, pos);
+            for (r, &w) in r.iter_mut().zip(&self.widths) {
+                *r = (word & ((1u64 << w) - 1)) as i32;
+                word >>= w;
+            }
+        } else {
+            for (r, &w) in r.iter_mut().zip(&self.widths) {
+                *r = read_bits(data, pos, w) as i32;
+                pos += w;
+            }
+        }
+        (self.base + IVec4::from_array(r)).min(self.hi)
+    }
+
+    #[inline(always)]
+    fn value(&self, c: &Compact, track: &CompactTrack, k: u32) -> glam::Vec4 {
+        track.dequantize(self.key(&c.data, k).to_array(), self.drop, self.negative)
+    }
+}
+
+/// Samples every track of a seekable `c` at `t_from_start` into `pose` (whose static joints
+/// the caller set), or with `only_joint` that joint's tracks into `pose[0]`: the values the
+/// streamed layout's decoder gives for the same keys, bit for bit.
+pub(crate) fn sample_tracks(
+    c: &Compact,
+    t_from_start: f32,
+    only_joint: Option<JointIndex>,
+    pose: &mut [Transform],
+) {
+    let segments = c.segment_count();
+    if c.tracks.is_empty() || segments == 0 {
+        return;
+    }
+    let x = c.pos_of(t_from_start);
+    // The frame at or before x (x >= 0, below 2^26 frames: the cast is the floor).
+    let fx = x as u32;
+    let s = (fx / SEG_LEN).min(segments - 1);
+    let first = s * SEG_LEN;
+    let k = (fx - first).min(c.segment_len(s) - 1);
+    // Keyed frames after the first up to k are the mask's bits below k.
+    let below = if k == 0 { 0 } else { u32::MAX >> (32 - k) };
+    let mut pos = c.segments[s as usize];
+    // The next segment's tracks, walked as far as a track needs its first key.
+    let has_next = s + 1 < segments;
+    let mut next_track = 0usize;
+    let mut next_pos = if has_next {
+        c.segments[s as usize + 1]
+    } else {
+        0
+    };
+    for (i, tr) in c.tracks.iter().enumerate() {
+        let here = SeekTrack::open(c, tr, s, pos);
+        pos += here.bits;
+        if only_joint.is_some_and(|j| j != tr.joint) {
+            continue;
+        }
+        let keyed = here.mask & below;
+        let k0 = keyed.count_ones();
+        let f0 = if keyed == 0 {
+            0
+        } else {
+            32 - keyed.leading_zeros()
+        };
+        let later = here.mask >> k;
+        let v0 = here.value(c, tr, k0);
+        // The key after x: later in this segment, or the next segment's first.
+        let after = if later != 0 {
+            Some((first + k + 1 + later.trailing_zeros(), here, k0 + 1))
+        } else if has_next {
+            while next_track < i {
+                next_pos += c.track_bits(&c.tracks[next_track], s + 1, next_pos);
+                next_track += 1;
+            }
+            let there = SeekTrack::open(c, tr, s + 1, next_pos);
+            next_pos += there.bits;
+            next_track = i + 1;
+            Some((first + SEG_LEN, there, 0))
+        } else {
+            None
+        };
+        let v = match after {
+            Some((f1, seg1, k1)) => {
+                let (x0, x1) = (c.frame_pos(first + f0), c.frame_pos(f1));
+                if x1 <= x {
+                    // Only the clip's last frame, at its end: the key holds.
+                    seg1.value(c, tr, k1)
+                } else if tr.step {
+                    v0
+                } else {
+                    // As the streamed layout's decoder computes it, bit for bit.
+                    let v1 = seg1.value(c, tr, k1);
+                    let u = unit_span(x - x0, reciprocal(x1 - x0));
+                    interpolate(v0, v1, pair_slerp(tr, v0, v1), u)
+                }
+            }
+            None => v0,
+        };
+        let slot = if only_joint.is_some() {
+            0
+        } else {
+            tr.joint as usize
+        };
+        write(tr, v, &mut pose[slot]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build::compress::seek::relayout;
+    use crate::clip::compact::CompactLayout;
+    use crate::compress::encode::{self, TrackInput};
+    use crate::play::sampling::compact::tests::{clip_of, get, values};
+    use crate::play::sampling::compact::{sample_tracks_uncached, CompactCache};
+    use glam::Vec4;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// The seekable layout holds the streamed layout's keys: sampled at any time (every
+        /// frame, between frames, before the start, past the end), every track gives the
+        /// streamed decoder's bits, for the whole pose and one joint; converted back to the
+        /// streamed layout, it gives them again; the decoded keys and key counts are equal.
+        #[test]
+        fn seekable_layout_samples_the_streamed_bits(
+            frames in 2usize..150,
+            kinds in proptest::collection::vec((0u8..3, any::<bool>()), 1..12),
+            last_span in prop_oneof![Just(1.0f32), 0.05f32..1.0],
+            seed in proptest::collection::vec(-1.0f32..1.0, 3..9),
+            tol in prop_oneof![1e-5f32..1e-3, 1e-3f32..2e-1],
+            times in proptest::collection::vec(-0.1f32..1.1, 1..40),
+        ) {
+            let tracks: Vec<(Target, bool, Vec<Vec4>)> = kinds
+                .iter()
+                .enumerate()
+                .map(|(i, &(kind, step))| {
+                    let target = [Target::Rotation, Target::Translation, Target::Scale][usize::from(kind)];
+                    (target, step, values(target, &seed[i % seed.len()..], frames))
+                })
+                .collect();
+            let tols = vec![tol; frames];
+            let pos: Vec<f32> = (0..frames)
+                .map(|f| if f + 1 == frames { (frames - 2) as f32 + last_span } else { f as f32 })
+                .collect();
+            let mids: Vec<Vec<Vec4>> = tracks
+                .iter()
+                .map(|(_, _, raw)| {
+                    raw.windows(2).flat_map(|w| encode::SUB_AT.map(|u| w[0] + (w[1] - w[0]) * u)).collect()
+                })
+                .collect();
+            let inputs: Vec<TrackInput<'_>> = tracks
+                .iter()
+                .zip(&mids)
+                .enumerate()
+                .map(|(i, ((target, step, raw), mid))| TrackInput {
+                    joint: i as JointIndex, target: *target, step: *step, raw, raw_sub: mid,
+                    tol: &tols, rest: Vec4::new(100.0, 0.0, 0.0, 1.0),
+                })
+                .collect();
+            let stream = clip_of(&inputs, &pos, frames as u32, last_span);
+            let seek = relayout(&stream, CompactLayout::Seek).unwrap();
+            let back = relayout(&seek, CompactLayout::Stream).unwrap();
+            prop_assert_eq!(seek.layout, CompactLayout::Seek);
+            prop_assert_eq!(back.layout, CompactLayout::Stream);
+            prop_assert_eq!(&seek.keys, &stream.keys);
+            prop_assert_eq!(&back.keys, &stream.keys);
+            prop_assert_eq!(seek.decoded_channels(0.0, 1.0), stream.decoded_channels(0.0, 1.0));
+            let n = tracks.len();
+            let mut want = vec![Transform::IDENTITY; n];
+            let mut got = vec![Transform::IDENTITY; n];
+            let mut again = vec![Transform::IDENTITY; n];
+            let mut cache = CompactCache::default();
+            cache.reset(&back);
+            let rate = stream.rate;
+            let mut at: Vec<f32> = (0..frames).map(|f| pos[f] / rate).collect();
+            at.extend((0..frames).map(|f| (f as f32 + 0.37) / rate));
+            let end = pos[frames - 1] / rate;
+            at.extend(times.iter().map(|u| u * end));
+            at.extend([-1.0, end, end + 1.0, f32::INFINITY]);
+            let bits = |p: &[Transform], j: usize, target: Target| get(target, &p[j]).to_array().map(f32::to_bits);
+            for &t in &at {
+                sample_tracks_uncached(&stream, t, None, &mut want);
+                sample_tracks(&seek, t, None, &mut got);
+                crate::play::sampling::compact::sample_tracks(&back, t, &mut cache, &mut again);
+                for tr in stream.tracks.iter() {
+                    let j = tr.joint as usize;
+                    prop_assert_eq!(bits(&got, j, tr.target), bits(&want, j, tr.target), "t {} track {}", t, j);
+                    prop_assert_eq!(bits(&again, j, tr.target), bits(&want, j, tr.target), "t {} track {} (back)", t, j);
+                    let mut one = [Transform::IDENTITY];
+                    sample_tracks(&seek, t, Some(tr.joint), &mut one);
+                    prop_assert_eq!(bits(&one, 0, tr.target), bits(&want, j, tr.target), "t {} joint {}", t, j);
+                }
+            }
+        }
+    }
+
+    /// A segment of keys 0..len-1 on a single track lays out as the format says: base and
+    /// widths from the segment's range, key `i` at `i` times the key's bits.
+    #[test]
+    fn a_seekable_key_is_read_at_its_index() {
+        let frames = 40;
+        let raw: Vec<Vec4> = (0..frames)
+            .map(|f| Vec4::new(f as f32 * 3.0, 100.0 - f as f32, 7.0, 0.0))
+            .collect();
+        let mids: Vec<Vec4> = raw
+            .windows(2)
+            .flat_map(|w| encode::SUB_AT.map(|u| w[0] + (w[1] - w[0]) * u))
+            .collect();
+        let tols = vec![1e-3f32; frames];
+        let pos: Vec<f32> = (0..frames).map(|f| f as f32).collect();
+        let input = TrackInput {
+            joint: 0,
+            target: Target::Translation,
+            step: true,
+            raw: &raw,
+            raw_sub: &mids,
+            tol: &tols,
+            rest: Vec4::ZERO,
+        };
+        let stream = clip_of(&[input], &pos, frames as u32, 1.0);
+        let seek = relayout(&stream, CompactLayout::Seek).unwrap();
+        let tr = &seek.tracks[0];
+        // STEP keys on a line: every frame is a key (dense), 32 in the first segment.
+        let open = SeekTrack::open(&seek, tr, 0, seek.segments[0]);
+        assert_eq!(open.count, 32);
+        for k in [0u32, 1, 17, 31] {
+            let v = tr.dequantize(open.key(&seek.data, k).to_array(), 3, false);
+            assert!(
+                (v - raw[k as usize]).abs().max_element() < 2e-3,
+                "key {k}: {v}"
+            );
+        }
+        // The stream is exactly header, base and 32 keys of the widths.
+        let widths: u32 = open.widths.iter().sum();
+        let (_, hb) = SegHeader::read(&seek.data, seek.segments[0], false);
+        let base: u32 = tr.bits.iter().map(|&b| u32::from(b)).sum();
+        assert_eq!(open.bits, hb + base + 32 * widths);
+        assert_eq!(seek.segments[1], open.bits);
+    }
+}
