@@ -1,4 +1,5 @@
-//! Sampling compact clips beside the same clips with keys (criterion), on real clips from
+//! Sampling compact clips, in the streamed (`compact/`) and seekable (`seekable/`) layouts,
+//! beside the same clips with keys (`keys/`; criterion), on real clips from
 //! `../shared/data`, compressed at 0.01 cm (ACL's default metric).
 //!
 //! Throughput is the skeleton's joint count, so ns/joint = 1000 / (Melem/s). Workloads:
@@ -28,7 +29,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use skelett::compress::{compress, CompressOptions};
+use skelett::compress::{compress, CompactLayout, CompressOptions};
 use skelett::{sample, Clip, Pose, SamplingCache};
 
 /// (label, file, clip, centimetres per unit: the for the CMU clips, else the file's).
@@ -138,10 +139,18 @@ fn bench_compact(c: &mut Criterion) {
             raw.size_bytes(),
             small.size_bytes()
         );
-        let small = Arc::new(small);
+        let seekable = small
+            .with_compact_layout(CompactLayout::Seek)
+            .expect("a compact clip");
+        eprintln!(
+            "{label}: seekable layout {:.2}:1, {} bytes",
+            report.raw_bytes as f64 / seekable.size_bytes() as f64,
+            seekable.size_bytes()
+        );
+        let (small, seekable) = (Arc::new(small), Arc::new(seekable));
         let mut group = c.benchmark_group(label);
         group.throughput(Throughput::Elements(skeleton.len() as u64));
-        for (kind, clip) in [("keys", &raw), ("compact", &small)] {
+        for (kind, clip) in [("keys", &raw), ("compact", &small), ("seekable", &seekable)] {
             let mut pose = Pose::rest(skeleton);
             let mut cache = SamplingCache::for_clip(clip);
             // 60 Hz, and a low update rate (or fast playback): 8 frames per sample at 120 fps.

@@ -315,22 +315,25 @@ impl PairSlerp {
 /// `atan2`.
 #[inline(always)]
 fn acos_0_1(d: f32) -> f32 {
-    const A: [f32; 8] = [
-        std::f32::consts::FRAC_PI_2,
-        -0.214_598_8,
-        0.088_978_99,
-        -0.050_174_305,
-        0.030_891_88,
-        -0.017_088_126,
-        0.006_670_09,
-        -0.001_262_491_1,
-    ];
+    const A: [f32; 8] = ACOS_COEF;
     let mut p = A[7];
     for &a in A[..7].iter().rev() {
         p = p * d + a;
     }
     (1.0 - d).max(0.0).sqrt() * p
 }
+
+/// [`acos_0_1`]'s coefficients (`compact_seek_avx.rs` evaluates it on eight lanes).
+pub(super) const ACOS_COEF: [f32; 8] = [
+    std::f32::consts::FRAC_PI_2,
+    -0.214_598_8,
+    0.088_978_99,
+    -0.050_174_305,
+    0.030_891_88,
+    -0.017_088_126,
+    0.006_670_09,
+    -0.001_262_491_1,
+];
 
 /// `sin(x)` for `x` in `[0, pi]`, from the `[0, pi/2]` polynomial by symmetry.
 #[inline(always)]

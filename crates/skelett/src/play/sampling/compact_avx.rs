@@ -244,7 +244,7 @@ unsafe fn load(r: &[f32; LANES]) -> __m256 {
 
 /// `compact::sin_0_pi` on eight lanes: `x` folded into `[0, pi/2]`, then the polynomial.
 #[inline(always)]
-unsafe fn sin_0_pi8(x: __m256) -> __m256 {
+pub(super) unsafe fn sin_0_pi8(x: __m256) -> __m256 {
     let past = _mm256_cmp_ps::<_CMP_GT_OQ>(x, _mm256_set1_ps(std::f32::consts::FRAC_PI_2));
     let folded = _mm256_sub_ps(_mm256_set1_ps(std::f32::consts::PI), x);
     sin8(_mm256_blendv_ps(x, folded, past))
@@ -253,7 +253,7 @@ unsafe fn sin_0_pi8(x: __m256) -> __m256 {
 /// `compact::write`'s rotation on eight lanes: `v * inv_sqrt(|v|²)` where `|v|²` is a
 /// positive normal float, else the identity.
 #[inline(always)]
-unsafe fn normalize8(v: [__m256; 4]) -> [__m256; 4] {
+pub(super) unsafe fn normalize8(v: [__m256; 4]) -> [__m256; 4] {
     let l = _mm256_add_ps(
         _mm256_add_ps(_mm256_mul_ps(v[0], v[0]), _mm256_mul_ps(v[2], v[2])),
         _mm256_add_ps(_mm256_mul_ps(v[1], v[1]), _mm256_mul_ps(v[3], v[3])),

@@ -11,7 +11,7 @@
 //!
 //! [`CompactLayout::Seek`]: crate::compress::CompactLayout::Seek
 
-use glam::IVec4;
+use glam::{IVec4, Vec4};
 
 use super::compact::{interpolate, pair_slerp, reciprocal, unit_span, write};
 use crate::clip::compact::*;
@@ -99,21 +99,134 @@ impl SeekTrack {
         }
         (self.base + IVec4::from_array(r)).min(self.hi)
     }
+}
 
-    #[inline(always)]
-    fn value(&self, c: &Compact, track: &CompactTrack, k: u32) -> glam::Vec4 {
-        track.dequantize(self.key(&c.data, k).to_array(), self.drop, self.negative)
+/// Tracks located, up to [`BATCH`], as integers (the first phase of [`sample_tracks`]), in
+/// rows of lanes so that the AVX phase (`compact_seek_avx.rs`) loads them as vectors.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(32))]
+pub(super) struct Located {
+    /// The keys' integers, per component (lane order x, y, z, w).
+    pub q0: [[i32; BATCH]; 4],
+    pub q1: [[i32; BATCH]; 4],
+    /// Each key's dropped component (0..=3, 4: none; 3 for vectors), as a float.
+    pub drop0: [f32; BATCH],
+    pub drop1: [f32; BATCH],
+    /// The dropped component's sign: -0.0 where negative, else 0.0 (its bit).
+    pub sign0: [f32; BATCH],
+    pub sign1: [f32; BATCH],
+    /// The keys' frame positions.
+    pub x0: [f32; BATCH],
+    pub x1: [f32; BATCH],
+    /// 0: interpolate; 1: key 0 holds; 2: key 1 holds.
+    pub hold: [f32; BATCH],
+    pub track: [u32; BATCH],
+}
+
+impl Default for Located {
+    fn default() -> Self {
+        Located {
+            q0: [[0; BATCH]; 4],
+            q1: [[0; BATCH]; 4],
+            drop0: [3.0; BATCH],
+            drop1: [3.0; BATCH],
+            sign0: [0.0; BATCH],
+            sign1: [0.0; BATCH],
+            x0: [0.0; BATCH],
+            x1: [1.0; BATCH],
+            hold: [1.0; BATCH],
+            track: [0; BATCH],
+        }
     }
 }
 
+impl Located {
+    #[inline(always)]
+    fn set_key(&mut self, lane: usize, first: bool, q: IVec4, drop: u8, negative: bool) {
+        let (rows, d, sign) = if first {
+            (&mut self.q0, &mut self.drop0, &mut self.sign0)
+        } else {
+            (&mut self.q1, &mut self.drop1, &mut self.sign1)
+        };
+        for (c, row) in rows.iter_mut().enumerate() {
+            row[lane] = q[c];
+        }
+        d[lane] = f32::from(drop);
+        sign[lane] = if negative { -0.0 } else { 0.0 };
+    }
+
+    /// Lane `lane`'s key (`first` or the second) dequantised.
+    #[inline(always)]
+    fn value(&self, lane: usize, first: bool, tr: &CompactTrack) -> Vec4 {
+        let (rows, d, sign) = if first {
+            (&self.q0, &self.drop0, &self.sign0)
+        } else {
+            (&self.q1, &self.drop1, &self.sign1)
+        };
+        let q = std::array::from_fn(|c| rows[c][lane]);
+        tr.dequantize(q, d[lane] as u8, sign[lane].is_sign_negative())
+    }
+}
+
+/// Tracks located before any is dequantised: each track's chain (dequantisation with a
+/// square root, the pair's interpolation, the normalisation) is long, and with the bit
+/// reading of the next track in between, the processor overlapped little of one track with
+/// the next. Eight: one AVX vector per row.
+pub(super) const BATCH: usize = 8;
+
 /// Samples every track of a seekable `c` at `t_from_start` into `pose` (whose static joints
 /// the caller set), or with `only_joint` that joint's tracks into `pose[0]`: the values the
-/// streamed layout's decoder gives for the same keys, bit for bit.
+/// streamed layout's decoder gives for the same keys, bit for bit. Tracks are located in
+/// batches of eight, then dequantised and interpolated, eight lanes at a time where the CPU
+/// has AVX (`compact_seek_avx.rs`, the same operations in the same order).
 pub(crate) fn sample_tracks(
     c: &Compact,
     t_from_start: f32,
     only_joint: Option<JointIndex>,
     pose: &mut [Transform],
+) {
+    #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+    if only_joint.is_none()
+        && std::arch::is_x86_feature_detected!("avx")
+        && std::arch::is_x86_feature_detected!("popcnt")
+    {
+        // SAFETY: AVX and POPCNT were just detected; `pose` holds every joint a track of
+        // `c` animates (checked by the public functions).
+        unsafe { sample_tracks_avx(c, t_from_start, pose) };
+        return;
+    }
+    let one = only_joint.is_some();
+    locate(c, t_from_start, only_joint, |at, n, x| {
+        finish(c, at, n, x, one, pose)
+    });
+}
+
+/// [`sample_tracks`] with the second phase on eight lanes, and the first compiled with the
+/// POPCNT instruction (the masks' population counts; the baseline build counts bits with a
+/// dozen instructions).
+///
+/// # Safety
+/// The CPU must support AVX and POPCNT; `pose` must hold every joint a track of `c`
+/// animates.
+#[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+#[target_feature(enable = "avx,popcnt")]
+unsafe fn sample_tracks_avx(c: &Compact, t_from_start: f32, pose: &mut [Transform]) {
+    locate(c, t_from_start, None, |at, n, x| {
+        // SAFETY: AVX is there (the caller's contract); `at` holds `n` tracks of `c`,
+        // located at `x`; `pose` holds their joints. The tests compare this path with the
+        // one-lane path bit for bit.
+        unsafe { super::compact_seek_avx::finish(c, at, n, x, pose) }
+    });
+}
+
+/// The first phase: locates every track's (or `only_joint`'s tracks') keys around
+/// `t_from_start`, calling `finish` with each batch, its length and the frame position.
+#[inline(always)]
+fn locate(
+    c: &Compact,
+    t_from_start: f32,
+    only_joint: Option<JointIndex>,
+    mut finish: impl FnMut(&Located, usize, f32),
 ) {
     let segments = c.segment_count();
     if c.tracks.is_empty() || segments == 0 {
@@ -136,6 +249,8 @@ pub(crate) fn sample_tracks(
     } else {
         0
     };
+    let mut at = Located::default();
+    let mut n = 0;
     for (i, tr) in c.tracks.iter().enumerate() {
         let here = SeekTrack::open(c, tr, s, pos);
         pos += here.bits;
@@ -150,7 +265,8 @@ pub(crate) fn sample_tracks(
             32 - keyed.leading_zeros()
         };
         let later = here.mask >> k;
-        let v0 = here.value(c, tr, k0);
+        at.track[n] = i as u32;
+        at.set_key(n, true, here.key(&c.data, k0), here.drop, here.negative);
         // The key after x: later in this segment, or the next segment's first.
         let after = if later != 0 {
             Some((first + k + 1 + later.trailing_zeros(), here, k0 + 1))
@@ -166,28 +282,53 @@ pub(crate) fn sample_tracks(
         } else {
             None
         };
-        let v = match after {
+        match after {
             Some((f1, seg1, k1)) => {
+                at.set_key(n, false, seg1.key(&c.data, k1), seg1.drop, seg1.negative);
                 let (x0, x1) = (c.frame_pos(first + f0), c.frame_pos(f1));
-                if x1 <= x {
-                    // Only the clip's last frame, at its end: the key holds.
-                    seg1.value(c, tr, k1)
+                at.x0[n] = x0;
+                at.x1[n] = x1;
+                // At the clip's end its last key holds; a STEP track holds its key.
+                at.hold[n] = if x1 <= x {
+                    2.0
                 } else if tr.step {
-                    v0
+                    1.0
                 } else {
-                    // As the streamed layout's decoder computes it, bit for bit.
-                    let v1 = seg1.value(c, tr, k1);
-                    let u = unit_span(x - x0, reciprocal(x1 - x0));
-                    interpolate(v0, v1, pair_slerp(tr, v0, v1), u)
-                }
+                    0.0
+                };
             }
-            None => v0,
-        };
-        let slot = if only_joint.is_some() {
-            0
+            None => at.hold[n] = 1.0,
+        }
+        n += 1;
+        if n == BATCH {
+            finish(&at, n, x);
+            n = 0;
+        }
+    }
+    if n > 0 {
+        finish(&at, n, x);
+    }
+}
+
+/// The second phase, one lane at a time: dequantises and interpolates the first `n` located
+/// tracks into `pose` (into `pose[0]` with `one`).
+#[inline(always)]
+fn finish(c: &Compact, at: &Located, n: usize, x: f32, one: bool, pose: &mut [Transform]) {
+    for lane in 0..n {
+        let tr = &c.tracks[at.track[lane] as usize];
+        let v = if at.hold[lane] == 2.0 {
+            at.value(lane, false, tr)
+        } else if at.hold[lane] == 1.0 {
+            at.value(lane, true, tr)
         } else {
-            tr.joint as usize
+            // As the streamed layout's decoder computes it, bit for bit.
+            let v0 = at.value(lane, true, tr);
+            let v1 = at.value(lane, false, tr);
+            let (x0, x1) = (at.x0[lane], at.x1[lane]);
+            let u = unit_span(x - x0, reciprocal(x1 - x0));
+            interpolate(v0, v1, pair_slerp(tr, v0, v1), u)
         };
+        let slot = if one { 0 } else { tr.joint as usize };
         write(tr, v, &mut pose[slot]);
     }
 }
@@ -281,6 +422,74 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The AVX phase gives the one-lane phase's bits for any located lanes: random
+    /// integers (rotations three or four components, keys of any sign, so pairs more than
+    /// 90 degrees apart), dropped components and signs, STEP and LINEAR tracks with every
+    /// nlerp threshold, held keys, positions inside and outside the pair.
+    #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+    #[test]
+    fn avx_lanes_give_the_one_lane_bits() {
+        use crate::compress::CompactTrack;
+        use crate::play::sampling::compact::NLERP_DOTS;
+        if !std::arch::is_x86_feature_detected!("avx") {
+            return;
+        }
+        proptest!(ProptestConfig::with_cases(512), |(
+            lanes in proptest::collection::vec(
+                (0u8..3, any::<bool>(), 0usize..4, 0u8..5, 0u8..5, any::<[bool; 2]>(),
+                 any::<[u16; 8]>(), 0u8..3, 0u8..4),
+                1..=BATCH,
+            ),
+            x in -1.0f32..40.0,
+        )| {
+            let tracks: Vec<CompactTrack> = lanes
+                .iter()
+                .enumerate()
+                .map(|(i, &(target, step, nlerp, ..))| CompactTrack {
+                    joint: i as JointIndex,
+                    target: [Target::Translation, Target::Rotation, Target::Scale][usize::from(target)],
+                    step,
+                    bits: [12; 4],
+                    min: [-1.0; 4],
+                    scale: [2.0 / 4095.0; 4],
+                    nlerp_dot: NLERP_DOTS[nlerp],
+                })
+                .collect();
+            let c = Compact {
+                rate: 30.0,
+                frames: 2,
+                last_span: 1.0,
+                tracks: tracks.clone().into(),
+                segments: Box::new([]),
+                data: Box::new([]),
+                constants: Box::new([]),
+                keys: Box::new([]),
+                layout: CompactLayout::Seek,
+            };
+            let mut at = Located::default();
+            for (lane, &(_, _, _, d0, d1, neg, q, hold, span)) in lanes.iter().enumerate() {
+                let (d0, d1) = if tracks[lane].target == Target::Rotation { (d0, d1) } else { (3, 3) };
+                let q = q.map(|v| i32::from(v % 4096));
+                at.set_key(lane, true, IVec4::new(q[0], q[1], q[2], q[3]), d0, neg[0]);
+                at.set_key(lane, false, IVec4::new(q[4], q[5], q[6], q[7]), d1, neg[1]);
+                at.track[lane] = lane as u32;
+                at.x0[lane] = 10.0;
+                at.x1[lane] = 10.0 + [1.0, 2.0, 0.37, 31.0][usize::from(span)];
+                at.hold[lane] = f32::from(hold);
+            }
+            let n = lanes.len();
+            let mut one = vec![Transform::IDENTITY; n];
+            let mut eight = vec![Transform::IDENTITY; n];
+            finish(&c, &at, n, x, false, &mut one);
+            // SAFETY: AVX detected above; the lanes hold tracks of `c`; the pose has their joints.
+            unsafe { crate::play::sampling::compact_seek_avx::finish(&c, &at, n, x, &mut eight) };
+            for (j, tr) in tracks.iter().enumerate() {
+                let bits = |p: &[Transform]| get(tr.target, &p[j]).to_array().map(f32::to_bits);
+                prop_assert_eq!(bits(&eight), bits(&one), "lane {}: {:?}", j, tr);
+            }
+        });
     }
 
     /// A segment of keys 0..len-1 on a single track lays out as the format says: base and

@@ -34,6 +34,7 @@
 pub(crate) mod compact;
 mod compact_avx;
 pub(crate) mod compact_seek;
+mod compact_seek_avx;
 mod keyed;
 mod lanes;
 mod morph;

@@ -270,6 +270,7 @@ pub(super) unsafe fn dual_block<const K: usize>(
         let sign = _mm256_set1_ps(-0.0);
         // A plain range over the constant `K`, unrolled: an iterator chain (`take`, `skip`)
         // here was left as calls, the loop not unrolled and the sums kept on the stack.
+        #[allow(clippy::needless_range_loop)]
         for i in 1..K {
             let qi = load_transposed::<K>(d, joints, i);
             let wi = if i + 1 < K { ws[i] } else { last };
