@@ -64,6 +64,13 @@ awk '/^Frames:/{print "Frames: 100"; next} {print} /^Frame Time/{n=NR} n && NR>n
 cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
   compress "$tmp/01_01_100.bvh" "$here/corpus/native_import/01_01_100_compact.skl" \
   --cm-per-unit 6.822 >/dev/null
+# The same two in the seekable layout (version 6, clip kind 2).
+cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
+  compress "$tmp/01_01_100.bvh" "$here/corpus/native_import/01_01_100_seekable.skl" \
+  --cm-per-unit 6.822 --seekable >/dev/null
+cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
+  compress "$data/gltf/RiggedFigure.glb" "$here/corpus/native_import/RiggedFigure_seekable.skl" \
+  --seekable >/dev/null
 rm -rf "$tmp"
 # RAM + NUL + RAA pairs written by the CLI, in the article's layout and the counted one, and
 # the article's layout without its headings.

@@ -252,14 +252,17 @@ impl Asset {
     /// Compresses every clip within `error_cm` (ACL's error: how far a virtual vertex
     /// `shell_cm` from its joint may move), returning the compressed asset and one report
     /// dict per clip (sizes, ratio, maximum and 99th-percentile error, unit, time). The
-    /// unit: `cm_per_unit` if given, else the file's declared unit, else detected.
-    #[pyo3(signature = (error_cm = 0.01, shell_cm = 3.0, cm_per_unit = None))]
+    /// unit: `cm_per_unit` if given, else the file's declared unit, else detected. With
+    /// `seekable`, the keys are laid out for random access (the same keys and errors, larger;
+    /// see the README).
+    #[pyo3(signature = (error_cm = 0.01, shell_cm = 3.0, cm_per_unit = None, seekable = false))]
     fn compress<'py>(
         &self,
         py: Python<'py>,
         error_cm: f32,
         shell_cm: f32,
         cm_per_unit: Option<f32>,
+        seekable: bool,
     ) -> PyResult<(Asset, Vec<Bound<'py, PyDict>>)> {
         for (what, v) in [("error_cm", error_cm), ("shell_cm", shell_cm)] {
             if !(v.is_finite() && v > 0.0) {
@@ -279,6 +282,11 @@ impl Asset {
             shell_cm,
             cm_per_unit,
             declared_cm_per_unit: a.model_cm_per_unit(),
+            layout: if seekable {
+                skelett::compress::CompactLayout::Seek
+            } else {
+                skelett::compress::CompactLayout::Stream
+            },
             ..Default::default()
         };
         let pool = crate::pool()?;

@@ -294,6 +294,14 @@ def test_convert_and_compress(tmp_path):
     assert sum(c.size_bytes for c in compressed.clips) < sum(c.size_bytes for c in fox.clips)
     with pytest.raises(ValueError):
         fox.compress(error_cm=-1.0)
+    # The seekable layout: the same errors and samples, somewhat larger.
+    seekable, seek_reports = fox.compress(error_cm=0.01, seekable=True)
+    for r, s in zip(reports, seek_reports):
+        assert s["max_error_cm"] == r["max_error_cm"]
+        assert r["compressed_bytes"] <= s["compressed_bytes"] < 2 * r["compressed_bytes"]
+    for a, b in zip(compressed.clips, seekable.clips):
+        times = [a.start, a.start + 0.37, a.start + a.duration]
+        assert (a.sample_local(times) == b.sample_local(times)).all()
 
 
 def test_a_process_forked_after_a_batch_call_samples_too():
