@@ -41,7 +41,8 @@ use crate::{Asset, Error};
 
 /// The file's magic bytes.
 pub const MAGIC: &[u8; 4] = b"SKLT";
-/// The format version this crate writes and the newest it reads (1 to 5 are read too).
+/// The newest format version this crate reads (1 to 5 are read too) and writes: files with a
+/// seekable compact clip are version 6, the others version 5 (which they need).
 pub const VERSION: u32 = 6;
 const HEADER: usize = 4 + 4 + 8 + 4;
 
@@ -192,7 +193,13 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
     let payload = w.0;
     let mut out = Vec::with_capacity(HEADER + payload.len());
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&VERSION.to_le_bytes());
+    // Version 6 only adds the seekable clip kind: without one, version 5 readers read the file.
+    let seekable = asset
+        .clips
+        .iter()
+        .any(|c| c.compact_layout() == Some(CompactLayout::Seek));
+    let version = if seekable { VERSION } else { 5 };
+    out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     out.extend_from_slice(&payload);

@@ -37,7 +37,7 @@
 //! of stepping over the segment's keys from its start. It is larger (fixed widths cover the
 //! segment's range, residuals only its steps); the compressor offers it as a level.
 //!
-//! Sampling keeps, per character and track, the two keys around the last time, the next few
+//! Sampling the streamed layout keeps, per character and track, the two keys around the last time, the next few
 //! keys decoded, and a decoder positioned after them ([`TrackCursor`] in the
 //! [`crate::SamplingCache`]): playing forward only interpolates, and decodes a run of keys
 //! when time has passed those it holds. A seek (backward, or more than

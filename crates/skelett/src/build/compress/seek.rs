@@ -86,6 +86,10 @@ fn seek_from_stream(c: &Compact) -> Option<(Vec<u32>, Bits)> {
     };
     decode_stream(c, begin, |s, i, seg| {
         let mut bits = bits.borrow_mut();
+        // Past what a compact clip indexes: stop writing (the result is refused below).
+        if bits.len > u64::from(u32::MAX) - 64 {
+            return;
+        }
         let tr = &c.tracks[i];
         let rot = tr.target == Target::Rotation;
         let (lanes, n) = stored(seg.header.drop);

@@ -381,7 +381,8 @@ enum Search<'a> {
 }
 
 /// The one place sampling parts ways by how the clip stores its keys: keyed tracks run the
-/// grouped loops below, compact tracks the decoder in `compact.rs`. `time` is not NaN; `pose`
+/// grouped loops below, compact tracks the decoder in `compact.rs` (streamed layout) or the
+/// stateless reader in `compact_seek.rs` (seekable layout). `time` is not NaN; `pose`
 /// is long enough (one entry for [`Search::Joint`]).
 #[inline(always)]
 fn dispatch(clip: &Clip, time: f32, search: Search<'_>, pose: &mut [Transform]) {
