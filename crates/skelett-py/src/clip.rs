@@ -202,6 +202,34 @@ impl Clip {
         self.inner.is_compact()
     }
 
+    /// A compressed clip's key layout: `"stream"` (the default, smallest) or `"seek"` (random
+    /// access); `None` for a clip with keys.
+    #[getter]
+    fn compact_layout(&self) -> Option<&'static str> {
+        self.inner.compact_layout().map(|l| match l {
+            skelett::compress::CompactLayout::Stream => "stream",
+            skelett::compress::CompactLayout::Seek => "seek",
+        })
+    }
+
+    /// A compressed clip with its keys in `layout` (`"stream"` or `"seek"`): the same keys,
+    /// sampled to the same values. `ValueError` for a clip with keys or another layout name.
+    fn with_compact_layout(&self, layout: &str) -> PyResult<Clip> {
+        let layout = match layout {
+            "stream" => skelett::compress::CompactLayout::Stream,
+            "seek" => skelett::compress::CompactLayout::Seek,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "layout {other:?}: \"stream\" or \"seek\""
+                )))
+            }
+        };
+        let c = self.inner.with_compact_layout(layout).ok_or_else(|| {
+            PyValueError::new_err("not a compressed clip (or too large for the layout)")
+        })?;
+        Ok(Clip::new(Arc::new(c), self.skeleton.clone()))
+    }
+
     /// Bytes the clip's keys take in memory.
     #[getter]
     fn size_bytes(&self) -> usize {

@@ -302,6 +302,15 @@ def test_convert_and_compress(tmp_path):
     for a, b in zip(compressed.clips, seekable.clips):
         times = [a.start, a.start + 0.37, a.start + a.duration]
         assert (a.sample_local(times) == b.sample_local(times)).all()
+        assert (a.compact_layout, b.compact_layout) == ("stream", "seek")
+        converted = a.with_compact_layout("seek")
+        assert converted.size_bytes == b.size_bytes
+        assert (converted.sample_local(times) == b.sample_local(times)).all()
+    assert fox.clips[0].compact_layout is None
+    with pytest.raises(ValueError):
+        fox.clips[0].with_compact_layout("seek")
+    with pytest.raises(ValueError):
+        compressed.clips[0].with_compact_layout("random")
 
 
 def test_a_process_forked_after_a_batch_call_samples_too():

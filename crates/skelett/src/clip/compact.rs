@@ -35,7 +35,7 @@
 //! key `i` of a segment is read directly at `i x (sum of widths)`: a seek reads the two keys
 //! around its time (the mask's population count below the frame gives their index) instead
 //! of stepping over the segment's keys from its start. It is larger (fixed widths cover the
-//! segment's range, residuals only its steps); the compressor offers it as a level.
+//! segment's range, residuals only its steps); `CompressOptions::layout` chooses it.
 //!
 //! Sampling the streamed layout keeps, per character and track, the two keys around the last time, the next few
 //! keys decoded, and a decoder positioned after them ([`TrackCursor`] in the
@@ -49,8 +49,10 @@ use glam::Vec4;
 
 use crate::{JointIndex, Target};
 
-/// How a compact clip lays out each segment's keys (see the module docs): the two layouts
-/// hold the same keys and sample the same values, bit for bit.
+/// How a compact clip lays out each segment's keys. The two layouts hold the same keys (the
+/// same integers at the same frames) and sample the same values, bit for bit, so the
+/// compressor's error report holds for both; the README's "Compressing clips" gives sizes
+/// and timings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum CompactLayout {
     /// Prediction residuals: the smallest. Playing forward decodes each key once through
@@ -58,7 +60,9 @@ pub enum CompactLayout {
     #[default]
     Stream,
     /// Keys in fixed widths from the segment's smallest value: a seek reads the two keys
-    /// around its time directly, with no cache, for some size (see the README's figures).
+    /// around its time directly, keeping no state per character, and forward playback costs
+    /// what a seek does (on dense motion capture less than the streamed layout's, on sparse
+    /// clips about twice). About 15% larger over `../shared/data` (14.7:1 against 16.9:1).
     Seek,
 }
 

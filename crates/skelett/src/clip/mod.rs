@@ -331,8 +331,8 @@ impl Clip {
 
     /// A compact clip with its keys in `layout` (see [`crate::compress::CompactLayout`]):
     /// the same keys, sampled to the same bits, in a new clip (its own id, for the
-    /// [`crate::SamplingCache`]s). `None` for a clip with keys, or where the seekable data
-    /// would pass the 2^32 bits a compact clip indexes.
+    /// [`crate::SamplingCache`]s); [`Clip::size_bytes`] gives its size. `None` for a clip
+    /// with keys, or where the seekable data would pass the 2^32 bits a compact clip indexes.
     ///
     /// ```
     /// # use skelett::*;
