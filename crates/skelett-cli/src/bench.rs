@@ -6,7 +6,9 @@
 //! clock's resolution not to matter.
 //!
 //! - forward: the clip played at 60 Hz from start to end, through a warm sampling cache;
-//! - seek: pseudo-random times over the clip (every sample a jump);
+//! - seek: pseudo-random times over the clip (every sample a jump); a compressed clip is
+//!   measured in both layouts (the file's and the other, converted), with their sizes, so
+//!   that the trade-off shows on the user's own data;
 //! - local-to-model: the whole skeleton from a sampled pose;
 //! - palette: skin 0's matrices (model x inverse bind);
 //! - blend: two and three sampled poses blended with equal weights;
@@ -23,6 +25,7 @@ use std::time::Instant;
 
 use glam::{Mat4, Vec3};
 use serde::Serialize;
+use skelett::compress::CompactLayout;
 use skelett::skin::{skin, SkinOutput, SkinPalette, SkinningMesh, SkinningMethod};
 use skelett::{
     blend, local_to_model, sample, skinning_palette, BlendInput, Clip, Pose, SamplingCache,
@@ -36,6 +39,10 @@ use crate::Result;
 #[derive(Serialize)]
 struct Row {
     clip: String,
+    /// "keys", "compact" (the streamed layout) or "compact, seekable".
+    storage: &'static str,
+    /// What the clip's keys take ([`Clip::size_bytes`]).
+    bytes: usize,
     joints: usize,
     animated_channels: usize,
     forward_ns_per_joint: f64,
@@ -180,7 +187,27 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
     let mut pose = Pose::rest(skeleton);
     let mut model = vec![Mat4::IDENTITY; n];
     let mut rows = Vec::new();
+    // Compressed clips in both layouts: the file's, then the other one converted.
+    let mut measured: Vec<(std::sync::Arc<Clip>, &'static str)> = Vec::new();
     for clip in &asset.clips {
+        let storage = |c: &Clip| match c.compact_layout() {
+            None => "keys",
+            Some(CompactLayout::Stream) => "compact",
+            Some(CompactLayout::Seek) => "compact, seekable",
+        };
+        measured.push((clip.clone(), storage(clip)));
+        let other = match clip.compact_layout() {
+            Some(CompactLayout::Stream) => clip.with_compact_layout(CompactLayout::Seek),
+            Some(CompactLayout::Seek) => clip.with_compact_layout(CompactLayout::Stream),
+            None => None,
+        };
+        if let Some(o) = other {
+            let s = storage(&o);
+            measured.push((std::sync::Arc::new(o), s));
+        }
+    }
+    for (clip, storage) in &measured {
+        let clip = &**clip;
         let mut cache = SamplingCache::for_clip(clip);
         let fwd = forward_times(clip);
         let seeks = seek_times(clip);
@@ -198,6 +225,8 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
         });
         rows.push(Row {
             clip: clip.name().to_string(),
+            storage,
+            bytes: clip.size_bytes(),
             joints: n,
             animated_channels: clip.track_count(),
             forward_ns_per_joint: forward / n as f64,
@@ -340,8 +369,10 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
     } else {
         outln!(
             out,
-            "  {:<28} {:>9} {:>14} {:>14}",
+            "  {:<28} {:<18} {:>10} {:>9} {:>14} {:>14}",
             "clip",
+            "storage",
+            "bytes",
             "channels",
             "forward ns/j",
             "seek ns/j"
@@ -349,8 +380,10 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
         for r in &report.clips {
             outln!(
                 out,
-                "  {:<28} {:>9} {:>14.2} {:>14.2}",
+                "  {:<28} {:<18} {:>10} {:>9} {:>14.2} {:>14.2}",
                 r.clip,
+                r.storage,
+                r.bytes,
                 r.animated_channels,
                 r.forward_ns_per_joint,
                 r.seek_ns_per_joint

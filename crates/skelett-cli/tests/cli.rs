@@ -227,6 +227,7 @@ fn bench_reports_every_clip() {
     for c in clips {
         assert!(c["forward_ns_per_joint"].as_f64().unwrap() > 0.0);
         assert!(c["seek_ns_per_joint"].as_f64().unwrap() > 0.0);
+        assert_eq!(c["storage"], "keys");
     }
     assert!(v["local_to_model_ns_per_joint"].as_f64().unwrap() > 0.0);
     assert_eq!(v["palette_matrices"], 24);
@@ -373,6 +374,56 @@ fn convert_files_and_folders() {
         dir.join("x.fbx").to_str().unwrap(),
     ]);
     assert!(!ok && err.contains("cannot write .fbx"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `skelett compress --seekable` writes the seekable layout (same errors, larger), and
+/// `skelett bench` on a compressed file measures both layouts, with their sizes.
+#[test]
+fn compress_seekable_and_bench_both_layouts() {
+    let dir = std::env::temp_dir().join(format!("skelett-seekable-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fox = data("gltf/Fox.glb");
+    let (stream, seek) = (dir.join("stream.skl"), dir.join("seek.skl"));
+    let mut reports = Vec::new();
+    for (out, extra) in [(&stream, None), (&seek, Some("--seekable"))] {
+        let mut args = vec![
+            "compress",
+            fox.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--json",
+        ];
+        args.extend(extra);
+        let (ok, text, err) = skelett(&args);
+        assert!(ok, "{err}");
+        reports.push(serde_json::from_str::<Value>(&text).unwrap());
+    }
+    let sizes: Vec<u64> = reports
+        .iter()
+        .map(|r| {
+            r["compressed_bytes"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{r}"))
+        })
+        .collect();
+    assert!(sizes[0] < sizes[1] && sizes[1] < 2 * sizes[0], "{sizes:?}");
+    assert_eq!(reports[0]["max_error_cm"], reports[1]["max_error_cm"]);
+    let (ok, out, err) = skelett(&["bench", seek.to_str().unwrap(), "--json", "--rounds", "3"]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let rows = v["clips"].as_array().unwrap();
+    // Each of the three clips in its own layout, then converted to the other.
+    assert_eq!(rows.len(), 6, "{rows:?}");
+    for pair in rows.chunks(2) {
+        assert_eq!(pair[0]["storage"], "compact, seekable");
+        assert_eq!(pair[1]["storage"], "compact");
+        assert_eq!(pair[0]["clip"], pair[1]["clip"]);
+        assert!(
+            pair[1]["bytes"].as_u64() < pair[0]["bytes"].as_u64(),
+            "{pair:?}"
+        );
+        assert!(pair[0]["seek_ns_per_joint"].as_f64().unwrap() > 0.0);
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 
