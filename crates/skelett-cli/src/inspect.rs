@@ -63,6 +63,9 @@ struct ClipInfo {
     /// For a compressed clip: the frames per second of its grid.
     #[serde(skip_serializing_if = "Option::is_none")]
     compact_rate: Option<f32>,
+    /// For a compressed clip: its key layout, "stream" or "seek".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compact_layout: Option<&'static str>,
     /// Morph-weight tracks (channels with more than one key).
     morph_tracks: usize,
     /// Their keys, by interpolation (a cubic key counts once).
@@ -116,6 +119,10 @@ fn clip_info(index: usize, c: &Clip) -> ClipInfo {
         },
         bytes: c.size_bytes(),
         compact_rate: c.compact_grid().map(|g| g.0),
+        compact_layout: c.compact_layout().map(|l| match l {
+            skelett::compress::CompactLayout::Stream => "stream",
+            skelett::compress::CompactLayout::Seek => "seek",
+        }),
         morph_tracks: c.morph_tracks().len(),
         morph_keys: {
             let count = |i: skelett::Interpolation| {
@@ -316,7 +323,14 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool) -> Result<()> {
             outln!(out, "      frame rate: {rate} fps");
         }
         if let Some(rate) = c.compact_rate {
-            outln!(out, "      compressed: {rate} fps grid (skelett compress)");
+            let layout = match c.compact_layout {
+                Some("seek") => ", seekable layout",
+                _ => "",
+            };
+            outln!(
+                out,
+                "      compressed: {rate} fps grid (skelett compress{layout})"
+            );
         }
         if c.morph_tracks > 0 {
             let k = &c.morph_keys;

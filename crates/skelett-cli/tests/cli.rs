@@ -408,6 +408,12 @@ fn compress_seekable_and_bench_both_layouts() {
         .collect();
     assert!(sizes[0] < sizes[1] && sizes[1] < 2 * sizes[0], "{sizes:?}");
     assert_eq!(reports[0]["max_error_cm"], reports[1]["max_error_cm"]);
+    let (ok, out, err) = skelett(&["inspect", seek.to_str().unwrap()]);
+    assert!(ok && out.contains("seekable layout"), "{err}{out}");
+    let (ok, out, err) = skelett(&["inspect", stream.to_str().unwrap(), "--json"]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["clips"][0]["compact_layout"], "stream", "{v}");
     let (ok, out, err) = skelett(&["bench", seek.to_str().unwrap(), "--json", "--rounds", "3"]);
     assert!(ok, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
