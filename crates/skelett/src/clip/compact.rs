@@ -214,6 +214,39 @@ pub(crate) fn unzigzag(v: u32) -> i32 {
     ((v >> 1) as i32) ^ -((v & 1) as i32)
 }
 
+/// The start of a track's stream in one segment, the same in both layouts: its header and
+/// the keyed-frame mask (bit i: frame i + 1 of the segment; a dense segment: every frame);
+/// returns them and where the stream continues (the full-width integers that follow are the
+/// streamed layout's first key, the seekable layout's base).
+#[inline(always)]
+pub(crate) fn read_start(
+    c: &Compact,
+    track: &CompactTrack,
+    s: u32,
+    pos: u32,
+) -> (SegHeader, u32, u32) {
+    let rot = track.target == Target::Rotation;
+    let (header, hb) = SegHeader::read(&c.data, pos, rot);
+    let len = c.segment_len(s);
+    let p = pos + hb;
+    if header.sparse {
+        (header, read_bits(&c.data, p, len - 1), p + len - 1)
+    } else {
+        (header, ((1u64 << (len - 1)) - 1) as u32, p)
+    }
+}
+
+/// Reads four lanes of `bits[lane]` bits each (0 bits: 0) from `*pos`, advancing it.
+#[inline(always)]
+pub(crate) fn read_lanes(data: &[u8], pos: &mut u32, bits: [u32; 4]) -> glam::IVec4 {
+    let mut q = [0i32; 4];
+    for (q, &b) in q.iter_mut().zip(&bits) {
+        *q = read_bits(data, *pos, b) as i32;
+        *pos += b;
+    }
+    glam::IVec4::from_array(q)
+}
+
 /// A track's header in one segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SegHeader {

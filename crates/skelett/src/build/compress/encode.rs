@@ -789,11 +789,11 @@ fn fits_mid(
 
 /// Zigzag: signed to unsigned, small magnitudes small.
 #[inline]
-fn zigzag(v: i32) -> u32 {
+pub(super) fn zigzag(v: i32) -> u32 {
     ((v << 1) ^ (v >> 31)) as u32
 }
 
-fn width(max_zigzag: u32) -> u32 {
+pub(super) fn width(max_zigzag: u32) -> u32 {
     32 - max_zigzag.leading_zeros()
 }
 

@@ -65,18 +65,7 @@ impl SegDecoder {
     /// the segment's first key.
     #[inline(always)]
     pub fn start(c: &Compact, track: &CompactTrack, s: u32, pos: u32) -> (Self, Key) {
-        let rot = track.target == Target::Rotation;
-        let (h, hb) = SegHeader::read(&c.data, pos, rot);
-        let len = c.segment_len(s);
-        let mut p = pos + hb;
-        let mask = if h.sparse {
-            let m = read_bits(&c.data, p, len - 1);
-            p += len - 1;
-            m
-        } else {
-            // Every frame after the first.
-            ((1u64 << (len - 1)) - 1) as u32
-        };
+        let (h, mask, mut p) = read_start(c, track, s, pos);
         let (lanes, stored) = stored(h.drop);
         let mut abs_bits = [0u32; 4];
         let mut widths = [0u32; 4];
@@ -186,17 +175,6 @@ impl SegDecoder {
         self.count += 1;
         q
     }
-}
-
-/// Reads four lanes of `bits[lane]` bits each (0 bits: 0) from `*pos`, advancing it.
-#[inline(always)]
-fn read_lanes(data: &[u8], pos: &mut u32, bits: [u32; 4]) -> IVec4 {
-    let mut q = [0i32; 4];
-    for (q, &b) in q.iter_mut().zip(&bits) {
-        *q = read_bits(data, *pos, b) as i32;
-        *pos += b;
-    }
-    IVec4::from_array(q)
 }
 
 /// Keys a cursor decodes ahead in one go when playback moves forward. Decoding a run of keys

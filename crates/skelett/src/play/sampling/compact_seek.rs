@@ -3,8 +3,10 @@
 //! header gives where its keys are; the mask's population count below the sampled frame
 //! gives the index of the key at or before it, and the key after it is the next one, or the
 //! next segment's first (that segment's tracks are walked only as far as a track needs).
-//! Two keys read directly, dequantised and interpolated with the functions the streamed
-//! layout's decoder uses (`compact.rs`), so both layouts sample the same bits.
+//! Tracks are located eight at a time (their two keys read directly, as integers), then
+//! dequantised and interpolated with the functions the streamed layout's decoder uses
+//! (`compact.rs`), or with the same operations on eight AVX lanes (`compact_seek_avx.rs`),
+//! so both layouts sample the same bits.
 //!
 //! Input: a [`Compact`] from `build/compress/seek.rs` or a file; output: the tracks' joints of
 //! a pose, as `compact::sample_tracks` writes them.
@@ -15,7 +17,7 @@ use glam::{IVec4, Vec4};
 
 use super::compact::{interpolate, pair_slerp, reciprocal, unit_span, write};
 use crate::clip::compact::*;
-use crate::{JointIndex, Target, Transform};
+use crate::{JointIndex, Transform};
 
 /// One track's stream in one segment of a seekable clip, its header read.
 #[derive(Clone, Copy, Debug)]
@@ -44,17 +46,8 @@ impl SeekTrack {
     /// Reads `track`'s header in segment `s` at `pos`.
     #[inline(always)]
     pub fn open(c: &Compact, track: &CompactTrack, s: u32, pos: u32) -> Self {
-        let rot = track.target == Target::Rotation;
-        let (h, hb) = SegHeader::read(&c.data, pos, rot);
-        let len = c.segment_len(s);
-        let mut p = pos + hb;
-        let mask = if h.sparse {
-            let m = read_bits(&c.data, p, len - 1);
-            p += len - 1;
-            m
-        } else {
-            ((1u64 << (len - 1)) - 1) as u32
-        };
+        let (h, mask, mut p) = read_start(c, track, s, pos);
+        // The base, where the streamed layout has its first key.
         let (lanes, n) = stored(h.drop);
         let mut base = [0i32; 4];
         let mut widths = [0u32; 4];
@@ -64,6 +57,7 @@ impl SeekTrack {
             p += b;
             widths[lanes[k]] = u32::from(h.widths[k]);
         }
+        let base = IVec4::from_array(base);
         let key_bits = widths.iter().sum::<u32>();
         let count = 1 + mask.count_ones();
         Self {
@@ -71,7 +65,7 @@ impl SeekTrack {
             count,
             mask,
             keys_pos: p,
-            base: IVec4::from_array(base),
+            base,
             widths,
             key_bits,
             hi: IVec4::from_array(track.bits.map(|b| ((1u64 << b) - 1) as i32)),
@@ -341,6 +335,7 @@ mod tests {
     use crate::compress::encode::{self, TrackInput};
     use crate::play::sampling::compact::tests::{clip_of, get, values};
     use crate::play::sampling::compact::{sample_tracks_uncached, CompactCache};
+    use crate::Target;
     use glam::Vec4;
     use proptest::prelude::*;
 
