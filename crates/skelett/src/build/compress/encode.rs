@@ -245,8 +245,12 @@ fn plan_with(input: &TrackInput<'_>, frame_pos: &[f32], memo: bool) -> Plan {
     let mut quantised: [Option<Quantised>; ALPHAS.len()] = Default::default();
     let mut best: Option<EncodedTrack> = None;
     for &dot in dots {
+        // The shares from the largest down, stopping at the first that costs more bits than
+        // the one before it (the cost falls as the share shrinks, then rises: the keys cost
+        // more bits each, the interpolation keeps fewer of them). A share whose quantisation
+        // alone fails does not stop it. On ties the smaller share is kept.
         let mut here: Option<EncodedTrack> = None;
-        for (k, &alpha) in ALPHAS.iter().enumerate() {
+        for (k, &alpha) in ALPHAS.iter().enumerate().rev() {
             let qd = quantised[k].get_or_insert_with(|| {
                 Quantised::new(input, &values, &ranges, &drops, alpha, memo)
             });
@@ -255,8 +259,9 @@ fn plan_with(input: &TrackInput<'_>, frame_pos: &[f32], memo: bool) -> Plan {
                 quantised[k] = None;
             }
             if let Some(e) = e {
-                if here.as_ref().is_none_or(|b| e.bits() < b.bits()) {
-                    here = Some(e);
+                match &here {
+                    Some(b) if e.bits() > b.bits() => break,
+                    _ => here = Some(e),
                 }
             }
         }
