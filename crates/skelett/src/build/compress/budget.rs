@@ -560,9 +560,9 @@ pub(super) fn search<T>(
 /// joints took 52 s), at the price of a slightly coarser spend on skeletons that large.
 pub(super) const LOOSEN_TRIALS: usize = 256;
 
-/// Joint by joint (block by block past [`LOOSEN_TRIALS`] joints), leaves first, twice: half
-/// as much budget again for the joints' channels, kept where it saves bits and the clip
-/// still measures within `target`.
+/// Joint by joint (block by block past [`LOOSEN_TRIALS`] joints), leaves first: half as much
+/// budget again for the joints' channels, kept where it saves bits and the clip still
+/// measures within `target`; then once more for the joints whose trial was kept.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn loosen(
     skeleton: &Skeleton,
@@ -597,37 +597,36 @@ pub(super) fn loosen(
         .map(|j| skeleton.parent(j as JointIndex).map(usize::from))
         .collect();
     let (mut moved, mut needed) = (vec![false; n], vec![false; n]);
-    let joints: Vec<usize> = (0..n).collect();
-    let mut previous: Vec<Option<[encode::Plan; 3]>> = vec![None; n];
+    // The joints tried in this pass: all of them, then those whose trial was kept (with
+    // half as much budget again). A joint whose trial was not kept would try the same plan
+    // again, and measured over the whole corpus that found 0.06% of its bytes for a quarter
+    // of the loosening's time.
+    let mut tried = vec![true; n];
     for _ in 0..2 {
-        // Every joint's trial plan of this pass, planned up front (in parallel): a joint's
-        // trial depends on its own scale only, which changes only when that trial is kept.
-        // A joint whose trial was not kept in the first pass has the same scale and tries
-        // the same plan again; the others are planned (in parallel).
-        let mut trials = std::mem::replace(&mut previous, vec![None; n]);
-        let missing: Vec<usize> = joints
-            .iter()
-            .copied()
-            .filter(|&j| trials[j].is_none())
-            .collect();
-        let planned = par_map(&missing, |&j| plan_joint(p, j, m * scale[j] * 1.5));
-        for (j, t) in missing.into_iter().zip(planned) {
+        // Every tried joint's plan, planned up front (in parallel): a joint's trial depends
+        // on its own scale only, which changes only when that trial is kept.
+        let trying: Vec<usize> = (0..n).filter(|&j| tried[j]).collect();
+        let planned = par_map(&trying, |&j| plan_joint(p, j, m * scale[j] * 1.5));
+        let mut trials: Vec<Option<[encode::Plan; 3]>> = vec![None; n];
+        for (&j, t) in trying.iter().zip(planned) {
             trials[j] = Some(t);
         }
+        tried.fill(false);
         let mut end = n;
         while end > 0 {
             let start = end.saturating_sub(block);
             let mut candidate = plans.clone();
             let mut changed = Vec::new();
             for j in (start..end).rev() {
-                let trial = trials[j].take().expect("each trial is taken once per pass");
+                let Some(trial) = trials[j].take() else {
+                    continue;
+                };
                 let old: u64 = plans[j * 3..j * 3 + 3].iter().map(plan_bits).sum();
                 let new: u64 = trial.iter().map(plan_bits).sum();
                 if new < old {
-                    candidate.splice(j * 3..j * 3 + 3, trial.clone());
+                    candidate.splice(j * 3..j * 3 + 3, trial);
                     changed.push(j);
                 }
-                previous[j] = Some(trial);
             }
             end = start;
             if changed.is_empty() {
@@ -679,7 +678,7 @@ pub(super) fn loosen(
             if trial.iter().fold(0.0f32, |a, &e| worse(a, e)) <= target {
                 for j in changed {
                     scale[j] *= 1.5;
-                    previous[j] = None;
+                    tried[j] = true;
                 }
                 plans = candidate;
                 errors = trial;
