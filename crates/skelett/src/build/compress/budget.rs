@@ -666,16 +666,18 @@ pub(super) fn loosen(
                     *e = 0.0;
                 }
             }
-            metric::measure_joints(
+            // Stopped at the first error over the target: the trial is not kept.
+            let complete = metric::measure_joints(
                 skeleton,
                 p.check_reference(reference),
                 &o.clip,
                 shell,
                 &p.check_times,
                 Some((&needed, &moved)),
+                Some(target),
                 |_, j, e| trial[j] = worse(trial[j], e),
             )?;
-            if trial.iter().fold(0.0f32, |a, &e| worse(a, e)) <= target {
+            if complete && trial.iter().fold(0.0f32, |a, &e| worse(a, e)) <= target {
                 for j in changed {
                     scale[j] *= 1.5;
                     tried[j] = true;

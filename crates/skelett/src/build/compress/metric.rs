@@ -111,12 +111,19 @@ pub(crate) fn measure(
     times: &[f32],
     on_error: impl FnMut(usize, usize, f32),
 ) -> Result<(), Error> {
-    measure_joints(skeleton, reference, candidate, shell, times, None, on_error)
+    measure_joints(skeleton, reference, candidate, shell, times, None, None, on_error)?;
+    Ok(())
 }
+
+/// Chunks of times measured at once when a measurement may stop early: two (one per core
+/// of the machines measured; more would measure further past the error that stops it).
+const STOP_BATCH: usize = 2;
 
 /// [`measure`] for some joints: with `only` = (needed, measured), only the `needed` joints are
 /// composed (they must include every ancestor of a measured joint) and `on_error` is called
-/// for the `measured` ones. A trial that changes a few joints' channels moves only their
+/// for the `measured` ones. With `stop_above`, the measurement stops after the batch of
+/// times in which an error above it (or NaN) is reported, and returns `false`; `true` when
+/// every time was measured. Where it stops depends on the errors only, not on the threads. A trial that changes a few joints' channels moves only their
 /// subtrees: measuring just those (composing the chains above them) is what keeps the
 /// encoder's joint-by-joint loosening linear, not quadratic, in the joint count.
 ///
@@ -129,8 +136,9 @@ pub(crate) fn measure_joints(
     shell: f32,
     times: &[f32],
     only: Option<(&[bool], &[bool])>,
+    stop_above: Option<f32>,
     mut on_error: impl FnMut(usize, usize, f32),
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
     let n = skeleton.len();
     if let Reference::Frames(frames) = reference {
         assert!(
@@ -145,8 +153,13 @@ pub(crate) fn measure_joints(
         .enumerate()
         .map(|(k, c)| (k * CHUNK, c))
         .collect();
-    let batch = (BATCH_ERRORS / (CHUNK * measured.len().max(1))).max(2);
+    let batch = match stop_above {
+        Some(_) => STOP_BATCH,
+        None => (BATCH_ERRORS / (CHUNK * measured.len().max(1))).max(2),
+    };
+    let over = |e: f32| stop_above.is_some_and(|s| e.is_nan() || e > s);
     for batch in chunks.chunks(batch) {
+        let mut stop = false;
         let errors = super::par_map(batch, |&(first, chunk)| {
             measure_chunk(
                 skeleton, reference, candidate, shell, first, chunk, needed, &measured,
@@ -161,11 +174,15 @@ pub(crate) fn measure_joints(
             {
                 for (&j, &e) in measured.iter().zip(row) {
                     on_error(first + i, j, e);
+                    stop |= over(e);
                 }
             }
         }
+        if stop {
+            return Ok(false);
+        }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// The errors of the `measured` joints at `times` (the `first`th time on), time-major.
