@@ -426,9 +426,21 @@ pub(super) fn compress_on(
     let ones = vec![1.0f32; n];
     let measure =
         |clip: &Clip, dense: bool| check(skeleton, &p, reference, clip, shell, budget, dense);
+    // An attempt's largest error at the check times; one over the target stops the
+    // measurement (the search needs only an estimate there: at least the target).
     let attempt_scaled = |m: f32, scale: &[f32]| -> Result<(Outcome, f32), Error> {
         let out = assemble(reference, skeleton, &p, &plan_all(&p, m, scale))?;
-        let max = measure(&out.clip, false)?.stats.max;
+        let mut max = 0f32;
+        metric::measure_joints(
+            skeleton,
+            p.check_reference(reference),
+            &out.clip,
+            shell,
+            &p.check_times,
+            None,
+            Some(target),
+            |_, _, e| max = worse(max, e),
+        )?;
         Ok((out, max))
     };
     let attempt = |m: f32| attempt_scaled(m, &ones);

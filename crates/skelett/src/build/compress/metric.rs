@@ -111,7 +111,9 @@ pub(crate) fn measure(
     times: &[f32],
     on_error: impl FnMut(usize, usize, f32),
 ) -> Result<(), Error> {
-    measure_joints(skeleton, reference, candidate, shell, times, None, None, on_error)?;
+    measure_joints(
+        skeleton, reference, candidate, shell, times, None, None, on_error,
+    )?;
     Ok(())
 }
 
