@@ -239,6 +239,28 @@ pub(super) fn plan_all(p: &Prepared, m: f32, scale: &[f32]) -> Vec<encode::Plan>
         .collect()
 }
 
+/// [`plan_all`], taking the plans of `before` (planned with `before_m` and `before_scale`)
+/// for the joints whose multiplier is the same: a joint's plan depends on its multiplier
+/// only, so these are the plans it would make again.
+pub(super) fn plan_changed(
+    p: &Prepared,
+    m: f32,
+    scale: &[f32],
+    (before, before_m, before_scale): (&[encode::Plan], f32, &[f32]),
+) -> Vec<encode::Plan> {
+    let same = |j: usize| (m * scale[j]).to_bits() == (before_m * before_scale[j]).to_bits();
+    let changed: Vec<usize> = (0..p.sens.joints).filter(|&j| !same(j)).collect();
+    let mut planned = par_map(&changed, |&j| plan_joint(p, j, m * scale[j])).into_iter();
+    let mut out = Vec::with_capacity(before.len());
+    for j in 0..p.sens.joints {
+        match same(j) {
+            true => out.extend_from_slice(&before[j * 3..j * 3 + 3]),
+            false => out.extend(planned.next().expect("one plan per changed joint")),
+        }
+    }
+    out
+}
+
 /// Plans joint `j`'s three channels with its share of the budget multiplied by `m`.
 pub(super) fn plan_joint(p: &Prepared, j: usize, m: f32) -> [encode::Plan; 3] {
     let n = p.sens.joints;
@@ -463,6 +485,9 @@ pub(super) fn compress_on(
     // The final word: sixteen points per frame interval (near a capture glitch the error
     // changes fast inside an interval). Where that finds more, back off locally.
     let mut scale = ones.clone();
+    // What `best` was planned with: the tightened attempt re-plans only the joints whose
+    // multiplier changed.
+    let (mut best_m, mut best_scale) = (lo_m, ones.clone());
     for round in 0..12 {
         let dense = measure(&best.clip, true)?;
         if dense.stats.max <= budget {
@@ -500,7 +525,9 @@ pub(super) fn compress_on(
         if round >= 8 {
             lo_m *= 0.8;
         }
-        best = attempt_scaled(lo_m, &scale)?.0;
+        let plans = plan_changed(&p, lo_m, &scale, (&best.plans, best_m, &best_scale));
+        best = assemble(reference, skeleton, &p, &plans)?;
+        (best_m, best_scale) = (lo_m, scale.clone());
     }
     Ok(None)
 }
