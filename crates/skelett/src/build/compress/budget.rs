@@ -20,6 +20,8 @@ pub(super) struct Outcome {
     pub(super) constant: usize,
     pub(super) rest: usize,
     pub(super) keys: usize,
+    /// Each joint's largest error at the check times, where a complete measurement found it.
+    pub(super) check_errors: Option<Vec<f32>>,
 }
 
 /// Everything about the reference on one grid that every attempt reuses.
@@ -390,6 +392,7 @@ pub(super) fn assemble(
         constant,
         rest,
         keys,
+        check_errors: None,
     })
 }
 
@@ -464,9 +467,9 @@ pub(super) fn compress_on(
     // An attempt's largest error at the check times; one over the target stops the
     // measurement (the search needs only an estimate there: at least the target).
     let attempt_scaled = |m: f32, scale: &[f32]| -> Result<(Outcome, f32), Error> {
-        let out = assemble(reference, skeleton, &p, &plan_all(&p, m, scale))?;
-        let mut max = 0f32;
-        metric::measure_joints(
+        let mut out = assemble(reference, skeleton, &p, &plan_all(&p, m, scale))?;
+        let mut errors = vec![0f32; n];
+        let complete = metric::measure_joints(
             skeleton,
             p.check_reference(reference),
             &out.clip,
@@ -474,8 +477,10 @@ pub(super) fn compress_on(
             &p.check_times,
             None,
             Some(target),
-            |_, _, e| max = worse(max, e),
+            |_, j, e| errors[j] = worse(errors[j], e),
         )?;
+        let max = errors.iter().fold(0f32, |a, &e| a.max(e));
+        out.check_errors = complete.then_some(errors);
         Ok((out, max))
     };
     let attempt = |m: f32| attempt_scaled(m, &ones);
@@ -636,17 +641,21 @@ pub(super) fn loosen(
     // trial measures only the joints its changes move (the subtrees of the changed joints)
     // and takes the others' from here, which is what measuring the whole clip would find,
     // since a joint's decoded track depends on its own plan only.
-    let mut errors = vec![0f32; n];
-    metric::measure(
-        skeleton,
-        p.check_reference(reference),
-        &best.clip,
-        shell,
-        &p.check_times,
-        |_, j, e| {
-            errors[j] = worse(errors[j], e);
-        },
-    )?;
+    let mut errors = match &best.check_errors {
+        Some(e) => e.clone(),
+        None => {
+            let mut errors = vec![0f32; n];
+            metric::measure(
+                skeleton,
+                p.check_reference(reference),
+                &best.clip,
+                shell,
+                &p.check_times,
+                |_, j, e| errors[j] = worse(errors[j], e),
+            )?;
+            errors
+        }
+    };
     let parents: Vec<Option<usize>> = (0..n)
         .map(|j| skeleton.parent(j as JointIndex).map(usize::from))
         .collect();
