@@ -10,11 +10,11 @@
 //!
 //! For comparison: ozz-animation samples its compressed clips at about 6 ns/joint warm on
 //! this machine (an earlier session). ACL v2.1.0 built from source here
-//! (`scripts/bench/acl_compare.sh`, SSE2 and AVX2 builds alike, 2026-11-26) decompresses a
-//! whole pose of these CMU clips at random times in 10.6-15.2 ns per joint warm and
-//! 11.2-14.2 cold (256 copies), and compresses 01_01 in 158-174 ms, 01_03 in 229-254 ms and
-//! Boxing_Toes in 102-114 ms, where skelett takes 825-901, 1585-1656 and 650-700 ms on one
-//! thread (496-529, 912-978 and 376-405 ms on two cores with the `rayon` feature).
+//! (`scripts/bench/acl_compare.sh`, SSE2 and AVX2 builds alike, 2026-11-27) decompresses a
+//! whole pose of these CMU clips at random times in 10.7-14.2 ns per joint cold (256
+//! copies), and compresses 01_01 in 152-167 ms, 01_03 in 219-242 ms and Boxing_Toes in
+//! 96-107 ms, where skelett takes 317, 671 and 316 ms on one thread (208, 395 and 192 ms on
+//! two cores with the `rayon` feature).
 //!
 //! `cargo bench -p skelett --bench compress`
 //!
