@@ -131,6 +131,7 @@ const STOP_BATCH: usize = 2;
 ///
 /// The times are split into tasks of [`CHUNK`] (over rayon's pool with feature `rayon`);
 /// `on_error` is called in the order of `times` and joints whatever the split.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn measure_joints(
     skeleton: &Skeleton,
     reference: Reference<'_>,
