@@ -177,26 +177,20 @@ pub(super) fn prepare(
     }
     let share = chain.iter().map(|&c| budget / c.max(1) as f32).collect();
     // The source's key times: a kink between the grid's points is measured where it
-    // happens. Where the source can jump (a STEP channel, or two keys at one time), also just
-    // before each key, so that both sides of a jump are measured. "Just before" is twice the
-    // tolerance within which a time counts as its grid frame (see `Compact::pos_of`),
-    // outside the f32 rounding of frame times that a compact STEP key switches at. Without
-    // jumps both clips are continuous there, and the key's own time measures the same
-    // (this took a fifth of every measurement of clips keyed at every frame).
+    // happens. Where the source can jump (a STEP channel: key times are strictly increasing,
+    // `RawClip::build` checks it), also just before each key, so that both sides of a jump
+    // are measured. "Just before" is twice the tolerance within which a time counts as its
+    // grid frame (see `Compact::pos_of`), outside the f32 rounding of frame times that a
+    // compact STEP key switches at. Without STEP channels both clips are continuous at a
+    // key (LINEAR, slerp and CUBICSPLINE segments meet at its value), and the key's own
+    // time measures the same (the point before took a fifth of every measurement of clips
+    // keyed at every frame).
     let before = |t: f32| {
         let x = ((t - reference.start) * grid.rate).abs();
         t - (2e-4f32).max(16.0 * f32::EPSILON * x) / grid.rate
     };
     let source_times = reference.keys().map_or(&[][..], |k| &k.times[..]);
-    let jumps = step.iter().any(|&s| s)
-        || reference.keys().is_some_and(|k| {
-            k.timelines.iter().any(|&(first, count)| {
-                let (first, count) = (first as usize, count as usize);
-                k.times[first..first + count]
-                    .windows(2)
-                    .any(|w| w[1] <= w[0])
-            })
-        });
+    let jumps = step.iter().any(|&s| s);
     let mut keys: Vec<f32> = source_times
         .iter()
         .filter(|&&t| t >= reference.start && t <= reference.end())
@@ -802,10 +796,13 @@ mod tests {
         /// does, in a bounded number of attempts.
         #[test]
         fn finds_the_threshold_of_a_growing_error(
-            threshold in 0.001f32..20000.0,
+            log_threshold in -8.0f32..10.0,
             power in 0.3f32..4.0,
             steps in prop::option::of(2.0f32..40.0),
         ) {
+            // Log-uniform, so that thresholds below 4 (the first attempt), and below the
+            // smallest multiplier, are drawn as often as those above.
+            let threshold = log_threshold.exp();
             let error = |m: f32| {
                 let x = (m / threshold).powf(power);
                 // A staircase: flat between steps, jumping at them (as the worst joint's does).
@@ -838,6 +835,11 @@ mod tests {
         assert_eq!(run(|_| 0.0).0, Some(SEARCH_MAX));
         // NaN counts as over the target: nothing passes.
         let (found, tried) = run(|_| f32::NAN);
+        assert_eq!(found, None);
+        assert_eq!(tried.last(), Some(&SEARCH_MIN));
+        // An error that falls as the multiplier grows, over the target at 4: the search
+        // shrinks to its bound and finds nothing.
+        let (found, tried) = run(|m| 8.0 / m);
         assert_eq!(found, None);
         assert_eq!(tried.last(), Some(&SEARCH_MIN));
         // NaN above a multiplier: the search stays below it.

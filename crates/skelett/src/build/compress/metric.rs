@@ -117,8 +117,11 @@ pub(crate) fn measure(
     Ok(())
 }
 
-/// Chunks of times measured at once when a measurement may stop early: two (one per core
-/// of the machines measured; more would measure further past the error that stops it).
+/// Chunks of times in the first batch of a measurement that may stop early; each batch after
+/// it is twice the one before, up to the batch of a measurement that does not stop. A
+/// failing measurement stops after few chunks, a passing one soon runs as many chunks at
+/// once as the pool has threads; the batches depend on the number of chunks only, so where
+/// it stops does not depend on the threads.
 const STOP_BATCH: usize = 2;
 
 /// [`measure`] for some joints: with `only` = (needed, measured), only the `needed` joints are
@@ -156,12 +159,17 @@ pub(crate) fn measure_joints(
         .enumerate()
         .map(|(k, c)| (k * CHUNK, c))
         .collect();
-    let batch = match stop_above {
-        Some(_) => STOP_BATCH,
-        None => (BATCH_ERRORS / (CHUNK * measured.len().max(1))).max(2),
+    let full = (BATCH_ERRORS / (CHUNK * measured.len().max(1))).max(2);
+    let mut size = match stop_above {
+        Some(_) => STOP_BATCH.min(full),
+        None => full,
     };
     let over = |e: f32| stop_above.is_some_and(|s| e.is_nan() || e > s);
-    for batch in chunks.chunks(batch) {
+    let mut rest = &chunks[..];
+    while !rest.is_empty() {
+        let (batch, after) = rest.split_at(size.min(rest.len()));
+        rest = after;
+        size = (size * 2).min(full);
         let mut stop = false;
         let errors = super::par_map(batch, |&(first, chunk)| {
             measure_chunk(
@@ -504,6 +512,68 @@ mod tests {
         })
         .unwrap();
         out
+    }
+
+    /// A measurement that may stop reports a prefix of the full one's errors, in order and
+    /// bit for bit, ending after the batch where an error first exceeds the bound; it stops
+    /// exactly when one does, and at the same place on one thread or rayon's pool.
+    #[test]
+    fn a_measurement_stops_after_the_first_error_over_its_bound() {
+        let (skeleton, reference) = chain(0.0);
+        let (_, candidate) = chain(0.01);
+        // Long enough for several batches of chunks.
+        let times: Vec<f32> = (0..3001).map(|i| i as f32 * 3.0 / 3000.0).collect();
+        let frames = ModelFrames::new(&skeleton, &reference, &times)
+            .unwrap()
+            .unwrap();
+        let full = errors(&skeleton, Reference::Frames(&frames), &candidate, &times);
+        let max = full.iter().map(|e| f32::from_bits(e.2)).fold(0.0, f32::max);
+        let stopped = |bound: f32| {
+            let mut out = Vec::new();
+            let complete = measure_joints(
+                &skeleton,
+                Reference::Frames(&frames),
+                &candidate,
+                3.0,
+                &times,
+                None,
+                Some(bound),
+                |i, j, e| out.push((i, j, e.to_bits())),
+            )
+            .unwrap();
+            (complete, out)
+        };
+        assert_eq!(stopped(max), (true, full.clone()));
+        // Just under the largest error of the first chunk of times: the measurement stops
+        // after its first batch.
+        let bound = 0.999
+            * full[..CHUNK * 4]
+                .iter()
+                .map(|e| f32::from_bits(e.2))
+                .fold(0.0, f32::max);
+        assert!(bound > 0.0 && bound < max);
+        let first = full
+            .iter()
+            .position(|e| f32::from_bits(e.2) > bound)
+            .unwrap();
+        let (complete, part) = stopped(bound);
+        assert!(!complete);
+        assert!(
+            part.len() > first && part.len() < full.len(),
+            "{} of {}",
+            part.len(),
+            full.len()
+        );
+        assert_eq!(part[..], full[..part.len()]);
+        assert_eq!(part.len() % (CHUNK * 4), 0, "whole chunks");
+        #[cfg(feature = "rayon")]
+        {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap();
+            assert_eq!(pool.install(|| stopped(bound)), (false, part));
+        }
     }
 
     /// Against the reference's frames composed once or the reference sampled each time, over
