@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use serde_json::{json, Value};
 use skelett::compress::{
     compress, compress_morph_weights, morph_reach_scaled, skinning_scale, CompactLayout,
-    CompressOptions, CompressReport, ErrorHistogram, UnitSource,
+    CompressLevel, CompressOptions, CompressReport, ErrorHistogram, UnitSource,
 };
 
 use crate::batch::Result;
@@ -33,6 +33,8 @@ pub struct Options {
     pub clip: Option<String>,
     /// The seekable layout.
     pub seekable: bool,
+    /// [`CompressLevel::Fast`].
+    pub fast: bool,
 }
 
 /// One file's outcome.
@@ -130,6 +132,11 @@ fn compress_file(input: &Path, output: &Path, opts: &Options) -> Result<FileRepo
             CompactLayout::Seek
         } else {
             CompactLayout::Stream
+        },
+        level: if opts.fast {
+            CompressLevel::Fast
+        } else {
+            CompressLevel::Smallest
         },
     };
     let results = asset

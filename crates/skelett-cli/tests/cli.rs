@@ -377,16 +377,22 @@ fn convert_files_and_folders() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// `skelett compress --seekable` writes the seekable layout (same errors, larger), and
-/// `skelett bench` on a compressed file measures both layouts, with their sizes.
+/// `skelett compress --seekable` writes the seekable layout (same errors, larger), `--fast`
+/// skips the loosening (within the budget, never smaller), and `skelett bench` on a
+/// compressed file measures both layouts, with their sizes.
 #[test]
 fn compress_seekable_and_bench_both_layouts() {
     let dir = std::env::temp_dir().join(format!("skelett-seekable-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let fox = data("gltf/Fox.glb");
     let (stream, seek) = (dir.join("stream.skl"), dir.join("seek.skl"));
+    let fast = dir.join("fast.skl");
     let mut reports = Vec::new();
-    for (out, extra) in [(&stream, None), (&seek, Some("--seekable"))] {
+    for (out, extra) in [
+        (&stream, None),
+        (&seek, Some("--seekable")),
+        (&fast, Some("--fast")),
+    ] {
         let mut args = vec![
             "compress",
             fox.to_str().unwrap(),
@@ -408,6 +414,12 @@ fn compress_seekable_and_bench_both_layouts() {
         .collect();
     assert!(sizes[0] < sizes[1] && sizes[1] < 2 * sizes[0], "{sizes:?}");
     assert_eq!(reports[0]["max_error_cm"], reports[1]["max_error_cm"]);
+    assert!(sizes[0] <= sizes[2], "{sizes:?}");
+    assert!(
+        reports[2]["max_error_cm"].as_f64().unwrap() <= 0.01,
+        "{}",
+        reports[2]
+    );
     let (ok, out, err) = skelett(&["inspect", seek.to_str().unwrap()]);
     assert!(ok && out.contains("seekable layout"), "{err}{out}");
     let (ok, out, err) = skelett(&["inspect", stream.to_str().unwrap(), "--json"]);

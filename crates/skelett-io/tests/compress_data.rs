@@ -11,7 +11,7 @@ mod common;
 use std::path::Path;
 
 use glam::{DMat4, DVec3};
-use skelett::compress::{compress, CompactLayout, CompressOptions, CompressReport};
+use skelett::compress::{compress, CompactLayout, CompressLevel, CompressOptions, CompressReport};
 use skelett::{
     sample, sample_joint, sample_uncached, Clip, Pose, SamplingCache, Skeleton, Transform,
 };
@@ -172,13 +172,34 @@ fn seekable_matches(skeleton: &Skeleton, c: &Clip, name: &str) {
 #[test]
 fn every_clip_of_the_data_set_stays_within_the_budget() {
     let mut clips = 0;
-    let (mut raw, mut small, mut seek_bytes) = (0usize, 0usize, 0usize);
+    let (mut raw, mut small, mut seek_bytes, mut fast_bytes) = (0usize, 0usize, 0usize, 0usize);
     for file in common::animation_files() {
         let asset = skelett_io::load(&file).unwrap_or_else(|e| panic!("{e}"));
         let opts = options(&asset, None, None);
         for clip in &asset.clips {
-            let (c, r) = compress(&asset.skeleton, clip, &opts).unwrap();
             let name = format!("{} {:?}", file.display(), clip.name());
+            // The fast level: within the budget too (measured independently), and never
+            // smaller (the default level loosens its clip only where that saves bytes).
+            let fast = CompressOptions {
+                level: CompressLevel::Fast,
+                ..opts
+            };
+            let (f, r) = compress(&asset.skeleton, clip, &fast).unwrap();
+            let (e, t, _) = independent_error(
+                &asset.skeleton,
+                clip,
+                &f,
+                f64::from(opts.shell_cm / r.cm_per_unit),
+                &check_times(clip, &r),
+                None,
+            );
+            assert!(
+                e * f64::from(r.cm_per_unit) <= f64::from(opts.error_cm),
+                "{name}, fast: {e} at {t}"
+            );
+            fast_bytes += f.size_bytes();
+            let (c, r) = compress(&asset.skeleton, clip, &opts).unwrap();
+            assert!(c.size_bytes() <= f.size_bytes(), "{name}");
             assert!(c.is_compact(), "{name}");
             let budget = f64::from(opts.error_cm / r.cm_per_unit);
             let shell = f64::from(opts.shell_cm / r.cm_per_unit);
@@ -215,8 +236,9 @@ fn every_clip_of_the_data_set_stays_within_the_budget() {
     let ratio = raw as f64 / small as f64;
     eprintln!(
         "{clips} clips: {raw} -> {small} bytes, {ratio:.2}:1; seekable {seek_bytes} bytes, \
-         {:.2}:1",
-        raw as f64 / seek_bytes as f64
+         {:.2}:1; fast level {fast_bytes} bytes, {:.2}:1",
+        raw as f64 / seek_bytes as f64,
+        raw as f64 / fast_bytes as f64
     );
     assert!(ratio > 10.0, "corpus ratio {ratio:.2}:1");
 }

@@ -294,6 +294,12 @@ def test_convert_and_compress(tmp_path):
     assert sum(c.size_bytes for c in compressed.clips) < sum(c.size_bytes for c in fox.clips)
     with pytest.raises(ValueError):
         fox.compress(error_cm=-1.0)
+    # The fast level: within the budget, never smaller than the default.
+    quick, quick_reports = fox.compress(error_cm=0.01, fast=True)
+    for r, q in zip(reports, quick_reports):
+        assert q["max_error_cm"] <= 0.01 + 1e-6
+        assert q["compressed_bytes"] >= r["compressed_bytes"]
+    assert all(c.is_compact for c in quick.clips)
     # The seekable layout: the same errors and samples, somewhat larger.
     seekable, seek_reports = fox.compress(error_cm=0.01, seekable=True)
     for r, s in zip(reports, seek_reports):

@@ -443,14 +443,17 @@ pub(super) fn check(
     })
 }
 
-/// The largest budget multiplier whose clip measures within the budget; `None` if even the
-/// smallest does not (the grid is too coarse).
+/// The largest budget multiplier whose clip measures within the budget, tightened where the
+/// dense measurement finds more, and at [`CompressLevel::Smallest`] loosened joint by joint;
+/// `None` if even the smallest multiplier does not measure within it (the grid is too
+/// coarse).
 pub(super) fn compress_on(
     skeleton: &Skeleton,
     reference: &Clip,
     grid: Grid,
     budget: f32,
     shell: f32,
+    level: CompressLevel,
 ) -> Result<Option<Outcome>, Error> {
     let p = prepare(skeleton, reference, grid, budget, shell)?;
     let target = 0.97 * budget;
@@ -489,6 +492,10 @@ pub(super) fn compress_on(
     let (mut best_m, mut best_scale) = (lo_m, ones.clone());
     for round in 0..12 {
         let dense = measure(&best.clip, true)?;
+        if dense.stats.max <= budget && level == CompressLevel::Fast {
+            best.dense = dense;
+            return Ok(Some(best));
+        }
         if dense.stats.max <= budget {
             // Spend the slack: the multiplier stopped at the worst joint; give every other
             // joint more budget where the measured error allows.
