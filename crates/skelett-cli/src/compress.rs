@@ -42,6 +42,9 @@ pub struct FileReport {
     source: String,
     written: String,
     units: String,
+    /// The level and layout asked for: "smallest" or "fast", "stream" or "seek".
+    level: &'static str,
+    layout: &'static str,
     clips: Vec<(String, CompressReport)>,
     /// Morph weight keys before and after, and the largest vertex displacement (cm) the
     /// dropped keys cause; `None` without morph channels.
@@ -178,6 +181,8 @@ fn compress_file(input: &Path, output: &Path, opts: &Options) -> Result<FileRepo
         source: input.display().to_string(),
         written: output.display().to_string(),
         units: units(clips.first().map(|c| &c.1)),
+        level: if opts.fast { "fast" } else { "smallest" },
+        layout: if opts.seekable { "seek" } else { "stream" },
         clips,
         morph,
     })
@@ -225,6 +230,18 @@ fn ratio(raw: usize, compressed: usize) -> f64 {
 fn text(out: &mut String, f: &FileReport) {
     outln!(out, "{} -> {}", f.source, f.written);
     outln!(out, "  units: {}", f.units);
+    outln!(
+        out,
+        "  level: {}, layout: {}",
+        match f.level {
+            "fast" => "fast (no loosening)",
+            _ => "smallest",
+        },
+        match f.layout {
+            "seek" => "seekable",
+            _ => "streamed",
+        }
+    );
     outln!(
         out,
         "  {:<24} {:>8} {:>7} {:>10} {:>10} {:>8} {:>11} {:>11} {:>8}",
@@ -317,6 +334,8 @@ fn file_json(f: &FileReport) -> Value {
         "written": f.written,
         "cm_per_unit": first.map(|r| r.cm_per_unit),
         "units": f.units,
+        "level": f.level,
+        "layout": f.layout,
         "clips": f.clips.iter().map(|(n, r)| clip_json(n, r)).collect::<Vec<_>>(),
         "morph_weights": f.morph.map(|(before, after, worst)| json!({
             "keys_before": before,

@@ -417,8 +417,8 @@ enum Command {
         #[arg(long)]
         seekable: bool,
         /// Spend less time for a larger clip: no joint-by-joint loosening after the budget
-        /// search (about half the time on motion capture, 5% larger over the test data); the
-        /// same error bound, measured the same way.
+        /// search (half to two thirds of the time on motion capture, 5-6% larger over the
+        /// test data); the same error bound, measured the same way.
         #[arg(long)]
         fast: bool,
         /// Print JSON instead of text.

@@ -415,6 +415,10 @@ fn compress_seekable_and_bench_both_layouts() {
     assert!(sizes[0] < sizes[1] && sizes[1] < 2 * sizes[0], "{sizes:?}");
     assert_eq!(reports[0]["max_error_cm"], reports[1]["max_error_cm"]);
     assert!(sizes[0] <= sizes[2], "{sizes:?}");
+    let said = |r: &Value| (r["level"].clone(), r["layout"].clone());
+    assert_eq!(said(&reports[0]), ("smallest".into(), "stream".into()));
+    assert_eq!(said(&reports[1]), ("smallest".into(), "seek".into()));
+    assert_eq!(said(&reports[2]), ("fast".into(), "stream".into()));
     assert!(
         reports[2]["max_error_cm"].as_f64().unwrap() <= 0.01,
         "{}",

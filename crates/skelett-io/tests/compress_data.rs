@@ -185,6 +185,11 @@ fn every_clip_of_the_data_set_stays_within_the_budget() {
                 ..opts
             };
             let (f, r) = compress(&asset.skeleton, clip, &fast).unwrap();
+            assert!(
+                r.max_error_cm <= opts.error_cm,
+                "{name}, fast: report {r:?}"
+            );
+            assert_eq!(r.compressed_bytes, f.size_bytes(), "{name}, fast");
             let (e, t, _) = independent_error(
                 &asset.skeleton,
                 clip,
@@ -195,7 +200,8 @@ fn every_clip_of_the_data_set_stays_within_the_budget() {
             );
             assert!(
                 e * f64::from(r.cm_per_unit) <= f64::from(opts.error_cm),
-                "{name}, fast: {e} at {t}"
+                "{name}, fast: {:.6} cm at t={t}",
+                e * f64::from(r.cm_per_unit)
             );
             fast_bytes += f.size_bytes();
             let (c, r) = compress(&asset.skeleton, clip, &opts).unwrap();

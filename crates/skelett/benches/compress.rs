@@ -13,15 +13,17 @@
 //! (`scripts/bench/acl_compare.sh`, SSE2 and AVX2 builds alike, 2026-11-27) decompresses a
 //! whole pose of these CMU clips at random times in 10.7-14.2 ns per joint cold (256
 //! copies), and compresses 01_01 in 152-167 ms, 01_03 in 219-242 ms and Boxing_Toes in
-//! 96-107 ms, where skelett takes 317, 671 and 316 ms on one thread (208, 395 and 192 ms on
-//! two cores with the `rayon` feature).
+//! 96-107 ms, where skelett takes 317-331, 671-711 and 316-324 ms on one thread (201-208,
+//! 395-418 and 192-195 ms on two cores with the `rayon` feature), and at
+//! `CompressLevel::Fast` 166, 392 and 216 ms (90, 213 and 128 on two cores).
 //!
 //! `cargo bench -p skelett --bench compress`
 //!
 //! With `SKELETT_ACL_CASES=DIR` set, the bench first writes the CMU clips (01_01, 01_03,
 //! Boxing_Toes) as raw samples at their own frame rate to `DIR/LABEL.bin` for
 //! `scripts/bench/acl_compare.sh`, which compresses and decompresses them with ACL built
-//! from source, and prints skelett's compression time for each (median of three).
+//! from source, and prints skelett's compression time, ratio and error for each at both
+//! levels (median of three).
 
 use skelett_testdata::bench::{criterion, forward_times, random_times};
 use skelett_testdata::data;
@@ -49,7 +51,8 @@ const CASES: &[(&str, &str, &str, Option<f32>)] = &[
 /// Writes `label` for `scripts/bench/acl_compare.cc` (little-endian): u32 joints, u32
 /// frames, f32 frame rate, f32 centimetres per unit; the parents (i32, -1 for roots); then
 /// each frame's local transforms (rotation x, y, z, w, translation, scale: 10 f32 per
-/// joint), sampled at `start + frame / rate`. Prints skelett's compression time.
+/// joint), sampled at `start + frame / rate`. Prints skelett's compression time, ratio and
+/// error at the default level and at `CompressLevel::Fast`.
 fn dump_for_acl(label: &str, file: &str, cm: f32, dir: &std::path::Path) {
     let asset = skelett_io::load(data(file)).expect("shared data beside the repository");
     let (skeleton, clip) = (&asset.skeleton, &asset.clips[0]);
