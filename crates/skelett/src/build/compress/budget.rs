@@ -7,8 +7,8 @@ use glam::{Mat4, Quat, Vec3, Vec4};
 
 use super::*;
 use crate::{
-    local_to_model, sample_uncached, Clip, Error, Interpolation, JointIndex, Skeleton, Target,
-    Transform,
+    local_to_model, sample, Clip, Error, Interpolation, JointIndex, SamplingCache, Skeleton,
+    Target, Transform,
 };
 
 /// One compression's result.
@@ -76,7 +76,8 @@ pub(super) fn prepare(
     let n = skeleton.len();
     let frames = grid.frames as usize;
     // The reference at every frame (local and model) and between frames, in parallel
-    // chunks of frames.
+    // chunks of frames, each sampled forward through its own cache (the values
+    // `sample_uncached` gives, without searching every channel's keys from scratch).
     const FRAMES: usize = 64;
     let chunks: Vec<usize> = (0..frames.div_ceil(FRAMES)).collect();
     let at_frames = par_map(
@@ -85,9 +86,10 @@ pub(super) fn prepare(
             let range = c * FRAMES..((c + 1) * FRAMES).min(frames);
             let mut local = vec![Transform::IDENTITY; n * range.len()];
             let mut model = vec![Mat4::IDENTITY; n * range.len()];
+            let mut cache = SamplingCache::for_clip(reference);
             for (k, f) in range.enumerate() {
                 let pose = &mut local[k * n..(k + 1) * n];
-                sample_uncached(reference, grid.time(f as u32), pose)?;
+                sample(reference, grid.time(f as u32), &mut cache, pose)?;
                 local_to_model(skeleton, pose, 0, &mut model[k * n..(k + 1) * n])?;
             }
             Ok((local, model))
@@ -105,11 +107,12 @@ pub(super) fn prepare(
     let between = par_map(&chunks, |&c| -> Result<Vec<Transform>, Error> {
         let range = c * FRAMES..((c + 1) * FRAMES).min(subs);
         let mut mid = vec![Transform::IDENTITY; n * range.len()];
+        let mut cache = SamplingCache::for_clip(reference);
         for (k, i) in range.enumerate() {
             let (f, s) = ((i / encode::SUB) as u32, i % encode::SUB);
             let (t0, t1) = (grid.time(f), grid.time(f + 1));
             let t = t0 + (t1 - t0) * encode::SUB_AT[s];
-            sample_uncached(reference, t, &mut mid[k * n..(k + 1) * n])?;
+            sample(reference, t, &mut cache, &mut mid[k * n..(k + 1) * n])?;
         }
         Ok(mid)
     });
@@ -124,20 +127,20 @@ pub(super) fn prepare(
     let mut raw_sub = Vec::with_capacity(3 * n);
     let mut rest = Vec::with_capacity(3 * n);
     let mut step = vec![false; 3 * n];
-    for j in 0..n {
-        for target in TARGETS {
-            raw.push(
-                (0..frames)
-                    .map(|f| to_vec4(target, &local[f * n + j]))
-                    .collect::<Vec<_>>(),
-            );
-            raw_sub.push(
-                (0..subs)
-                    .map(|i| to_vec4(target, &mid[i * n + j]))
-                    .collect::<Vec<_>>(),
-            );
-            rest.push(to_vec4(target, &rest_pose[j]));
+    // Per joint, its three channels in one pass over the poses (they are joint-major).
+    let channels = |poses: &[Transform], count: usize, j: usize| {
+        let mut out = TARGETS.map(|_| Vec::with_capacity(count));
+        for pose in poses.chunks_exact(n).take(count) {
+            for (v, target) in out.iter_mut().zip(TARGETS) {
+                v.push(to_vec4(target, &pose[j]));
+            }
         }
+        out
+    };
+    for (j, rest_j) in rest_pose.iter().enumerate() {
+        raw.extend(channels(&local, frames, j));
+        raw_sub.extend(channels(&mid, subs, j));
+        rest.extend(TARGETS.map(|target| to_vec4(target, rest_j)));
     }
     for (j, target, interp, _) in reference.channels() {
         if interp == Interpolation::Step {
