@@ -42,9 +42,9 @@ pub struct FileReport {
     source: String,
     written: String,
     units: String,
-    /// The level and layout asked for: "smallest" or "fast", "stream" or "seek".
-    level: &'static str,
-    layout: &'static str,
+    /// The level and layout asked for.
+    level: CompressLevel,
+    layout: CompactLayout,
     clips: Vec<(String, CompressReport)>,
     /// Morph weight keys before and after, and the largest vertex displacement (cm) the
     /// dropped keys cause; `None` without morph channels.
@@ -181,8 +181,8 @@ fn compress_file(input: &Path, output: &Path, opts: &Options) -> Result<FileRepo
         source: input.display().to_string(),
         written: output.display().to_string(),
         units: units(clips.first().map(|c| &c.1)),
-        level: if opts.fast { "fast" } else { "smallest" },
-        layout: if opts.seekable { "seek" } else { "stream" },
+        level: options.level,
+        layout: options.layout,
         clips,
         morph,
     })
@@ -234,12 +234,12 @@ fn text(out: &mut String, f: &FileReport) {
         out,
         "  level: {}, layout: {}",
         match f.level {
-            "fast" => "fast (no loosening)",
-            _ => "smallest",
+            CompressLevel::Fast => "fast (no loosening)",
+            CompressLevel::Smallest => "smallest",
         },
         match f.layout {
-            "seek" => "seekable",
-            _ => "streamed",
+            CompactLayout::Seek => "seekable",
+            CompactLayout::Stream => "streamed",
         }
     );
     outln!(
@@ -334,8 +334,12 @@ fn file_json(f: &FileReport) -> Value {
         "written": f.written,
         "cm_per_unit": first.map(|r| r.cm_per_unit),
         "units": f.units,
-        "level": f.level,
-        "layout": f.layout,
+        "level": match f.level {
+            CompressLevel::Fast => "fast",
+            CompressLevel::Smallest => "smallest",
+        },
+        // As `skelett inspect --json` names it.
+        "layout": crate::inspect::layout_name(f.layout),
         "clips": f.clips.iter().map(|(n, r)| clip_json(n, r)).collect::<Vec<_>>(),
         "morph_weights": f.morph.map(|(before, after, worst)| json!({
             "keys_before": before,

@@ -119,10 +119,7 @@ fn clip_info(index: usize, c: &Clip) -> ClipInfo {
         },
         bytes: c.size_bytes(),
         compact_rate: c.compact_grid().map(|g| g.0),
-        compact_layout: c.compact_layout().map(|l| match l {
-            skelett::compress::CompactLayout::Stream => "stream",
-            skelett::compress::CompactLayout::Seek => "seek",
-        }),
+        compact_layout: c.compact_layout().map(layout_name),
         morph_tracks: c.morph_tracks().len(),
         morph_keys: {
             let count = |i: skelett::Interpolation| {
@@ -397,4 +394,12 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A compact layout's name in JSON: "stream" or "seek".
+pub(crate) fn layout_name(layout: skelett::compress::CompactLayout) -> &'static str {
+    match layout {
+        skelett::compress::CompactLayout::Stream => "stream",
+        skelett::compress::CompactLayout::Seek => "seek",
+    }
 }

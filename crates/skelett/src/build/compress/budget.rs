@@ -409,8 +409,10 @@ pub(super) struct Checked {
     pub(super) histogram: metric::ErrorHistogram,
 }
 
-/// Measures an assembled clip against the reference at the check times (four per frame
-/// interval and the source's keys) or the dense ones (sixteen).
+/// Measures an assembled clip against the reference at the dense times (sixteen per frame
+/// interval and the source's keys): the final word on a clip, with every statistic the
+/// report gives. (The search and the loosening measure at the check times through
+/// `metric::measure_joints` directly, needing only the largest errors.)
 pub(super) fn check(
     skeleton: &Skeleton,
     p: &Prepared,
@@ -418,13 +420,8 @@ pub(super) fn check(
     clip: &Clip,
     shell: f32,
     budget: f32,
-    dense: bool,
 ) -> Result<Checked, Error> {
-    let (times, against) = if dense {
-        (&p.dense_times, metric::Reference::Clip(reference))
-    } else {
-        (&p.check_times, p.check_reference(reference))
-    };
+    let (times, against) = (&p.dense_times, metric::Reference::Clip(reference));
     let mut stats = ErrorStats::default();
     let mut over = vec![false; skeleton.len()];
     let mut histogram = metric::ErrorHistogram::new(budget);
@@ -462,12 +459,11 @@ pub(super) fn compress_on(
     let target = 0.97 * budget;
     let n = skeleton.len();
     let ones = vec![1.0f32; n];
-    let measure =
-        |clip: &Clip, dense: bool| check(skeleton, &p, reference, clip, shell, budget, dense);
+    let dense = |clip: &Clip| check(skeleton, &p, reference, clip, shell, budget);
     // An attempt's largest error at the check times; one over the target stops the
     // measurement (the search needs only an estimate there: at least the target).
-    let attempt_scaled = |m: f32, scale: &[f32]| -> Result<(Outcome, f32), Error> {
-        let mut out = assemble(reference, skeleton, &p, &plan_all(&p, m, scale))?;
+    let attempt = |m: f32| -> Result<(Outcome, f32), Error> {
+        let mut out = assemble(reference, skeleton, &p, &plan_all(&p, m, &ones))?;
         let mut errors = vec![0f32; n];
         let complete = metric::measure_joints(
             skeleton,
@@ -483,7 +479,6 @@ pub(super) fn compress_on(
         out.check_errors = complete.then_some(errors);
         Ok((out, max))
     };
-    let attempt = |m: f32| attempt_scaled(m, &ones);
     let Some((mut lo_m, mut best)) = search(attempt, target)? else {
         return Ok(None);
     };
@@ -494,29 +489,29 @@ pub(super) fn compress_on(
     // multiplier changed.
     let (mut best_m, mut best_scale) = (lo_m, ones.clone());
     for round in 0..12 {
-        let dense = measure(&best.clip, true)?;
-        if dense.stats.max <= budget && level == CompressLevel::Fast {
-            best.dense = dense;
-            return Ok(Some(best));
-        }
-        if dense.stats.max <= budget {
-            // Spend the slack: the multiplier stopped at the worst joint; give every other
-            // joint more budget where the measured error allows.
-            let loose = loosen(skeleton, reference, &p, shell, target, lo_m, &scale, &best)?;
-            let loose_dense = measure(&loose.clip, true)?;
-            if loose_dense.stats.max <= budget && loose.clip.size_bytes() < best.clip.size_bytes() {
-                let mut out = loose;
-                out.dense = loose_dense;
-                return Ok(Some(out));
+        let measured = dense(&best.clip)?;
+        if measured.stats.max <= budget {
+            if level == CompressLevel::Smallest {
+                // Spend the slack: the multiplier stopped at the worst joint; give every
+                // other joint more budget where the measured error allows.
+                let loose = loosen(skeleton, reference, &p, shell, target, lo_m, &scale, &best)?;
+                let loose_measured = dense(&loose.clip)?;
+                if loose_measured.stats.max <= budget
+                    && loose.clip.size_bytes() < best.clip.size_bytes()
+                {
+                    let mut out = loose;
+                    out.dense = loose_measured;
+                    return Ok(Some(out));
+                }
             }
-            best.dense = dense;
+            best.dense = measured;
             return Ok(Some(best));
         }
         // Tighten only the joints on the way from the root to each joint over the budget.
         // Parents come before their children, so one pass from the leaves marks every
         // ancestor of a joint over the budget (linear, where walking each joint's chain was
         // quadratic on deep skeletons).
-        let mut chain = dense.over.clone();
+        let mut chain = measured.over.clone();
         for j in (0..n).rev() {
             if chain[j] {
                 if let Some(parent) = skeleton.parent(j as JointIndex) {
@@ -777,7 +772,7 @@ pub(super) fn compress_fallback(
     let p = prepare(skeleton, reference, grid, budget, shell)?;
     let scale = vec![1.0; skeleton.len()];
     let mut out = assemble(reference, skeleton, &p, &plan_all(&p, 1.0 / 256.0, &scale))?;
-    out.dense = check(skeleton, &p, reference, &out.clip, shell, budget, true)?;
+    out.dense = check(skeleton, &p, reference, &out.clip, shell, budget)?;
     Ok(out)
 }
 

@@ -126,11 +126,13 @@ const STOP_BATCH: usize = 2;
 
 /// [`measure`] for some joints: with `only` = (needed, measured), only the `needed` joints are
 /// composed (they must include every ancestor of a measured joint) and `on_error` is called
-/// for the `measured` ones. With `stop_above`, the measurement stops after the batch of
-/// times in which an error above it (or NaN) is reported, and returns `false`; `true` when
-/// every time was measured. Where it stops depends on the errors only, not on the threads. A trial that changes a few joints' channels moves only their
+/// for the `measured` ones. A trial that changes a few joints' channels moves only their
 /// subtrees: measuring just those (composing the chains above them) is what keeps the
 /// encoder's joint-by-joint loosening linear, not quadratic, in the joint count.
+///
+/// With `stop_above`, the measurement stops after the batch of times in which an error above
+/// it (or NaN) is reported, and returns `false`; `true` when every time was measured. Where
+/// it stops depends on the errors only, not on the threads ([`STOP_BATCH`]).
 ///
 /// The times are split into tasks of [`CHUNK`] (over rayon's pool with feature `rayon`);
 /// `on_error` is called in the order of `times` and joints whatever the split.
