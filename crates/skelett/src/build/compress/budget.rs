@@ -1,6 +1,7 @@
 //! The budget driver: the error budget shared along the hierarchy by each channel's
 //! sensitivity, a global multiplier raised while the measured model-space error stays within
-//! the budget, chains that exceed it tightened and slack joints loosened; each attempt
+//! the budget, slack joints loosened, then chains that the dense measurement finds over it
+//! tightened; each attempt
 //! planned per channel (`encode`), assembled into a compact clip and measured (`metric`).
 
 use glam::{Mat4, Quat, Vec3, Vec4};
@@ -482,28 +483,27 @@ pub(super) fn compress_on(
     let Some((mut lo_m, mut best)) = search(attempt, target)? else {
         return Ok(None);
     };
-    // The final word: sixteen points per frame interval (near a capture glitch the error
-    // changes fast inside an interval). Where that finds more, back off locally.
+    // At [`CompressLevel::Smallest`], spend the slack first: the multiplier stopped at the
+    // worst joint; every other joint gets more budget where the error at the check times
+    // allows. The dense measurement then checks the clip that is kept, once where it passes
+    // (checking the search's clip before loosening it measured the clip twice).
     let mut scale = ones.clone();
+    if level == CompressLevel::Smallest {
+        let (loose, loose_scale) =
+            loosen(skeleton, reference, &p, shell, target, lo_m, &scale, &best)?;
+        if loose.clip.size_bytes() < best.clip.size_bytes() {
+            best = loose;
+            scale = loose_scale;
+        }
+    }
     // What `best` was planned with: the tightened attempt re-plans only the joints whose
     // multiplier changed.
-    let (mut best_m, mut best_scale) = (lo_m, ones.clone());
+    let (mut best_m, mut best_scale) = (lo_m, scale.clone());
+    // The final word: sixteen points per frame interval (near a capture glitch the error
+    // changes fast inside an interval). Where that finds more, back off locally.
     for round in 0..12 {
         let measured = dense(&best.clip)?;
         if measured.stats.max <= budget {
-            if level == CompressLevel::Smallest {
-                // Spend the slack: the multiplier stopped at the worst joint; give every
-                // other joint more budget where the measured error allows.
-                let loose = loosen(skeleton, reference, &p, shell, target, lo_m, &scale, &best)?;
-                let loose_measured = dense(&loose.clip)?;
-                if loose_measured.stats.max <= budget
-                    && loose.clip.size_bytes() < best.clip.size_bytes()
-                {
-                    let mut out = loose;
-                    out.dense = loose_measured;
-                    return Ok(Some(out));
-                }
-            }
             best.dense = measured;
             return Ok(Some(best));
         }
@@ -631,7 +631,7 @@ pub(super) fn loosen(
     m: f32,
     scale: &[f32],
     best: &Outcome,
-) -> Result<Outcome, Error> {
+) -> Result<(Outcome, Vec<f32>), Error> {
     let n = skeleton.len();
     let block = n.div_ceil(LOOSEN_TRIALS).max(1);
     let mut scale = scale.to_vec();
@@ -749,7 +749,7 @@ pub(super) fn loosen(
             }
         }
     }
-    assemble(reference, skeleton, p, &plans)
+    Ok((assemble(reference, skeleton, p, &plans)?, scale))
 }
 
 /// The larger of two errors, a NaN counting as infinite (as [`check`] counts it).
