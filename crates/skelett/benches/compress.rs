@@ -10,12 +10,13 @@
 //!
 //! For comparison: ozz-animation samples its compressed clips at about 6 ns/joint warm on
 //! this machine (an earlier session). ACL v2.1.0 built from source here
-//! (`scripts/bench/acl_compare.sh`, SSE2 and AVX2 builds alike, 2026-11-27) decompresses a
-//! whole pose of these CMU clips at random times in 10.7-14.2 ns per joint cold (256
-//! copies), and compresses 01_01 in 152-167 ms, 01_03 in 219-242 ms and Boxing_Toes in
-//! 96-107 ms, where skelett takes 317-331, 671-711 and 316-324 ms on one thread (201-208,
-//! 395-418 and 192-195 ms on two cores with the `rayon` feature), and at
-//! `CompressLevel::Fast` 166, 392 and 216 ms (90, 213 and 128 on two cores).
+//! (`scripts/bench/acl_compare.sh`, SSE2 build, two runs in one later session of
+//! 2026-11-27) decompresses a whole pose of these CMU clips at random times in 12.1-14.6 ns
+//! per joint cold (256 copies), and compresses 01_01 in 177-179 ms, 01_03 in 262-264 ms and
+//! Boxing_Toes in 117-120 ms, where skelett takes 328, 597-609 and 322-328 ms on one thread
+//! (186-197, 349-372 and 204 ms on two cores with the `rayon` feature), and at
+//! `CompressLevel::Fast` 174-177, 421-427 and 231-235 ms (91-97, 232-238 and 136-138 on two
+//! cores).
 //!
 //! `cargo bench -p skelett --bench compress`
 //!

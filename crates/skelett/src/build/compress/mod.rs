@@ -106,10 +106,10 @@ pub enum CompressLevel {
     /// test: 17.19:1.
     #[default]
     Smallest,
-    /// The multiplier search and the tightening, without the loosening: half to two thirds
-    /// of the time on the CMU clips measured (one thread: 01_01 166 against 331 ms, 01_03
-    /// 392 against 711, Boxing_Toes 216 against 324), 5-6% larger over the 62 clips of the
-    /// data-set test (16.00:1 against 17.19:1).
+    /// The multiplier search and the tightening, without the loosening: half to three
+    /// quarters of the time on the CMU clips measured (one thread: 01_01 174 against 328 ms,
+    /// 01_03 421 against 597, Boxing_Toes 231 against 322), 7% larger over the 62 clips of
+    /// the data-set test (16.00:1 against 17.19:1).
     Fast,
 }
 
