@@ -179,7 +179,10 @@ fn every_clip_of_the_data_set_stays_within_the_budget() {
         for clip in &asset.clips {
             let name = format!("{} {:?}", file.display(), clip.name());
             // The fast level: within the budget too (measured independently), and never
-            // smaller (the default level loosens its clip only where that saves bytes).
+            // smaller: the default level keeps its loosened clip only where it is smaller
+            // than the search's, which the fast level keeps; where the loosened clip needs
+            // tightening, it tightens the search's too and keeps the smaller (tightening
+            // only takes budget away).
             let fast = CompressOptions {
                 level: CompressLevel::Fast,
                 ..opts

@@ -62,7 +62,7 @@ pub enum CompactLayout {
     /// Keys in fixed widths from the segment's smallest value: a seek reads the two keys
     /// around its time directly, keeping no state per character, and forward playback costs
     /// what a seek does (on dense motion capture less than the streamed layout's, on sparse
-    /// clips about twice). About 15% larger over `../shared/data` (14.9:1 against 17.2:1).
+    /// clips about twice). About 16% larger over `../shared/data` (14.9:1 against 17.2:1).
     Seek,
 }
 

@@ -1,7 +1,8 @@
 //! The budget driver: the error budget shared along the hierarchy by each channel's
 //! sensitivity, a global multiplier raised while the measured model-space error stays within
 //! the budget, slack joints loosened, then chains that the dense measurement finds over it
-//! tightened; each attempt
+//! tightened (from the search's clip too where the loosened one needed that, the smaller
+//! kept); each attempt
 //! planned per channel (`encode`), assembled into a compact clip and measured (`metric`).
 
 use glam::{Mat4, Quat, Vec3, Vec4};
@@ -444,10 +445,10 @@ pub(super) fn check(
     })
 }
 
-/// The largest budget multiplier whose clip measures within the budget, tightened where the
-/// dense measurement finds more, and at [`CompressLevel::Smallest`] loosened joint by joint;
-/// `None` if even the smallest multiplier does not measure within it (the grid is too
-/// coarse).
+/// The largest budget multiplier whose clip measures within the budget, at
+/// [`CompressLevel::Smallest`] loosened joint by joint, then tightened where the dense
+/// measurement finds more; `None` if even the smallest multiplier does not measure within
+/// it (the grid is too coarse).
 pub(super) fn compress_on(
     skeleton: &Skeleton,
     reference: &Clip,
@@ -460,7 +461,6 @@ pub(super) fn compress_on(
     let target = 0.97 * budget;
     let n = skeleton.len();
     let ones = vec![1.0f32; n];
-    let dense = |clip: &Clip| check(skeleton, &p, reference, clip, shell, budget);
     // An attempt's largest error at the check times; one over the target stops the
     // measurement (the search needs only an estimate there: at least the target).
     let attempt = |m: f32| -> Result<(Outcome, f32), Error> {
@@ -480,60 +480,113 @@ pub(super) fn compress_on(
         out.check_errors = complete.then_some(errors);
         Ok((out, max))
     };
-    let Some((mut lo_m, mut best)) = search(attempt, target)? else {
+    let Some((lo_m, found)) = search(attempt, target)? else {
         return Ok(None);
+    };
+    let tight = Tighten {
+        skeleton,
+        reference,
+        p: &p,
+        shell,
+        budget,
     };
     // At [`CompressLevel::Smallest`], spend the slack first: the multiplier stopped at the
     // worst joint; every other joint gets more budget where the error at the check times
     // allows. The dense measurement then checks the clip that is kept, once where it passes
     // (checking the search's clip before loosening it measured the clip twice).
-    let mut scale = ones.clone();
     if level == CompressLevel::Smallest {
         let (loose, loose_scale) =
-            loosen(skeleton, reference, &p, shell, target, lo_m, &scale, &best)?;
-        if loose.clip.size_bytes() < best.clip.size_bytes() {
-            best = loose;
-            scale = loose_scale;
+            loosen(skeleton, reference, &p, shell, target, lo_m, &ones, &found)?;
+        if loose.clip.size_bytes() < found.clip.size_bytes() {
+            match tight.run(loose, lo_m, loose_scale)? {
+                // Within the budget at once: smaller than the search's clip, which the fast
+                // level returns where it passes (and tightening only takes budget away).
+                Some((out, 0)) => return Ok(Some(out)),
+                // Tightened from the loosened budgets: the search's clip tightened may come
+                // out smaller, so both are made and the smaller kept; where the loosened
+                // clip found no way within the budget, the search's clip is what is left.
+                Some((out, _)) => {
+                    return Ok(match tight.run(found, lo_m, ones)? {
+                        Some((plain, _)) if plain.clip.size_bytes() < out.clip.size_bytes() => {
+                            Some(plain)
+                        }
+                        _ => Some(out),
+                    })
+                }
+                None => {}
+            }
         }
     }
-    // What `best` was planned with: the tightened attempt re-plans only the joints whose
-    // multiplier changed.
-    let (mut best_m, mut best_scale) = (lo_m, scale.clone());
-    // The final word: sixteen points per frame interval (near a capture glitch the error
-    // changes fast inside an interval). Where that finds more, back off locally.
-    for round in 0..12 {
-        let measured = dense(&best.clip)?;
-        if measured.stats.max <= budget {
-            best.dense = measured;
-            return Ok(Some(best));
-        }
-        // Tighten only the joints on the way from the root to each joint over the budget.
-        // Parents come before their children, so one pass from the leaves marks every
-        // ancestor of a joint over the budget (linear, where walking each joint's chain was
-        // quadratic on deep skeletons).
-        let mut chain = measured.over.clone();
-        for j in (0..n).rev() {
-            if chain[j] {
-                if let Some(parent) = skeleton.parent(j as JointIndex) {
-                    chain[parent as usize] = true;
+    Ok(tight.run(found, lo_m, ones)?.map(|(out, _)| out))
+}
+
+/// What [`Tighten::run`] needs of a compression.
+struct Tighten<'a> {
+    skeleton: &'a Skeleton,
+    reference: &'a Clip,
+    p: &'a Prepared,
+    shell: f32,
+    budget: f32,
+}
+
+impl Tighten<'_> {
+    /// The final word on `best`, planned with multiplier `m` and per-joint `scale`: sixteen
+    /// points per frame interval (near a capture glitch the error changes fast inside an
+    /// interval). Where that finds joints over the budget, the chains above them get less
+    /// budget and the clip is planned and measured again, up to 12 rounds. Returns the clip
+    /// within the budget (its `dense` set) and the rounds of tightening it took.
+    fn run(
+        &self,
+        mut best: Outcome,
+        mut m: f32,
+        mut scale: Vec<f32>,
+    ) -> Result<Option<(Outcome, usize)>, Error> {
+        let (skeleton, p) = (self.skeleton, self.p);
+        let n = skeleton.len();
+        // What `best` was planned with: the tightened attempt re-plans only the joints whose
+        // multiplier changed.
+        let (mut best_m, mut best_scale) = (m, scale.clone());
+        for round in 0..12 {
+            let measured = check(
+                skeleton,
+                p,
+                self.reference,
+                &best.clip,
+                self.shell,
+                self.budget,
+            )?;
+            if measured.stats.max <= self.budget {
+                best.dense = measured;
+                return Ok(Some((best, round)));
+            }
+            // Tighten only the joints on the way from the root to each joint over the
+            // budget. Parents come before their children, so one pass from the leaves marks
+            // every ancestor of a joint over the budget (linear, where walking each joint's
+            // chain was quadratic on deep skeletons).
+            let mut chain = measured.over.clone();
+            for j in (0..n).rev() {
+                if chain[j] {
+                    if let Some(parent) = skeleton.parent(j as JointIndex) {
+                        chain[parent as usize] = true;
+                    }
                 }
             }
-        }
-        for (s, &o) in scale.iter_mut().zip(&chain) {
-            if o {
-                *s *= 0.7;
+            for (s, &o) in scale.iter_mut().zip(&chain) {
+                if o {
+                    *s *= 0.7;
+                }
             }
+            // After several local rounds, everything a little (where the first-order split
+            // misjudged the hierarchy).
+            if round >= 8 {
+                m *= 0.8;
+            }
+            let plans = plan_changed(p, m, &scale, (&best.plans, best_m, &best_scale));
+            best = assemble(self.reference, skeleton, p, &plans)?;
+            (best_m, best_scale) = (m, scale.clone());
         }
-        // After several local rounds, everything a little (where the first-order split
-        // misjudged the hierarchy).
-        if round >= 8 {
-            lo_m *= 0.8;
-        }
-        let plans = plan_changed(&p, lo_m, &scale, (&best.plans, best_m, &best_scale));
-        best = assemble(reference, skeleton, &p, &plans)?;
-        (best_m, best_scale) = (lo_m, scale.clone());
+        Ok(None)
     }
-    Ok(None)
 }
 
 /// The search stops once its bracket is this narrow (the ratio of the failing multiplier to
@@ -668,7 +721,9 @@ pub(super) fn loosen(
         // Every tried joint's plan, planned up front (in parallel): a joint's trial depends
         // on its own scale only, which changes only when that trial is kept.
         let trying: Vec<usize> = (0..n).filter(|&j| tried[j]).collect();
-        let planned = par_map(&trying, |&j| plan_joint(p, j, m * scale[j] * 1.5));
+        // `m * (scale * 1.5)`: the multiplier the kept scale records, so that the
+        // tightening's `plan_changed` takes these plans as the ones it would make again.
+        let planned = par_map(&trying, |&j| plan_joint(p, j, m * (scale[j] * 1.5)));
         let mut trials: Vec<Option<[encode::Plan; 3]>> = vec![None; n];
         for (&j, t) in trying.iter().zip(planned) {
             trials[j] = Some(t);
@@ -780,6 +835,91 @@ pub(super) fn compress_fallback(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A chain of four joints 10 units apart, each turning on two axes at its own pace, one
+    /// second at 30 fps.
+    fn chain() -> (Skeleton, Clip) {
+        use crate::{RawChannel, RawClip, RawJoint, RawSkeleton, RawValues};
+        let skeleton = RawSkeleton {
+            joints: (0..4usize)
+                .map(|j| RawJoint {
+                    name: format!("j{j}"),
+                    parent: j.checked_sub(1),
+                    rest: Transform::new(Vec3::new(0.0, 10.0, 0.0), Quat::IDENTITY, Vec3::ONE),
+                })
+                .collect(),
+            ..Default::default()
+        }
+        .build()
+        .unwrap();
+        let times: Vec<f32> = (0..31).map(|f| f as f32 / 30.0).collect();
+        let channels = (0..4)
+            .map(|j| RawChannel {
+                joint: format!("j{j}"),
+                target: Target::Rotation,
+                interpolation: Interpolation::Linear,
+                times: times.clone(),
+                values: RawValues::Quat(
+                    times
+                        .iter()
+                        .map(|&t| {
+                            let a = t * (1.0 + j as f32);
+                            Quat::from_euler(glam::EulerRot::XYZ, a.sin(), 0.0, (2.0 * a).cos())
+                        })
+                        .collect(),
+                ),
+            })
+            .collect();
+        let clip = RawClip {
+            name: "c".into(),
+            start: 0.0,
+            duration: 1.0,
+            channels,
+        }
+        .build(&skeleton)
+        .unwrap();
+        (skeleton, clip)
+    }
+
+    /// The tightening brings a clip planned with far too much budget within it, chain by
+    /// chain, and says how many rounds that took; a clip already within takes none. Both
+    /// re-measured independently at the dense times.
+    #[test]
+    fn tightening_brings_a_clip_within_the_budget() {
+        let (skeleton, clip) = chain();
+        let grid = Grid::new(clip.start, clip.duration, 30.0).unwrap();
+        let (budget, shell) = (0.01, 3.0);
+        let p = prepare(&skeleton, &clip, grid, budget, shell).unwrap();
+        let tight = Tighten {
+            skeleton: &skeleton,
+            reference: &clip,
+            p: &p,
+            shell,
+            budget,
+        };
+        let ones = vec![1.0; skeleton.len()];
+        let worst = |c: &Clip| {
+            let mut e = 0f32;
+            metric::measure(
+                &skeleton,
+                metric::Reference::Clip(&clip),
+                c,
+                shell,
+                &p.dense_times,
+                |_, _, x| e = worse(e, x),
+            )
+            .unwrap();
+            e
+        };
+        for (m, tightened) in [(64.0, true), (1.0 / 64.0, false)] {
+            let start = assemble(&clip, &skeleton, &p, &plan_all(&p, m, &ones)).unwrap();
+            assert_eq!(worst(&start.clip) > budget, tightened, "{m}");
+            let (out, rounds) = tight.run(start, m, ones.clone()).unwrap().unwrap();
+            assert_eq!(rounds > 0, tightened, "{m}: {rounds}");
+            assert!(out.dense.stats.max <= budget);
+            assert!(worst(&out.clip) <= budget);
+        }
+    }
 
     /// Runs [`search`] on `error(m)`, returning the multiplier found and every one tried.
     fn run(error: impl Fn(f32) -> f32) -> (Option<f32>, Vec<f32>) {
