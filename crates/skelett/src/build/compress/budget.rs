@@ -612,8 +612,11 @@ pub(super) const SEARCH_MIN: f32 = 1.0 / 256.0;
 /// the secant of log error against log multiplier, each step kept within the middle half of
 /// the bracket (in log scale) so that it shrinks by at least a quarter even where the error
 /// is a staircase (the largest error over all joints stays flat while others loosen, then
-/// jumps). On mocap this takes 3 to 6 attempts where growing by fours and bisecting five
-/// times took 7 to 8.
+/// jumps). Where the last two passing attempts measured the very same largest error (the
+/// same joint's same error: a flat step, on which the secant would take the smallest step
+/// allowed), it takes the bracket's middle instead (Boxing_Toes: 5 attempts where 6, 9%
+/// faster and 0.3% smaller; the corpus 21 bytes larger). On mocap this takes 3 to 5
+/// attempts where growing by fours and bisecting five times took 7 to 8.
 pub(super) fn search<T>(
     mut attempt: impl FnMut(f32) -> Result<(T, f32), Error>,
     target: f32,
@@ -622,11 +625,15 @@ pub(super) fn search<T>(
     let mut lo: Option<(f32, f32, T)> = None;
     let mut hi: Option<(f32, f32)> = None;
     let mut m = 4.0f32;
+    // The last two passing attempts measured the very same largest error: a flat step of
+    // the staircase, where the secant predicts no step at all.
+    let mut flat = false;
     loop {
         let (out, e) = attempt(m)?;
         let e = if e.is_nan() { f32::INFINITY } else { e };
         if e <= target {
             if lo.as_ref().is_none_or(|l| m > l.0) {
+                flat = lo.as_ref().is_some_and(|l| l.1 == e);
                 lo = Some((m, e, out));
             }
         } else if hi.is_none_or(|h| m < h.0) {
@@ -639,7 +646,11 @@ pub(super) fn search<T>(
                     break;
                 }
                 let slope = (h.1 / l.1).ln() / span;
-                let x = if l.1 > 0.0 && slope.is_finite() && slope > 0.0 {
+                // On a flat step, the bracket's middle (in log scale): the secant from the
+                // step's error would take the smallest step the bracket allows.
+                let x = if flat {
+                    0.5 * span
+                } else if l.1 > 0.0 && slope.is_finite() && slope > 0.0 {
                     (goal / l.1).ln() / slope
                 } else {
                     0.5 * span
@@ -972,6 +983,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A staircase like Boxing_Toes' (the largest error flat over a step, then a jump): once
+    /// two passing attempts measure the same error, the search bisects instead of creeping
+    /// up the step, and still ends within the precision of the threshold.
+    #[test]
+    fn a_flat_step_is_bisected() {
+        let error = |m: f32| match m {
+            m if m < 3.0 => 0.633,
+            m if m < 3.65 => 0.898,
+            m if m < 3.9 => 0.9967,
+            _ => 1.36,
+        };
+        let (found, tried) = run(error);
+        let found = found.unwrap();
+        assert!(
+            found < 3.9 && 3.9 / found <= SEARCH_PRECISION,
+            "{found} {tried:?}"
+        );
+        assert!(tried.len() <= 5, "{tried:?}");
     }
 
     #[test]
