@@ -11,11 +11,11 @@
 //! For comparison: ozz-animation samples its compressed clips at about 6 ns/joint warm on
 //! this machine (an earlier session). ACL v2.1.0 built from source here
 //! (`scripts/bench/acl_compare.sh`, SSE2 build, two runs in one later session of
-//! 2026-11-27) decompresses a whole pose of these CMU clips at random times in 12.1-14.9 ns
-//! per joint cold (256 copies), and compresses 01_01 in 177-179 ms, 01_03 in 262-264 ms and
-//! Boxing_Toes in 117-120 ms, where skelett takes 328, 597-609 and 322-328 ms on one thread
-//! (186-197, 349-372 and 203-204 ms on two cores with the `rayon` feature), and at
-//! `CompressLevel::Fast` 174-177, 421-427 and 231-235 ms (91-97, 232-238 and 136-138 on two
+//! 2026-11-27) decompresses a whole pose of these CMU clips at random times in 11.7-14.4 ns
+//! per joint cold (256 copies), and compresses 01_01 in 173-174 ms, 01_03 in 254-256 ms and
+//! Boxing_Toes in 114-115 ms, where skelett takes 314-318, 581-606 and 285-286 ms on one
+//! thread (184-196, 336-340 and 170-175 ms on two cores with the `rayon` feature), and at
+//! `CompressLevel::Fast` 171-172, 407-413 and 195-198 ms (83-86, 216-217 and 113-119 on two
 //! cores).
 //!
 //! `cargo bench -p skelett --bench compress`

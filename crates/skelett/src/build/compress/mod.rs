@@ -107,9 +107,9 @@ pub enum CompressLevel {
     #[default]
     Smallest,
     /// The multiplier search and the tightening, without the loosening: half to three
-    /// quarters of the time on the CMU clips measured (one thread: 01_01 174 against 328 ms,
-    /// 01_03 421 against 597, Boxing_Toes 231 against 322), 7% larger over the 62 clips of
-    /// the data-set test (16.00:1 against 17.19:1).
+    /// quarters of the time on the CMU clips measured (one thread: 01_01 171 against 314 ms,
+    /// 01_03 407 against 581, Boxing_Toes 195 against 285), 7% larger over the 62 clips of
+    /// the data-set test (15.99:1 against 17.19:1).
     Fast,
 }
 
