@@ -2,8 +2,8 @@
 //! sensitivity, a global multiplier raised while the measured model-space error stays within
 //! the budget, slack joints loosened, then chains that the dense measurement finds over it
 //! tightened (from the search's clip too where the loosened one needed that, the smaller
-//! kept); each attempt
-//! planned per channel (`encode`), assembled into a compact clip and measured (`metric`).
+//! kept); each attempt planned per channel (`encode`), assembled into a compact clip and
+//! measured (`metric`).
 
 use glam::{Mat4, Quat, Vec3, Vec4};
 
@@ -684,7 +684,8 @@ pub(super) const LOOSEN_TRIALS: usize = 256;
 
 /// Joint by joint (block by block past [`LOOSEN_TRIALS`] joints), leaves first: half as much
 /// budget again for the joints' channels, kept where it saves bits and the clip still
-/// measures within `target`; then once more for the joints whose trial was kept.
+/// measures within `target`; then once more for the joints whose trial was kept. Returns the
+/// loosened clip and the per-joint scale its plans were made with.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn loosen(
     skeleton: &Skeleton,
@@ -894,7 +895,8 @@ mod tests {
 
     /// The tightening brings a clip planned with far too much budget within it, chain by
     /// chain, and says how many rounds that took; a clip already within takes none. Both
-    /// re-measured independently at the dense times.
+    /// measured again at the dense times with the reference sampled from the clip itself
+    /// (not the prepared frames the tightening measures with).
     #[test]
     fn tightening_brings_a_clip_within_the_budget() {
         let (skeleton, clip) = chain();
