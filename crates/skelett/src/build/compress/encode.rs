@@ -192,12 +192,13 @@ impl<'a> std::ops::Deref for Input<'a> {
 
 /// Plans a track: rest, constant or keys, at `frame_pos` positions (the grid).
 pub(crate) fn plan(input: &TrackInput<'_>, frame_pos: &[f32]) -> Plan {
-    plan_with(input, frame_pos, input.raw.len() <= MEMO_FRAMES)
+    plan_with(input, frame_pos, input.raw.len() <= MEMO_FRAMES, true)
 }
 
-/// [`plan`], keeping each share's quantisation for the next threshold or not (`memo`): the
-/// same plan either way.
-fn plan_with(input: &TrackInput<'_>, frame_pos: &[f32], memo: bool) -> Plan {
+/// [`plan`], keeping each share's quantisation for the next threshold or not (`memo`), and
+/// skipping the scans that would encode what the scan before did or not (`skip`): the same
+/// plan either way.
+fn plan_with(input: &TrackInput<'_>, frame_pos: &[f32], memo: bool, skip: bool) -> Plan {
     let input = &Input::new(input);
     let rot = input.target == Target::Rotation;
     let n = input.raw.len();
@@ -244,17 +245,44 @@ fn plan_with(input: &TrackInput<'_>, frame_pos: &[f32], memo: bool) -> Plan {
     // answers, about 65 bytes per frame); longer tracks make it again each time.
     let mut quantised: [Option<Quantised>; ALPHAS.len()] = Default::default();
     let mut best: Option<EncodedTrack> = None;
+    // What the last threshold's scan found: whether it encoded the track, and the lowest dot
+    // product of the key pairs it interpolated by nlerp (every pair it asked about).
+    let mut last: Option<(bool, f32)> = None;
     for &dot in dots {
+        // A threshold that interpolates every pair the last scan asked about the same way
+        // (none of them has a dot product from the last threshold up to this one: pairs below
+        // the last stay slerp, pairs at or above this one stay nlerp) asks the same questions
+        // and gets the same answers, so its scan finds the same bits: the loop below would
+        // stop at it (it saves nothing) where the last scan encoded the track, and go on to
+        // the next threshold where it did not. Skipped, with the same plan. On mocap keyed
+        // at every frame the keys kept are a degree or two apart: most tracks scan once.
+        if let Some((encoded, lowest)) = last.filter(|_| skip) {
+            if lowest >= dot {
+                match encoded {
+                    true => break,
+                    false => continue,
+                }
+            }
+        }
+        let mut lowest = f32::INFINITY;
         // The shares from the largest down, stopping at the first that costs more bits than
         // the one before it (the cost falls as the share shrinks, then rises: the keys cost
         // more bits each, the interpolation keeps fewer of them). A share whose quantisation
-        // alone fails does not stop it. On ties the smaller share is kept.
+        // alone fails does not stop it. On ties the smaller share is kept. A share whose
+        // quantisation is the one before's (the same bits per component, so the same scale)
+        // encodes the same bits: skipped, as the tie it would be.
         let mut here: Option<EncodedTrack> = None;
+        let mut before: Option<Quantization> = None;
         for (k, &alpha) in ALPHAS.iter().enumerate().rev() {
-            let qd = quantised[k].get_or_insert_with(|| {
-                Quantised::new(input, &values, &ranges, &drops, alpha, memo)
-            });
+            let quant = Quantization::new(input, &ranges, &drops, alpha);
+            if before.replace(quant) == Some(quant) && skip {
+                continue;
+            }
+            let qd = quantised[k]
+                .get_or_insert_with(|| Quantised::with(input, &values, &drops, quant, memo));
+            qd.lowest_nlerp = f32::INFINITY;
             let e = encode(input, frame_pos, &drops, qd, dot);
+            lowest = lowest.min(qd.lowest_nlerp);
             if !memo {
                 quantised[k] = None;
             }
@@ -265,6 +293,7 @@ fn plan_with(input: &TrackInput<'_>, frame_pos: &[f32], memo: bool) -> Plan {
                 }
             }
         }
+        last = Some((here.is_some(), lowest));
         match (here, &best) {
             (Some(h), None) => best = Some(h),
             (Some(h), Some(b)) if (h.bits() as f64) < 0.98 * b.bits() as f64 => best = Some(h),
@@ -413,34 +442,13 @@ struct Quantised {
     /// (bits 0 and 1: known, fits) and by slerp (bits 2 and 3). The thresholds only decide
     /// which of the two a pair uses: what one threshold measured, the others reuse.
     spans: Vec<u8>,
+    /// The lowest dot product of the key pairs [`Quantised::fits`] was asked about that the
+    /// track's nlerp threshold interpolates by nlerp, since the caller last set it.
+    lowest_nlerp: f32,
 }
 
 impl Quantised {
-    /// Quantisation with share `alpha` of the tightest tolerance.
-    fn new(
-        input: &Input<'_>,
-        values: &[Vec4],
-        ranges: &[(f32, f32); 4],
-        drops: &[(u8, bool, f32)],
-        alpha: f32,
-        memo: bool,
-    ) -> Self {
-        let rot = input.target == Target::Rotation;
-        let tol_min = input.tol.iter().copied().fold(f32::INFINITY, f32::min);
-        // Per-component error e gives a vector error up to sqrt(3) e; for rotations the
-        // rebuilt component adds a factor 1 / (its smallest magnitude).
-        let amp = drops.iter().map(|d| d.2).fold(1.0f32, f32::min).max(0.05);
-        let step = 2.0 * alpha * tol_min * amp / 3f32.sqrt();
-        let (bits, min, scale) = quantization(ranges, if rot { 4 } else { 3 }, step);
-        Self::with(
-            input,
-            values,
-            drops,
-            Quantization { bits, min, scale },
-            memo,
-        )
-    }
-
+    /// The track quantised with `quant`; with `memo`, room to remember its key pairs' answers.
     fn with(
         input: &Input<'_>,
         values: &[Vec4],
@@ -474,6 +482,7 @@ impl Quantised {
             deq,
             frames_fit,
             spans,
+            lowest_nlerp: f32::INFINITY,
         }
     }
 
@@ -488,15 +497,24 @@ impl Quantised {
         b: usize,
     ) -> bool {
         let deq = &self.deq;
-        let seg = pair_slerp(track, deq[a], deq[b]);
-        let shift = if seg.is_slerp() { 2 } else { 0 };
+        let rot = track.target == Target::Rotation;
+        // How `pair_slerp` interpolates the pair, without its angle (needed only below).
+        let slerp = rot && !track.step && {
+            let d = deq[a].dot(deq[b]);
+            if d >= track.nlerp_dot {
+                self.lowest_nlerp = self.lowest_nlerp.min(d);
+            }
+            !(d >= track.nlerp_dot)
+        };
+        let shift = if slerp { 2 } else { 0 };
         let slot = a * SPANS + (b - a);
         if let Some(&known) = self.spans.get(slot) {
             if known >> shift & 1 != 0 {
                 return known >> shift & 2 != 0;
             }
         }
-        let rot = track.target == Target::Rotation;
+        let seg = pair_slerp(track, deq[a], deq[b]);
+        debug_assert_eq!(seg.is_slerp(), slerp);
         // Four points at a time where glam's SSE2 arithmetic is what `fits_nlerp` repeats.
         let four = cfg!(target_arch = "x86_64")
             && rot
@@ -644,7 +662,7 @@ fn encode(
 }
 
 /// A track's quantisation.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 struct Quantization {
     bits: [u8; 4],
     min: [f32; 4],
@@ -652,6 +670,23 @@ struct Quantization {
 }
 
 impl Quantization {
+    /// Quantisation with share `alpha` of the tightest tolerance.
+    fn new(
+        input: &Input<'_>,
+        ranges: &[(f32, f32); 4],
+        drops: &[(u8, bool, f32)],
+        alpha: f32,
+    ) -> Self {
+        let rot = input.target == Target::Rotation;
+        let tol_min = input.tol.iter().copied().fold(f32::INFINITY, f32::min);
+        // Per-component error e gives a vector error up to sqrt(3) e; for rotations the
+        // rebuilt component adds a factor 1 / (its smallest magnitude).
+        let amp = drops.iter().map(|d| d.2).fold(1.0f32, f32::min).max(0.05);
+        let step = 2.0 * alpha * tol_min * amp / 3f32.sqrt();
+        let (bits, min, scale) = quantization(ranges, if rot { 4 } else { 3 }, step);
+        Self { bits, min, scale }
+    }
+
     /// The track's descriptor with this quantisation and nlerp threshold.
     fn track(&self, input: &Input<'_>, nlerp_dot: f32) -> CompactTrack {
         CompactTrack {
@@ -1075,11 +1110,61 @@ mod tests {
             let tol = vec![tol; n];
             let input = rotation(&raw, &raw_sub, &tol);
             let (kept, made) = (
-                plan_with(&input, &frame_pos, true),
-                plan_with(&input, &frame_pos, false),
+                plan_with(&input, &frame_pos, true, true),
+                plan_with(&input, &frame_pos, false, true),
             );
             assert!(matches!(kept, Plan::Animated(_)), "{tol:?}");
             assert_eq!(kept, made);
+        }
+    }
+
+    proptest::proptest! {
+        /// Skipping the scans of a share whose quantisation is the one before's, and of the
+        /// thresholds that interpolate every pair asked about as the last one did, plans what
+        /// the full scan plans: rotations turning from a tenth of a degree to several degrees
+        /// per frame (key pairs on either side of every nlerp threshold), translations, at
+        /// tolerances from tight to loose. (Checked to fail where every later threshold is
+        /// skipped, or none of them.)
+        #[test]
+        fn skipped_scans_change_no_plan(
+            speed in 0.05f32..8.0,
+            wobble in proptest::option::of(0.0f32..3.0),
+            tol in -6.0f32..-1.5,
+            translation in proptest::bool::ANY,
+            n in 2usize..200,
+        ) {
+            // Turning evenly about one axis (no wobble), slerp is exact where nlerp is not:
+            // the tighter thresholds keep fewer keys at tight tolerances.
+            let (wobble, tol) = (wobble.unwrap_or(0.0), 10f32.powf(tol));
+            let value = |t: f32| {
+                let q = glam::Quat::from_euler(
+                    glam::EulerRot::XYZ,
+                    speed * t,
+                    (wobble * t).sin(),
+                    0.4 * (wobble * 1.7 * t).cos(),
+                );
+                match translation {
+                    true => Vec4::new(speed * t, (wobble * t).sin(), 0.5, 0.0),
+                    false => Vec4::from(q),
+                }
+            };
+            let raw: Vec<Vec4> = (0..n).map(|f| value(f as f32 / 30.0)).collect();
+            let raw_sub: Vec<Vec4> = (0..(n - 1) * SUB)
+                .map(|i| value(((i / SUB) as f32 + SUB_AT[i % SUB]) / 30.0))
+                .collect();
+            let frame_pos: Vec<f32> = (0..n).map(|f| f as f32).collect();
+            let tol: Vec<f32> = (0..n).map(|f| tol * (1.0 + (f % 7) as f32 * 0.1)).collect();
+            let mut input = rotation(&raw, &raw_sub, &tol);
+            if translation {
+                input.target = Target::Translation;
+                input.rest = Vec4::ZERO;
+            }
+            for memo in [true, false] {
+                proptest::prop_assert_eq!(
+                    plan_with(&input, &frame_pos, memo, true),
+                    plan_with(&input, &frame_pos, memo, false)
+                );
+            }
         }
     }
 
