@@ -148,18 +148,20 @@ impl Affine4 {
     }
 
     /// Per lane, the largest distance between the virtual vertices (`shell` along each axis)
-    /// under `a` (the reference) and `self`, as `metric::vertex_error` computes it.
+    /// under `a` (the reference) and `self`: the largest `DVec3::length` of the three offsets.
     #[inline(always)]
     pub fn vertex_error(&self, a: &Self, shell: f64) -> [f32; LANES] {
         let o: [L; 3] = three(|k| sub(self.c[3][k], a.c[3][k]));
         let sh = [shell; LANES];
-        let len = |c: usize| {
+        let squared = |c: usize| {
             let v: [L; 3] = three(|k| add(o[k], mul(sub(self.c[c][k], a.c[c][k]), sh)));
-            let d = add(add(mul(v[0], v[0]), mul(v[1], v[1])), mul(v[2], v[2]));
-            lanes(|l| d[l].sqrt())
+            add(add(mul(v[0], v[0]), mul(v[1], v[1])), mul(v[2], v[2]))
         };
-        let (ex, ey, ez) = (len(0), len(1), len(2));
-        let e = |l: usize| ex[l].max(ey[l]).max(ez[l]) as f32;
+        let (ex, ey, ez) = (squared(0), squared(1), squared(2));
+        // The root of the largest square: the largest root, bit for bit (the square root is
+        // correctly rounded, so it never reverses an order), NaNs passed over by `max` as
+        // before; one root where there were three.
+        let e = |l: usize| ex[l].max(ey[l]).max(ez[l]).sqrt() as f32;
         [e(0), e(1), e(2), e(3)]
     }
 }

@@ -35,7 +35,7 @@ pub struct ErrorStats {
 
 /// Times measured per task: each task samples its times in order through its own caches,
 /// so that a measurement splits over threads (feature `rayon`) with the same result.
-const CHUNK: usize = 128;
+pub(super) const CHUNK: usize = 128;
 const _: () = assert!(CHUNK % LANES == 0, "chunks hold whole groups of times");
 /// Errors held at once before they are reported in order (at least two tasks' worth, so
 /// that both cores have work): 4 MiB.
@@ -112,7 +112,7 @@ pub(crate) fn measure(
     on_error: impl FnMut(usize, usize, f32),
 ) -> Result<(), Error> {
     measure_joints(
-        skeleton, reference, candidate, shell, times, None, None, on_error,
+        skeleton, reference, candidate, shell, times, None, None, None, on_error,
     )?;
     Ok(())
 }
@@ -135,7 +135,9 @@ const STOP_BATCH: usize = 2;
 /// it stops depends on the errors only, not on the threads ([`STOP_BATCH`]).
 ///
 /// The times are split into tasks of [`CHUNK`] (over rayon's pool with feature `rayon`);
-/// `on_error` is called in the order of `times` and joints whatever the split.
+/// `on_error` is called in the order of `times` and joints whatever the split, or with
+/// `order` (a permutation of the chunks' indices) chunk by chunk in that order: where an
+/// error over `stop_above` is likely somewhere, measuring there first stops sooner.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn measure_joints(
     skeleton: &Skeleton,
@@ -144,6 +146,7 @@ pub(crate) fn measure_joints(
     shell: f32,
     times: &[f32],
     only: Option<(&[bool], &[bool])>,
+    order: Option<&[usize]>,
     stop_above: Option<f32>,
     mut on_error: impl FnMut(usize, usize, f32),
 ) -> Result<bool, Error> {
@@ -156,11 +159,19 @@ pub(crate) fn measure_joints(
     }
     let measured: Vec<usize> = (0..n).filter(|&j| only.is_none_or(|(_, m)| m[j])).collect();
     let needed = only.map(|o| o.0);
-    let chunks: Vec<(usize, &[f32])> = times
+    let mut chunks: Vec<(usize, &[f32])> = times
         .chunks(CHUNK)
         .enumerate()
         .map(|(k, c)| (k * CHUNK, c))
         .collect();
+    if let Some(order) = order {
+        assert_eq!(
+            order.len(),
+            chunks.len(),
+            "an order of every chunk of times"
+        );
+        chunks = order.iter().map(|&c| chunks[c]).collect();
+    }
     let full = (BATCH_ERRORS / (CHUNK * measured.len().max(1))).max(2);
     let mut size = match stop_above {
         Some(_) => STOP_BATCH.min(full),
@@ -539,6 +550,7 @@ mod tests {
                 3.0,
                 &times,
                 None,
+                None,
                 Some(bound),
                 |i, j, e| out.push((i, j, e.to_bits())),
             )
@@ -568,6 +580,49 @@ mod tests {
         );
         assert_eq!(part[..], full[..part.len()]);
         assert_eq!(part.len() % (CHUNK * 4), 0, "whole chunks");
+        // In another order of chunks (the last first): chunk by chunk in that order, the
+        // same errors; with a bound that the last chunk exceeds, it stops after the first
+        // batch.
+        let chunks = times.len().div_ceil(CHUNK);
+        let reversed: Vec<usize> = (0..chunks).rev().collect();
+        let ordered = |bound: Option<f32>| {
+            let mut out = Vec::new();
+            let complete = measure_joints(
+                &skeleton,
+                Reference::Frames(&frames),
+                &candidate,
+                3.0,
+                &times,
+                None,
+                Some(&reversed),
+                bound,
+                |i, j, e| out.push((i, j, e.to_bits())),
+            )
+            .unwrap();
+            (complete, out)
+        };
+        let (complete, all) = ordered(None);
+        assert!(complete);
+        let expect: Vec<_> = reversed
+            .iter()
+            .flat_map(|&c| full[c * CHUNK * 4..((c + 1) * CHUNK * 4).min(full.len())].iter())
+            .copied()
+            .collect();
+        assert_eq!(all, expect);
+        let last = (chunks - 1) * CHUNK * 4;
+        let bound = 0.999
+            * full[last..]
+                .iter()
+                .map(|e| f32::from_bits(e.2))
+                .fold(0.0, f32::max);
+        let (complete, part) = ordered(Some(bound));
+        assert!(!complete);
+        assert_eq!(part[..], expect[..part.len()]);
+        assert!(
+            part.len() <= STOP_BATCH * CHUNK * 4,
+            "{} reported",
+            part.len()
+        );
         #[cfg(feature = "rayon")]
         {
             let pool = rayon::ThreadPoolBuilder::new()
