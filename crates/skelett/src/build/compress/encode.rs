@@ -118,6 +118,9 @@ pub(crate) struct TrackInput<'a> {
     pub tol: &'a [f32],
     /// The rest pose's value.
     pub rest: Vec4,
+    /// `raw` and `raw_sub` as the comparisons take them (rotations normalised), where the
+    /// caller made them once for every plan of the track; `None`: made here.
+    pub units: Option<(&'a [Vec4], &'a [Vec4])>,
 }
 
 /// Error between two values of a target (chord between unit quaternions, on the short way,
@@ -166,16 +169,20 @@ struct Input<'a> {
 impl<'a> Input<'a> {
     fn new(src: &'a TrackInput<'a>) -> Self {
         let rot = src.target == Target::Rotation;
+        let (raw_unit, sub_unit) = match src.units {
+            Some((raw, sub)) => (raw.into(), sub.into()),
+            None => (units(rot, src.raw), units(rot, src.raw_sub)),
+        };
         Self {
             src,
-            raw_unit: units(rot, src.raw),
-            sub_unit: units(rot, src.raw_sub),
+            raw_unit,
+            sub_unit,
         }
     }
 }
 
 /// `values` through [`unit`]: a copy for rotations, else the values themselves.
-fn units(rotation: bool, values: &[Vec4]) -> std::borrow::Cow<'_, [Vec4]> {
+pub(crate) fn units(rotation: bool, values: &[Vec4]) -> std::borrow::Cow<'_, [Vec4]> {
     if rotation {
         values.iter().map(|&v| unit(true, v)).collect()
     } else {
@@ -1016,6 +1023,7 @@ mod tests {
             raw_sub,
             tol,
             rest: Vec4::W,
+            units: None,
         }
     }
 

@@ -897,7 +897,7 @@ pub(crate) mod tests {
                 .enumerate()
                 .map(|(i, ((target, step, raw), mid))| TrackInput {
                     joint: i as JointIndex, target: *target, step: *step, raw, raw_sub: mid,
-                    tol: &tols, rest: Vec4::new(100.0, 0.0, 0.0, 1.0),
+                    tol: &tols, rest: Vec4::new(100.0, 0.0, 0.0, 1.0), units: None,
                 })
                 .collect();
             let c = clip_of(&inputs, &pos, frames as u32, last_span);

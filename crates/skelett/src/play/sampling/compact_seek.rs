@@ -379,7 +379,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, ((target, step, raw), mid))| TrackInput {
                     joint: i as JointIndex, target: *target, step: *step, raw, raw_sub: mid,
-                    tol: &tols, rest: Vec4::new(100.0, 0.0, 0.0, 1.0),
+                    tol: &tols, rest: Vec4::new(100.0, 0.0, 0.0, 1.0), units: None,
                 })
                 .collect();
             let stream = clip_of(&inputs, &pos, frames as u32, last_span);
@@ -509,6 +509,7 @@ mod tests {
             raw_sub: &mids,
             tol: &tols,
             rest: Vec4::ZERO,
+            units: None,
         };
         let stream = clip_of(&[input], &pos, frames as u32, 1.0);
         let seek = relayout(&stream, CompactLayout::Seek).unwrap();
