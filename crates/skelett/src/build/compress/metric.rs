@@ -610,18 +610,18 @@ mod tests {
             .collect();
         assert_eq!(all, expect);
         let last = (chunks - 1) * CHUNK * 4;
-        let bound = 0.999
+        let last_bound = 0.999
             * full[last..]
                 .iter()
                 .map(|e| f32::from_bits(e.2))
                 .fold(0.0, f32::max);
-        let (complete, part) = ordered(Some(bound));
+        let (complete, first) = ordered(Some(last_bound));
         assert!(!complete);
-        assert_eq!(part[..], expect[..part.len()]);
+        assert_eq!(first[..], expect[..first.len()]);
         assert!(
-            part.len() <= STOP_BATCH * CHUNK * 4,
+            first.len() <= STOP_BATCH * CHUNK * 4,
             "{} reported",
-            part.len()
+            first.len()
         );
         #[cfg(feature = "rayon")]
         {
@@ -630,6 +630,7 @@ mod tests {
                 .build()
                 .unwrap();
             assert_eq!(pool.install(|| stopped(bound)), (false, part));
+            assert_eq!(pool.install(|| ordered(Some(last_bound))), (false, first));
         }
     }
 
