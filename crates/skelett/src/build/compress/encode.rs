@@ -520,12 +520,14 @@ impl Quantised {
         let deq = &self.deq;
         let rot = track.target == Target::Rotation;
         // How `pair_slerp` interpolates the pair, without its angle (needed only below).
+        // (A NaN product is slerp's, as there.)
         let slerp = rot && !track.step && {
             let d = deq[a].dot(deq[b]);
-            if d >= track.nlerp_dot {
+            let nlerp = d >= track.nlerp_dot;
+            if nlerp {
                 self.lowest_nlerp = self.lowest_nlerp.min(d);
             }
-            !(d >= track.nlerp_dot)
+            !nlerp
         };
         let shift = if slerp { 2 } else { 0 };
         let slot = a * SPANS + (b - a);
