@@ -10,13 +10,13 @@
 //!
 //! For comparison: ozz-animation samples its compressed clips at about 6 ns/joint warm on
 //! this machine (an earlier session). ACL v2.1.0 built from source here
-//! (`scripts/bench/acl_compare.sh`, SSE2 build, two runs in one later session of
-//! 2026-11-27) decompresses a whole pose of these CMU clips at random times in 11.7-14.4 ns
-//! per joint cold (256 copies), and compresses 01_01 in 173-174 ms, 01_03 in 254-256 ms and
-//! Boxing_Toes in 114-115 ms, where skelett takes 314-318, 581-606 and 285-286 ms on one
-//! thread (184-196, 336-340 and 170-175 ms on two cores with the `rayon` feature), and at
-//! `CompressLevel::Fast` 171-172, 407-413 and 195-198 ms (83-86, 216-217 and 113-119 on two
-//! cores).
+//! (`scripts/bench/acl_compare.sh`, SSE2 build, two runs in one sitting on 2026-11-27, the
+//! third session of that day) decompresses a whole pose of these CMU clips at random times
+//! in 10.8-13.4 ns per joint cold (256 copies), and compresses 01_01 in 159-160 ms, 01_03 in
+//! 233 ms and Boxing_Toes in 103-105 ms, where skelett takes 236-240, 431-445 and 229-233 ms
+//! on one thread (146-165, 251-276 and 137-148 ms on two cores with the `rayon` feature),
+//! and at `CompressLevel::Fast` 143-146, 332-342 and 156-159 ms (77-80, 180-194 and 89-91
+//! on two cores).
 //!
 //! `cargo bench -p skelett --bench compress`
 //!

@@ -106,10 +106,10 @@ pub enum CompressLevel {
     /// test: 17.19:1.
     #[default]
     Smallest,
-    /// The multiplier search and the tightening, without the loosening: half to three
-    /// quarters of the time on the CMU clips measured (one thread: 01_01 171 against 314 ms,
-    /// 01_03 407 against 581, Boxing_Toes 195 against 285), 7% larger over the 62 clips of
-    /// the data-set test (15.99:1 against 17.19:1).
+    /// The multiplier search and the tightening, without the loosening: three fifths to
+    /// four fifths of the time on the CMU clips measured (one thread: 01_01 143-146 against
+    /// 236-240 ms, 01_03 332-342 against 431-445, Boxing_Toes 156-159 against 229-233), 7%
+    /// larger over the 62 clips of the data-set test (15.99:1 against 17.19:1).
     Fast,
 }
 
