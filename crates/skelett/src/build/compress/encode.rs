@@ -256,6 +256,8 @@ fn plan_with(input: &TrackInput<'_>, frame_pos: &[f32], memo: bool, skip: bool) 
     // product of the key pairs it interpolated by nlerp (every pair it asked about).
     let mut last: Option<(bool, f32)> = None;
     for &dot in dots {
+        // (The thresholds rise: a pair below the last one is below this one too; a const
+        // assertion in `compact.rs` holds them to it.)
         // A threshold that interpolates every pair the last scan asked about the same way
         // (none of them has a dot product from the last threshold up to this one: pairs below
         // the last stay slerp, pairs at or above this one stay nlerp) asks the same questions
@@ -1143,8 +1145,9 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Rounding as `quantize` does answers as `f32::round` once clamped to `0..=hi`:
-        /// every float (NaN, infinities, negative, huge, halves).
+        /// Rounding as `quantize` does answers as `f32::round` once clamped to `0..=hi`: on
+        /// random bit patterns (NaNs, infinities, negative, huge and tiny values), on halves
+        /// and on the float just below a half.
         #[test]
         fn rounding_answers_as_round_once_clamped(
             bits in proptest::num::u32::ANY,

@@ -270,6 +270,15 @@ impl CompactCache {
 /// The nlerp thresholds an encoder may choose ([`CompactTrack::nlerp_dot`]), loosest (and
 /// cheapest to play) first: about 11.5, 1.6 and 0.16 degrees between keys, then always slerp.
 pub const NLERP_DOTS: [f32; 4] = [0.995, 0.9999, 0.999_999, 2.0];
+// Loosest first, strictly: the encoder's planning skips a threshold that would interpolate
+// every key pair as the one before did, which holds only for rising thresholds.
+const _: () = {
+    let mut i = 1;
+    while i < NLERP_DOTS.len() {
+        assert!(NLERP_DOTS[i - 1] < NLERP_DOTS[i]);
+        i += 1;
+    }
+};
 
 /// How a key pair is interpolated: `angle == 0` nlerp, else slerp over `angle` (the angle
 /// between the keys as 4-vectors, up to pi: keys are not re-aligned, the encoder stored
