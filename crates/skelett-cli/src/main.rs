@@ -395,10 +395,11 @@ enum Command {
         /// The .skl file (or folder) to write.
         output: PathBuf,
         /// Largest error allowed, in centimetres (e.g. 0.01 or 0.01cm).
-        #[arg(long, default_value = "0.01", value_parser = parse_cm)]
+        // (Values with a leading hyphen reach the parser, which says why they are refused.)
+        #[arg(long, default_value = "0.01", value_parser = parse_cm, allow_hyphen_values = true)]
         error: f32,
         /// Distance of the virtual vertices from their joint, in centimetres.
-        #[arg(long, default_value = "3", value_parser = parse_cm)]
+        #[arg(long, default_value = "3", value_parser = parse_cm, allow_hyphen_values = true)]
         shell: f32,
         /// Length of one skeleton unit in centimetres (e.g. 6.822 for the CMU captures taken
         /// as 1.75 m tall).

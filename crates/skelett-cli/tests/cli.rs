@@ -894,16 +894,31 @@ fn compress_files_and_folders() {
         "{fox:#}"
     );
 
-    // Bad arguments: clear errors.
+    // Bad arguments: clear errors. Negative lengths reach the length parser (not clap's
+    // "unexpected argument '-0'"), which says what is needed.
     let (b, o) = (bvh.to_str().unwrap(), skl.to_str().unwrap());
-    for args in [
-        vec!["compress", b, o, "--error", "-1"],
-        vec!["compress", b, o, "--error", "abc"],
-        vec!["compress", b, o, "--clip", "nope"],
-        vec!["compress", "missing.bvh", o],
+    for (args, says) in [
+        (
+            vec!["compress", b, o, "--error", "-1"],
+            "a positive length is needed",
+        ),
+        (
+            vec!["compress", b, o, "--error", "-0.01"],
+            "a positive length is needed",
+        ),
+        (
+            vec!["compress", b, o, "--shell", "-3"],
+            "a positive length is needed",
+        ),
+        (
+            vec!["compress", b, o, "--error", "abc"],
+            "a length in centimetres",
+        ),
+        (vec!["compress", b, o, "--clip", "nope"], "nope"),
+        (vec!["compress", "missing.bvh", o], "missing.bvh"),
     ] {
         let (ok, _, err) = skelett(&args);
-        assert!(!ok && !err.is_empty(), "{args:?}");
+        assert!(!ok && err.contains(says), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{err}");
     }
 }
