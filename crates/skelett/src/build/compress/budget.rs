@@ -894,7 +894,11 @@ pub(super) fn loosen(
             }
         }
     }
-    Ok((assemble(reference, skeleton, p, &plans)?, scale))
+    // The errors kept along the way are the loosened clip's at the check times (the tests
+    // measure it again to check the bookkeeping).
+    let mut out = assemble(reference, skeleton, p, &plans)?;
+    out.check_errors = Some(by_chunk);
+    Ok((out, scale))
 }
 
 /// The larger of two errors, a NaN counting as infinite (as [`check`] counts it).
@@ -934,6 +938,11 @@ mod tests {
 
     /// [`chain`] with only the first `turning` joints turning (the others keep their rest).
     fn chain_turning(turning: usize) -> (Skeleton, Clip) {
+        chain_for(turning, 1)
+    }
+
+    /// [`chain_turning`] over `seconds` seconds.
+    fn chain_for(turning: usize, seconds: usize) -> (Skeleton, Clip) {
         use crate::{RawChannel, RawClip, RawJoint, RawSkeleton, RawValues};
         let skeleton = RawSkeleton {
             joints: (0..4usize)
@@ -947,7 +956,7 @@ mod tests {
         }
         .build()
         .unwrap();
-        let times: Vec<f32> = (0..31).map(|f| f as f32 / 30.0).collect();
+        let times: Vec<f32> = (0..=30 * seconds).map(|f| f as f32 / 30.0).collect();
         let channels = (0..turning)
             .map(|j| RawChannel {
                 joint: format!("j{j}"),
@@ -968,12 +977,70 @@ mod tests {
         let clip = RawClip {
             name: "c".into(),
             start: 0.0,
-            duration: 1.0,
+            duration: seconds as f32,
             channels,
         }
         .build(&skeleton)
         .unwrap();
         (skeleton, clip)
+    }
+
+    /// The loosening's errors per chunk of check times (kept trial by trial, each trial
+    /// measuring only the joints it moves, its chunks in the order of their errors) are what
+    /// measuring the loosened clip afresh finds, bit for bit: ten seconds (ten chunks), some
+    /// trials kept.
+    #[test]
+    fn the_loosenings_errors_are_the_loosened_clips() {
+        let (skeleton, clip) = chain_for(4, 10);
+        let grid = Grid::new(clip.start, clip.duration, 30.0).unwrap();
+        let (budget, shell) = (0.01, 3.0);
+        let p = prepare(&skeleton, &clip, grid, budget, shell).unwrap();
+        let n = skeleton.len();
+        let ones = vec![1.0; n];
+        let chunks = p.check_times.len().div_ceil(metric::CHUNK);
+        assert!(chunks >= 8, "{chunks} chunks");
+        let per_chunk = |c: &Clip| {
+            let mut e = vec![0f32; chunks * n];
+            let times = &p.check_times;
+            metric::measure(
+                &skeleton,
+                p.check_reference(&clip),
+                c,
+                shell,
+                times,
+                |i, j, x| {
+                    let k = i / metric::CHUNK * n + j;
+                    e[k] = worse(e[k], x);
+                },
+            )
+            .unwrap();
+            e
+        };
+        // A search's clip: the largest of a few multipliers that measures within the target.
+        let target = 0.97 * budget;
+        let (m, best) = [8.0f32, 4.0, 2.0, 1.0, 0.5, 0.25]
+            .into_iter()
+            .find_map(|m| {
+                let out = assemble(&clip, &skeleton, &p, &plan_all(&p, m, &ones)).unwrap();
+                let e = per_chunk(&out.clip);
+                let within = e.iter().all(|&x| x <= target);
+                within.then(|| {
+                    let check_errors = Some(e);
+                    (
+                        m,
+                        Outcome {
+                            check_errors,
+                            ..out
+                        },
+                    )
+                })
+            })
+            .unwrap();
+        let (loose, scale) = loosen(&skeleton, &clip, &p, shell, target, m, &ones, &best).unwrap();
+        assert!(scale.iter().any(|&s| s > 1.0), "a trial kept: {scale:?}");
+        let bits = |e: &[f32]| e.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let kept = loose.check_errors.as_deref().unwrap();
+        assert_eq!(bits(kept), bits(&per_chunk(&loose.clip)));
     }
 
     /// Each joint's plans as `plan_joint` makes them (channels at rest answered without
