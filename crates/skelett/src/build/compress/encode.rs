@@ -17,6 +17,13 @@
 //! translations and scales as the distance. The tolerance at a frame is what the caller's
 //! error budget allows this track there; whether the whole hierarchy stays within the budget
 //! is measured by the caller in model space.
+//!
+//! The caller plans each track many times over at other tolerances (the budget search, the
+//! loosening, the tightening). A [`TrackMemory`] carries from one plan to the next what
+//! does not depend on the tolerances (a quantisation's integers and decoded values) and the
+//! answers that the new tolerances keep (a key pair that fit still fits at tolerances no
+//! smaller, one that did not still does not at tolerances no larger), so a plan is the same
+//! with or without it, and sooner with it.
 
 use glam::Vec4;
 
@@ -197,15 +204,126 @@ impl<'a> std::ops::Deref for Input<'a> {
     }
 }
 
-/// Plans a track: rest, constant or keys, at `frame_pos` positions (the grid).
+/// [`plan_remembering`] with nothing remembered (the tests' way in).
+#[cfg(test)]
 pub(crate) fn plan(input: &TrackInput<'_>, frame_pos: &[f32]) -> Plan {
-    plan_with(input, frame_pos, input.raw.len() <= MEMO_FRAMES, true)
+    plan_with(input, frame_pos, input.raw.len() <= MEMO_FRAMES, true, None)
+}
+
+/// Plans a track: rest, constant or keys, at `frame_pos` positions (the grid), taking what
+/// earlier plans of the same track (at other tolerances) left in `memory` and leaving its
+/// own there: the plan it would make without them, sooner.
+pub(crate) fn plan_remembering(
+    input: &TrackInput<'_>,
+    frame_pos: &[f32],
+    memory: &mut TrackMemory,
+) -> Plan {
+    let memo = input.raw.len() <= MEMO_FRAMES;
+    plan_with(input, frame_pos, memo, true, memo.then_some(memory))
+}
+
+/// What a track's plans keep for its next plans in the same compression (the budget search
+/// plans every track at several multipliers, the loosening again): per quantisation met
+/// (the most recent [`REMEMBERED`]), its integers and decoded values, and the answers of its
+/// key pair tests at the tolerances of the last [`LAYERS`] plans that used it. A key pair
+/// that fit at some tolerances fits at tolerances no smaller at every frame, and one that
+/// did not fit does not at tolerances no larger: those answers are taken as they are.
+/// (The search's multipliers lie a few percent apart, so most quantisations come back: on
+/// Boxing_Toes four encodes in five meet one planned before.)
+pub(crate) struct TrackMemory {
+    quants: Vec<Remembered>,
+    /// The most bytes it keeps.
+    cap: usize,
+}
+
+/// Quantisations remembered per track, and layers of answers per quantisation (at most;
+/// fewer where [`TrackMemory`]'s bytes run out).
+const REMEMBERED: usize = 4;
+const LAYERS: usize = 2;
+
+/// One quantisation of a track, as [`TrackMemory`] keeps it.
+struct Remembered {
+    quant: Quantization,
+    q: Vec<[i32; 4]>,
+    deq: Vec<Vec4>,
+    layers: Vec<Layer>,
+}
+
+/// The answers of one plan's key pair tests ([`Quantised::spans`]) and the tolerances they
+/// were given at.
+struct Layer {
+    tol: Vec<f32>,
+    spans: Vec<u8>,
+}
+
+impl TrackMemory {
+    /// Memory keeping at most `cap` bytes.
+    pub fn new(cap: usize) -> Self {
+        Self {
+            quants: Vec::new(),
+            cap,
+        }
+    }
+
+    /// The remembered quantisation `quant`, taken out (it comes back with [`Self::keep`]).
+    fn take(&mut self, quant: &Quantization) -> Option<Remembered> {
+        let i = self.quants.iter().position(|r| r.quant == *quant)?;
+        Some(self.quants.remove(i))
+    }
+
+    /// Keeps a quantised track and the answers it gave at `tol`, the most recent first.
+    fn keep(&mut self, qd: Quantised, tol: &[f32]) {
+        let mut layers: Vec<Layer> = qd.prior.into_iter().map(|p| p.0).collect();
+        layers.insert(
+            0,
+            Layer {
+                tol: tol.to_vec(),
+                spans: qd.spans,
+            },
+        );
+        layers.truncate(LAYERS);
+        self.quants.insert(
+            0,
+            Remembered {
+                quant: qd.quant,
+                q: qd.q,
+                deq: qd.deq,
+                layers,
+            },
+        );
+        self.quants.truncate(REMEMBERED);
+        // The oldest answers first, then the oldest quantisations, until it fits its bytes.
+        let bytes = |r: &Remembered| {
+            let layers: usize = r
+                .layers
+                .iter()
+                .map(|l| l.spans.len() + 4 * l.tol.len())
+                .sum();
+            32 * r.q.len() + layers
+        };
+        while self.quants.iter().map(bytes).sum::<usize>() > self.cap {
+            let Some(last) = self.quants.last_mut() else {
+                break;
+            };
+            if last.layers.len() > 1 {
+                last.layers.pop();
+            } else {
+                self.quants.pop();
+            }
+        }
+    }
 }
 
 /// [`plan`], keeping each share's quantisation for the next threshold or not (`memo`), and
 /// skipping the scans that would encode what the scan before did or not (`skip`): the same
 /// plan either way.
-fn plan_with(input: &TrackInput<'_>, frame_pos: &[f32], memo: bool, skip: bool) -> Plan {
+fn plan_with(
+    input: &TrackInput<'_>,
+    frame_pos: &[f32],
+    memo: bool,
+    skip: bool,
+    mut memory: Option<&mut TrackMemory>,
+) -> Plan {
     let input = &Input::new(input);
     let rot = input.target == Target::Rotation;
     let n = input.raw.len();
@@ -287,8 +405,10 @@ fn plan_with(input: &TrackInput<'_>, frame_pos: &[f32], memo: bool, skip: bool) 
             if before.replace(quant) == Some(quant) && skip {
                 continue;
             }
-            let qd = quantised[k]
-                .get_or_insert_with(|| Quantised::with(input, &values, &drops, quant, memo));
+            let qd = quantised[k].get_or_insert_with(|| {
+                let known = memory.as_deref_mut().and_then(|m| m.take(&quant));
+                Quantised::with(input, &values, &drops, quant, memo, known)
+            });
             qd.lowest_nlerp = f32::INFINITY;
             let e = encode(input, frame_pos, &drops, qd, dot);
             lowest = lowest.min(qd.lowest_nlerp);
@@ -310,6 +430,11 @@ fn plan_with(input: &TrackInput<'_>, frame_pos: &[f32], memo: bool, skip: bool) 
             // either (the interpolation only gets closer to the source's).
             (Some(_), Some(_)) => break,
             (None, _) => {}
+        }
+    }
+    if let Some(memory) = memory {
+        for qd in quantised.into_iter().flatten() {
+            memory.keep(qd, input.tol);
         }
     }
     // Quantisation alone was too coarse at every share: the finest quantisation, every key.
@@ -468,29 +593,53 @@ struct Quantised {
     /// The lowest dot product of the key pairs [`Quantised::fits`] was asked about that the
     /// track's nlerp threshold interpolates by nlerp, since the caller last set it.
     lowest_nlerp: f32,
+    /// Answers remembered from earlier plans ([`TrackMemory`]), each with whether these
+    /// tolerances are at least theirs at every frame (their passes hold) and at most theirs
+    /// (their failures hold).
+    prior: Vec<(Layer, bool, bool)>,
 }
 
 impl Quantised {
-    /// The track quantised with `quant`; with `memo`, room to remember its key pairs' answers.
+    /// The track quantised with `quant`; with `memo`, room to remember its key pairs' answers;
+    /// with `known`, the same quantisation remembered from an earlier plan (its integers and
+    /// decoded values, the same as made here, and its answers).
     fn with(
         input: &Input<'_>,
         values: &[Vec4],
         drops: &[(u8, bool, f32)],
         quant: Quantization,
         memo: bool,
+        known: Option<Remembered>,
     ) -> Self {
         let rot = input.target == Target::Rotation;
-        let track = quant.track(input, 2.0);
-        let q: Vec<[i32; 4]> = values.iter().map(|&v| quantize(&track, v)).collect();
-        let deq: Vec<Vec4> = q
-            .iter()
-            .enumerate()
-            .map(|(f, q)| {
-                // Lane order, as the decoder rebuilds it (the dropped lane is ignored).
-                let (drop, negative, _) = drops[f / SEG_LEN as usize];
-                track.dequantize(*q, drop, negative)
-            })
-            .collect();
+        let (q, deq, prior) = match known {
+            Some(r) => {
+                let prior = r
+                    .layers
+                    .into_iter()
+                    .map(|l| {
+                        let looser = input.tol.iter().zip(&l.tol).all(|(t, u)| t >= u);
+                        let tighter = input.tol.iter().zip(&l.tol).all(|(t, u)| t <= u);
+                        (l, looser, tighter)
+                    })
+                    .collect();
+                (r.q, r.deq, prior)
+            }
+            None => {
+                let track = quant.track(input, 2.0);
+                let q: Vec<[i32; 4]> = values.iter().map(|&v| quantize(&track, v)).collect();
+                let deq: Vec<Vec4> = q
+                    .iter()
+                    .enumerate()
+                    .map(|(f, q)| {
+                        // Lane order, as the decoder rebuilds it (the dropped lane is ignored).
+                        let (drop, negative, _) = drops[f / SEG_LEN as usize];
+                        track.dequantize(*q, drop, negative)
+                    })
+                    .collect();
+                (q, deq, Vec::new())
+            }
+        };
         // Rejected where an error exceeds its tolerance (a NaN does not).
         let frames_fit =
             !(0..q.len()).any(|f| error_to(rot, deq[f], input.raw_unit[f]) > input.tol[f]);
@@ -506,6 +655,7 @@ impl Quantised {
             frames_fit,
             spans,
             lowest_nlerp: f32::INFINITY,
+            prior,
         }
     }
 
@@ -536,6 +686,18 @@ impl Quantised {
         if let Some(&known) = self.spans.get(slot) {
             if known >> shift & 1 != 0 {
                 return known >> shift & 2 != 0;
+            }
+        }
+        // An earlier plan's answer, where these tolerances keep it: a pass at tolerances no
+        // larger than these, a failure at tolerances no smaller.
+        for (layer, looser, tighter) in &self.prior {
+            let known = layer.spans[slot] >> shift;
+            if known & 1 != 0 {
+                let fits = known & 2 != 0;
+                if (fits && *looser) || (!fits && *tighter) {
+                    self.spans[slot] |= (1 | u8::from(fits) << 1) << shift;
+                    return fits;
+                }
             }
         }
         let seg = pair_slerp(track, deq[a], deq[b]);
@@ -739,6 +901,7 @@ fn encode_finest(input: &Input<'_>, frame_pos: &[f32]) -> EncodedTrack {
         &drops,
         Quantization { bits, min, scale },
         false,
+        None,
     );
     // Always slerp: the closest to the source between keys.
     let track = qd.quant.track(input, 2.0);
@@ -1136,8 +1299,8 @@ mod tests {
             let tol = vec![tol; n];
             let input = rotation(&raw, &raw_sub, &tol);
             let (kept, made) = (
-                plan_with(&input, &frame_pos, true, true),
-                plan_with(&input, &frame_pos, false, true),
+                plan_with(&input, &frame_pos, true, true, None),
+                plan_with(&input, &frame_pos, false, true, None),
             );
             assert!(matches!(kept, Plan::Animated(_)), "{tol:?}");
             assert_eq!(kept, made);
@@ -1204,8 +1367,50 @@ mod tests {
             }
             for memo in [true, false] {
                 proptest::prop_assert_eq!(
-                    plan_with(&input, &frame_pos, memo, true),
-                    plan_with(&input, &frame_pos, memo, false)
+                    plan_with(&input, &frame_pos, memo, true, None),
+                    plan_with(&input, &frame_pos, memo, false, None)
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// A track planned again and again at other tolerances (up, down, back), each time
+        /// with what the plans before it remembered, plans what it plans with nothing
+        /// remembered: with room for everything, and with room for little (answers and
+        /// quantisations dropped along the way).
+        #[test]
+        fn remembered_answers_change_no_plan(
+            speed in 0.05f32..6.0,
+            wobble in 0.0f32..3.0,
+            tol in -5.0f32..-2.0,
+            steps in proptest::collection::vec(0.5f32..2.0, 2..7),
+            n in 2usize..160,
+            roomy in proptest::bool::ANY,
+        ) {
+            let value = |t: f32| {
+                Vec4::from(glam::Quat::from_euler(
+                    glam::EulerRot::XYZ,
+                    speed * t,
+                    (wobble * t).sin(),
+                    0.4 * (wobble * 1.7 * t).cos(),
+                ))
+            };
+            let raw: Vec<Vec4> = (0..n).map(|f| value(f as f32 / 30.0)).collect();
+            let raw_sub: Vec<Vec4> = (0..(n - 1) * SUB)
+                .map(|i| value(((i / SUB) as f32 + SUB_AT[i % SUB]) / 30.0))
+                .collect();
+            let frame_pos: Vec<f32> = (0..n).map(|f| f as f32).collect();
+            let mut memory = TrackMemory::new(if roomy { 1 << 30 } else { 40 * n });
+            let mut m = 1.0f32;
+            for step in steps {
+                m *= step;
+                let tol: Vec<f32> =
+                    (0..n).map(|f| 10f32.powf(tol) * m * (1.0 + (f % 5) as f32 * 0.1)).collect();
+                let input = rotation(&raw, &raw_sub, &tol);
+                proptest::prop_assert_eq!(
+                    plan_remembering(&input, &frame_pos, &mut memory),
+                    plan(&input, &frame_pos)
                 );
             }
         }
