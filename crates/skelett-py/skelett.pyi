@@ -188,7 +188,7 @@ class Asset:
         clip a report: clip, raw_bytes, compressed_bytes, ratio, error_cm, max_error_cm,
         p99_error_cm, cm_per_unit, sample_rate, samples, seconds. ``seekable``: keys laid
         out for random access (the same keys and errors, larger). ``fast``: no joint-by-joint
-        loosening after the budget search (three fifths to four fifths of the time on motion
+        loosening after the budget search (three fifths to three quarters of the time on motion
         capture, 7% larger, the same error bound: ``max_error_cm`` is measured as for the
         default)."""
 

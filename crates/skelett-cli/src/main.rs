@@ -418,7 +418,7 @@ enum Command {
         #[arg(long)]
         seekable: bool,
         /// Spend less time for a larger clip: no joint-by-joint loosening after the budget
-        /// search (three fifths to four fifths of the time on motion capture, 7% larger over the
+        /// search (three fifths to three quarters of the time on motion capture, 7% larger over the
         /// test data); the same error bound, measured the same way.
         #[arg(long)]
         fast: bool,

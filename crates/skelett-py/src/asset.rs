@@ -255,7 +255,7 @@ impl Asset {
     /// unit: `cm_per_unit` if given, else the file's declared unit, else detected. With
     /// `seekable`, the keys are laid out for random access (the same keys and errors, larger;
     /// see the README). With `fast`, no joint-by-joint loosening after the budget search:
-    /// three fifths to four fifths of the time on motion capture, 7% larger, the same error bound
+    /// three fifths to three quarters of the time on motion capture, 7% larger, the same error bound
     /// (`max_error_cm`, measured as for the default).
     #[pyo3(signature = (error_cm = 0.01, shell_cm = 3.0, cm_per_unit = None, seekable = false, fast = false))]
     fn compress<'py>(

@@ -11,12 +11,12 @@
 //! For comparison: ozz-animation samples its compressed clips at about 6 ns/joint warm on
 //! this machine (an earlier session). ACL v2.1.0 built from source here
 //! (`scripts/bench/acl_compare.sh`, SSE2 build, two runs in one sitting on 2026-11-27, the
-//! third session of that day) decompresses a whole pose of these CMU clips at random times
-//! in 10.8-13.4 ns per joint cold (256 copies), and compresses 01_01 in 159-160 ms, 01_03 in
-//! 233 ms and Boxing_Toes in 103-105 ms, where skelett takes 236-240, 431-445 and 229-233 ms
-//! on one thread (146-165, 251-276 and 137-148 ms on two cores with the `rayon` feature),
-//! and at `CompressLevel::Fast` 143-146, 332-342 and 156-159 ms (77-80, 180-194 and 89-91
-//! on two cores).
+//! third session of that day, after the planning learned to remember) decompresses a whole
+//! pose of these CMU clips at random times in 11.2-14.1 ns per joint cold (256 copies), and
+//! compresses 01_01 in 166-168 ms, 01_03 in 240-246 ms and Boxing_Toes in 108-110 ms, where
+//! skelett takes 197-202, 388-392 and 220-221 ms on one thread (157-161, 261-282 and 142-145
+//! ms on two cores with the `rayon` feature), and at `CompressLevel::Fast` 114-116, 294 and
+//! 143-147 ms (71-77, 181-192 and 93 on two cores).
 //!
 //! `cargo bench -p skelett --bench compress`
 //!

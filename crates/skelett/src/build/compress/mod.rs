@@ -107,8 +107,8 @@ pub enum CompressLevel {
     #[default]
     Smallest,
     /// The multiplier search and the tightening, without the loosening: three fifths to
-    /// four fifths of the time on the CMU clips measured (one thread: 01_01 143-146 against
-    /// 236-240 ms, 01_03 332-342 against 431-445, Boxing_Toes 156-159 against 229-233), 7%
+    /// three quarters of the time on the CMU clips measured (one thread: 01_01 114-116 against
+    /// 197-202 ms, 01_03 294 against 388-392, Boxing_Toes 143-147 against 220-221), 7%
     /// larger over the 62 clips of the data-set test (15.99:1 against 17.19:1).
     Fast,
 }
