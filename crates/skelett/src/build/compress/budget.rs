@@ -362,7 +362,7 @@ pub(super) fn assemble(
     reference: &Clip,
     skeleton: &Skeleton,
     p: &Prepared,
-    plans: &[encode::Plan],
+    plans: Vec<encode::Plan>,
 ) -> Result<Outcome, Error> {
     let n = skeleton.len();
     let mut base: Vec<Transform> = skeleton.rest_pose().to_vec();
@@ -437,7 +437,7 @@ pub(super) fn assemble(
     clip.frame_rate = reference.frame_rate;
     Ok(Outcome {
         clip,
-        plans: plans.to_vec(),
+        plans,
         dense: Checked {
             stats: ErrorStats::default(),
             over: Vec::new(),
@@ -520,7 +520,7 @@ pub(super) fn compress_on(
     // An attempt's largest error at the check times; one over the target stops the
     // measurement (the search needs only an estimate there: at least the target).
     let attempt = |m: f32| -> Result<(Outcome, f32), Error> {
-        let mut out = assemble(reference, skeleton, &p, &plan_all(&p, m, &ones))?;
+        let mut out = assemble(reference, skeleton, &p, plan_all(&p, m, &ones))?;
         let mut errors = vec![0f32; p.check_times.len().div_ceil(metric::CHUNK) * n];
         let complete = metric::measure_joints(
             skeleton,
@@ -642,7 +642,7 @@ impl Tighten<'_> {
                 m *= 0.8;
             }
             let plans = plan_changed(p, m, &scale, (&best.plans, best_m, &best_scale));
-            best = assemble(self.reference, skeleton, p, &plans)?;
+            best = assemble(self.reference, skeleton, p, plans)?;
             (best_m, best_scale) = (m, scale.clone());
         }
         Ok(None)
@@ -819,8 +819,10 @@ pub(super) fn loosen(
         let mut end = n;
         while end > 0 {
             let start = end.saturating_sub(block);
-            let mut candidate = plans.clone();
+            // The block's trials that save bits (the kept plans stay as they are until a
+            // trial is kept: only the plans a trial composes are copied for it).
             let mut changed = Vec::new();
+            let mut tried_plans: Vec<[encode::Plan; 3]> = Vec::new();
             for j in (start..end).rev() {
                 let Some(trial) = trials[j].take() else {
                     continue;
@@ -828,8 +830,8 @@ pub(super) fn loosen(
                 let old: u64 = plans[j * 3..j * 3 + 3].iter().map(plan_bits).sum();
                 let new: u64 = trial.iter().map(plan_bits).sum();
                 if new < old {
-                    candidate.splice(j * 3..j * 3 + 3, trial);
                     changed.push(j);
+                    tried_plans.push(trial);
                 }
             }
             end = start;
@@ -855,15 +857,20 @@ pub(super) fn loosen(
             }
             // The needed joints' channels alone (the others at rest): the same poses for
             // every joint composed, sampled at the cost of what those joints store.
-            let partial: Vec<encode::Plan> = candidate
+            let mut partial: Vec<encode::Plan> = plans
                 .iter()
                 .enumerate()
-                .map(|(i, plan)| match needed[i / 3] {
-                    true => plan.clone(),
-                    false => encode::Plan::Rest,
-                })
+                .map(
+                    |(i, plan)| match needed[i / 3] && !changed.contains(&(i / 3)) {
+                        true => plan.clone(),
+                        false => encode::Plan::Rest,
+                    },
+                )
                 .collect();
-            let o = assemble(reference, skeleton, p, &partial)?;
+            for (&j, trial) in changed.iter().zip(&tried_plans) {
+                partial[j * 3..j * 3 + 3].clone_from_slice(trial);
+            }
+            let o = assemble(reference, skeleton, p, partial)?;
             let mut trial = errors.clone();
             let mut trial_by_chunk = by_chunk.clone();
             for (j, _) in moved.iter().enumerate().filter(|m| *m.1) {
@@ -902,11 +909,11 @@ pub(super) fn loosen(
                 },
             )?;
             if complete && trial.iter().fold(0.0f32, |a, &e| worse(a, e)) <= target {
-                for j in changed {
+                for (j, kept) in changed.into_iter().zip(tried_plans) {
                     scale[j] *= 1.5;
                     tried[j] = true;
+                    plans.splice(j * 3..j * 3 + 3, kept);
                 }
-                plans = candidate;
                 errors = trial;
                 by_chunk = trial_by_chunk;
             }
@@ -914,7 +921,7 @@ pub(super) fn loosen(
     }
     // The errors kept along the way are the loosened clip's at the check times (the tests
     // measure it again to check the bookkeeping).
-    let mut out = assemble(reference, skeleton, p, &plans)?;
+    let mut out = assemble(reference, skeleton, p, plans)?;
     out.check_errors = Some(by_chunk);
     Ok((out, scale))
 }
@@ -938,7 +945,7 @@ pub(super) fn compress_fallback(
 ) -> Result<Outcome, Error> {
     let p = prepare(skeleton, reference, grid, budget, shell)?;
     let scale = vec![1.0; skeleton.len()];
-    let mut out = assemble(reference, skeleton, &p, &plan_all(&p, 1.0 / 256.0, &scale))?;
+    let mut out = assemble(reference, skeleton, &p, plan_all(&p, 1.0 / 256.0, &scale))?;
     out.dense = check(skeleton, &p, reference, &out.clip, shell, budget)?;
     Ok(out)
 }
@@ -1039,7 +1046,7 @@ mod tests {
         let (m, best) = [8.0f32, 4.0, 2.0, 1.0, 0.5, 0.25]
             .into_iter()
             .find_map(|m| {
-                let out = assemble(&clip, &skeleton, &p, &plan_all(&p, m, &ones)).unwrap();
+                let out = assemble(&clip, &skeleton, &p, plan_all(&p, m, &ones)).unwrap();
                 let e = per_chunk(&out.clip);
                 let within = e.iter().all(|&x| x <= target);
                 within.then(|| {
@@ -1144,7 +1151,7 @@ mod tests {
             e
         };
         for (m, tightened) in [(64.0, true), (1.0 / 64.0, false)] {
-            let start = assemble(&clip, &skeleton, &p, &plan_all(&p, m, &ones)).unwrap();
+            let start = assemble(&clip, &skeleton, &p, plan_all(&p, m, &ones)).unwrap();
             assert_eq!(worst(&start.clip) > budget, tightened, "{m}");
             let (out, rounds) = tight.run(start, m, ones.clone()).unwrap().unwrap();
             assert_eq!(rounds > 0, tightened, "{m}: {rounds}");
