@@ -11,12 +11,12 @@
 //! For comparison: ozz-animation samples its compressed clips at about 6 ns/joint warm on
 //! this machine (an earlier session). ACL v2.1.0 built from source here
 //! (`scripts/bench/acl_compare.sh`, SSE2 build, two runs in one sitting on 2026-11-27, the
-//! third session of that day, after the planning learned to remember) decompresses a whole
-//! pose of these CMU clips at random times in 11.2-14.1 ns per joint cold (256 copies), and
-//! compresses 01_01 in 166-168 ms, 01_03 in 240-246 ms and Boxing_Toes in 108-110 ms, where
-//! skelett takes 197-202, 388-392 and 220-221 ms on one thread (157-161, 261-282 and 142-145
-//! ms on two cores with the `rayon` feature), and at `CompressLevel::Fast` 114-116, 294 and
-//! 143-147 ms (71-77, 181-192 and 93 on two cores).
+//! third session of that day, at its end) decompresses a whole pose of these CMU clips at
+//! random times in 11.6-14.0 ns per joint cold (256 copies), and compresses 01_01 in
+//! 169-174 ms, 01_03 in 248-251 ms and Boxing_Toes in 111-115 ms, where skelett takes
+//! 194-197, 392-393 and 224-228 ms on one thread (134-139, 239-256 and 128-130 ms on two
+//! cores with the `rayon` feature), and at `CompressLevel::Fast` 117, 300-302 and 148 ms
+//! (67-72, 176-181 and 87-91 on two cores).
 //!
 //! `cargo bench -p skelett --bench compress`
 //!

@@ -107,8 +107,8 @@ pub enum CompressLevel {
     #[default]
     Smallest,
     /// The multiplier search and the tightening, without the loosening: three fifths to
-    /// three quarters of the time on the CMU clips measured (one thread: 01_01 114-116 against
-    /// 197-202 ms, 01_03 294 against 388-392, Boxing_Toes 143-147 against 220-221), 7%
+    /// three quarters of the time on the CMU clips measured (one thread: 01_01 117 against
+    /// 194-197 ms, 01_03 300-302 against 392-393, Boxing_Toes 148 against 224-228), 7%
     /// larger over the 62 clips of the data-set test (15.99:1 against 17.19:1).
     Fast,
 }
