@@ -342,9 +342,11 @@ pub(super) fn plan_joint(p: &Prepared, j: usize, m: f32) -> [encode::Plan; 3] {
 }
 
 /// Bytes the channels' plans may keep for their next plans (`encode::TrackMemory`), shared
-/// evenly between the channels that move: on the CMU clips (about 30 moving channels of
-/// 2,700-4,500 frames) all they keep fits, and 01_03's peak memory rose from 171 to 176 MB;
-/// a longer clip keeps less per channel, never more in all. Compression took 12-15% less time
+/// evenly between the channels that move. By its sizes a track keeps at most 424 bytes per
+/// frame (four quantisations: 32 bytes of integers and values, two layers of 37), 1.9 MB on
+/// CMU 01_03's 4,511 frames, within the 2 MB each of its moving channels gets (01_03's peak
+/// memory rose from 171 to 176 MB, measured); a longer clip keeps less per channel, never
+/// more in all. Compression took 12-15% less time
 /// on 01_01 and 01_03 with it (the fast level 15-23%), 1-8% on Boxing_Toes.
 pub(super) const PLAN_MEMORY: usize = 64 << 20;
 
@@ -531,10 +533,7 @@ pub(super) fn compress_on(
             None,
             None,
             Some(target),
-            |i, j, e| {
-                let k = i / metric::CHUNK * n + j;
-                errors[k] = worse(errors[k], e);
-            },
+            |i, j, e| keep_worst(&mut errors, n, i, j, e),
         )?;
         let max = errors.iter().fold(0f32, |a, &e| a.max(e));
         out.check_errors = complete.then_some(errors);
@@ -761,14 +760,13 @@ pub(super) fn loosen(
     let block = n.div_ceil(LOOSEN_TRIALS).max(1);
     let mut scale = scale.to_vec();
     let mut plans = best.plans.clone();
-    // Each joint's largest error at the check times, under the plans accepted so far: a
-    // trial measures only the joints its changes move (the subtrees of the changed joints)
-    // and takes the others' from here, which is what measuring the whole clip would find,
-    // since a joint's decoded track depends on its own plan only.
+    // Each joint's largest error per chunk of check times (chunk-major), under the plans
+    // accepted so far: a trial measures only the joints its changes move (the subtrees of the
+    // changed joints) and takes the others' from here, which is what measuring the whole clip
+    // would find, since a joint's decoded track depends on its own plan only.
     //
-    // Per chunk of check times too (chunk-major): a trial measures first the chunks where the
-    // joints it moves came nearest the target, so that one that fails stops after a batch or
-    // two (in the order of time, the failing trials of CMU 01_03 took 53 of the 144 ms its
+    // A trial measures first the chunks where the joints it moves came nearest the target,
+    // so that one that fails stops after a batch or two (in the order of time, the failing trials of CMU 01_03 took 53 of the 144 ms its
     // trials took; this way 13). Which chunks come first decides nothing but when a failing
     // trial stops: a trial is kept only where every chunk was measured.
     let chunks = p.check_times.len().div_ceil(metric::CHUNK);
@@ -782,17 +780,11 @@ pub(super) fn loosen(
                 &best.clip,
                 shell,
                 &p.check_times,
-                |i, j, e| {
-                    let k = i / metric::CHUNK * n + j;
-                    errors[k] = worse(errors[k], e);
-                },
+                |i, j, e| keep_worst(&mut errors, n, i, j, e),
             )?;
             errors
         }
     };
-    let mut errors: Vec<f32> = (0..n)
-        .map(|j| (0..chunks).fold(0f32, |a, c| worse(a, by_chunk[c * n + j])))
-        .collect();
     let mut order: Vec<usize> = Vec::with_capacity(chunks);
     let mut risk = vec![0f32; chunks];
     let parents: Vec<Option<usize>> = (0..n)
@@ -871,12 +863,10 @@ pub(super) fn loosen(
                 partial[j * 3..j * 3 + 3].clone_from_slice(trial);
             }
             let o = assemble(reference, skeleton, p, partial)?;
-            let mut trial = errors.clone();
-            let mut trial_by_chunk = by_chunk.clone();
+            let mut trial = by_chunk.clone();
             for (j, _) in moved.iter().enumerate().filter(|m| *m.1) {
-                trial[j] = 0.0;
                 for c in 0..chunks {
-                    trial_by_chunk[c * n + j] = 0.0;
+                    trial[c * n + j] = 0.0;
                 }
             }
             // The chunks by the largest error a moved joint had there, largest first (ties
@@ -902,11 +892,7 @@ pub(super) fn loosen(
                 Some((&needed, &moved)),
                 Some(&order),
                 Some(target),
-                |i, j, e| {
-                    trial[j] = worse(trial[j], e);
-                    let k = i / metric::CHUNK * n + j;
-                    trial_by_chunk[k] = worse(trial_by_chunk[k], e);
-                },
+                |i, j, e| keep_worst(&mut trial, n, i, j, e),
             )?;
             if complete && trial.iter().fold(0.0f32, |a, &e| worse(a, e)) <= target {
                 for (j, kept) in changed.into_iter().zip(tried_plans) {
@@ -914,8 +900,7 @@ pub(super) fn loosen(
                     tried[j] = true;
                     plans.splice(j * 3..j * 3 + 3, kept);
                 }
-                errors = trial;
-                by_chunk = trial_by_chunk;
+                by_chunk = trial;
             }
         }
     }
@@ -924,6 +909,13 @@ pub(super) fn loosen(
     let mut out = assemble(reference, skeleton, p, plans)?;
     out.check_errors = Some(by_chunk);
     Ok((out, scale))
+}
+
+/// Keeps error `e` of joint `j` at the `i`th check time in `errors`, the largest per chunk of
+/// check times and joint (chunk-major, `n` joints).
+fn keep_worst(errors: &mut [f32], n: usize, i: usize, j: usize, e: f32) {
+    let k = i / metric::CHUNK * n + j;
+    errors[k] = worse(errors[k], e);
 }
 
 /// The larger of two errors, a NaN counting as infinite (as [`check`] counts it).

@@ -541,7 +541,8 @@ mod tests {
             .unwrap();
         let full = errors(&skeleton, Reference::Frames(&frames), &candidate, &times);
         let max = full.iter().map(|e| f32::from_bits(e.2)).fold(0.0, f32::max);
-        let stopped = |bound: f32| {
+        // The chunks in `order` (in time without), stopped above `bound` (not without).
+        let measured = |order: Option<&[usize]>, bound: Option<f32>| {
             let mut out = Vec::new();
             let complete = measure_joints(
                 &skeleton,
@@ -550,13 +551,14 @@ mod tests {
                 3.0,
                 &times,
                 None,
-                None,
-                Some(bound),
+                order,
+                bound,
                 |i, j, e| out.push((i, j, e.to_bits())),
             )
             .unwrap();
             (complete, out)
         };
+        let stopped = |bound: f32| measured(None, Some(bound));
         assert_eq!(stopped(max), (true, full.clone()));
         // Just under the largest error of the first chunk of times: the measurement stops
         // after its first batch.
@@ -585,22 +587,7 @@ mod tests {
         // batch.
         let chunks = times.len().div_ceil(CHUNK);
         let reversed: Vec<usize> = (0..chunks).rev().collect();
-        let ordered = |bound: Option<f32>| {
-            let mut out = Vec::new();
-            let complete = measure_joints(
-                &skeleton,
-                Reference::Frames(&frames),
-                &candidate,
-                3.0,
-                &times,
-                None,
-                Some(&reversed),
-                bound,
-                |i, j, e| out.push((i, j, e.to_bits())),
-            )
-            .unwrap();
-            (complete, out)
-        };
+        let ordered = |bound: Option<f32>| measured(Some(&reversed), bound);
         let (complete, all) = ordered(None);
         assert!(complete);
         let expect: Vec<_> = reversed
