@@ -11,11 +11,12 @@
 //!   that the trade-off shows on the user's own data;
 //! - local-to-model: the whole skeleton from a sampled pose;
 //! - palette: skin 0's matrices (model x inverse bind);
-//! - blend: two and three sampled poses blended with equal weights;
+//! - blend: two and three sampled poses blended with equal weights, as slices of transforms
+//!   and as structure-of-arrays poses;
 //! - character: what one character does per frame with two clips playing (the first two, or
 //!   the only one at two phases): sample both through their caches, blend 50/50,
 //!   local-to-model, palette; the same character over and over, and 1024 distinct ones in
-//!   turn (their data no longer in the caches);
+//!   turn (their data no longer in the caches); and the same on structure-of-arrays poses;
 //! - skinning: the largest skinned primitive, positions and normals, linear blend and dual
 //!   quaternion, one thread.
 
@@ -28,8 +29,8 @@ use serde::Serialize;
 use skelett::compress::CompactLayout;
 use skelett::skin::{skin, SkinOutput, SkinPalette, SkinningMesh, SkinningMethod};
 use skelett::{
-    blend, local_to_model, sample, skinning_palette, BlendInput, Clip, Pose, SamplingCache,
-    Skeleton, Skin,
+    blend, blend_soa, local_to_model, local_to_model_soa, sample, sample_soa, skinning_palette,
+    BlendInput, Clip, Pose, SamplingCache, Skeleton, Skin, SoaBlendInput, SoaPose,
 };
 
 use crate::outln;
@@ -60,6 +61,9 @@ struct Report {
     palette_matrices: usize,
     blend2_ns_per_joint: Option<f64>,
     blend3_ns_per_joint: Option<f64>,
+    /// The same blends on structure-of-arrays poses (`blend_soa`).
+    blend2_soa_ns_per_joint: Option<f64>,
+    blend3_soa_ns_per_joint: Option<f64>,
     character: Option<CharacterRow>,
     skinning: Option<SkinningRow>,
 }
@@ -69,6 +73,10 @@ struct CharacterRow {
     clips: [String; 2],
     one_us: f64,
     crowd_1024_us: f64,
+    /// The same on structure-of-arrays poses (`sample_soa`, `blend_soa`,
+    /// `local_to_model_soa`).
+    one_soa_us: f64,
+    crowd_1024_soa_us: f64,
 }
 
 #[derive(Serialize)]
@@ -85,6 +93,8 @@ struct Character {
     caches: [SamplingCache; 2],
     poses: [Pose; 2],
     blended: Pose,
+    /// The structure-of-arrays path's poses (`update_soa`).
+    soa: [SoaPose; 3],
     model: Vec<Mat4>,
     palette: Vec<Mat4>,
 }
@@ -96,6 +106,7 @@ impl Character {
             caches: clips.map(SamplingCache::for_clip),
             poses: [Pose::rest(skeleton), Pose::rest(skeleton)],
             blended: Pose::rest(skeleton),
+            soa: std::array::from_fn(|_| SoaPose::rest(skeleton)),
             model: vec![Mat4::IDENTITY; skeleton.len()],
             palette: vec![Mat4::IDENTITY; skin.map_or(0, Skin::len)],
         }
@@ -123,6 +134,34 @@ impl Character {
         ];
         let _ = blend(&inputs, skeleton.rest_pose(), &mut self.blended);
         let _ = local_to_model(skeleton, &self.blended, 0, &mut self.model);
+        if let Some(skin) = skin {
+            let _ = skinning_palette(skin, &self.model, &mut self.palette);
+        }
+        black_box(&self.palette);
+    }
+
+    /// [`Character::update`] on structure-of-arrays poses: `sample_soa`, `blend_soa`,
+    /// `local_to_model_soa` (the same matrices).
+    fn update_soa(&mut self, skeleton: &Skeleton, clips: [&Clip; 2], skin: Option<&Skin>) {
+        self.time += 1.0 / 60.0;
+        let [a, b, blended] = &mut self.soa;
+        for (k, (clip, pose)) in clips.iter().zip([&mut *a, &mut *b]).enumerate() {
+            let t = clip.start()
+                + (self.time + 0.5 * k as f32 * clip.duration()) % clip.duration().max(1e-6);
+            let _ = sample_soa(clip, t, &mut self.caches[k], pose);
+        }
+        let inputs = [
+            SoaBlendInput {
+                pose: a,
+                weight: 0.5,
+            },
+            SoaBlendInput {
+                pose: b,
+                weight: 0.5,
+            },
+        ];
+        let _ = blend_soa(&inputs, a, blended);
+        let _ = local_to_model_soa(skeleton, blended, 0, &mut self.model);
         if let Some(skin) = skin {
             let _ = skinning_palette(skin, &self.model, &mut self.palette);
         }
@@ -253,6 +292,7 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
     };
     // Blending: poses of the first clip (two and three phases).
     let (mut blend2, mut blend3) = (None, None);
+    let (mut blend2_soa, mut blend3_soa) = (None, None);
     if let Some(clip) = asset.clips.first() {
         let poses: Vec<Pose> = [0.2f32, 0.5, 0.8]
             .iter()
@@ -279,6 +319,25 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
                 }) / n.max(1) as f64,
             );
         }
+        // The same blends on structure-of-arrays poses.
+        let soa: Vec<SoaPose> = poses.iter().map(|p| SoaPose::from_transforms(p)).collect();
+        let rest = SoaPose::rest(skeleton);
+        let mut out = SoaPose::rest(skeleton);
+        for (layers, into) in [(2usize, &mut blend2_soa), (3, &mut blend3_soa)] {
+            let inputs: Vec<SoaBlendInput> = soa[..layers]
+                .iter()
+                .map(|p| SoaBlendInput {
+                    pose: p,
+                    weight: 1.0,
+                })
+                .collect();
+            *into = Some(
+                median_ns(rounds, || {
+                    blend_soa(black_box(&inputs), &rest, &mut out).unwrap();
+                    black_box(&out);
+                }) / n.max(1) as f64,
+            );
+        }
     }
     // One character, and 1024 distinct ones.
     let character = match asset.clips.as_slice() {
@@ -296,10 +355,18 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
                     c.update(skeleton, pair, skin);
                 }
             }) / 1024.0;
+            let one_soa_ns = median_ns(rounds, || one.update_soa(skeleton, pair, skin));
+            let crowd_soa_ns = median_ns(rounds, || {
+                for c in crowd.iter_mut() {
+                    c.update_soa(skeleton, pair, skin);
+                }
+            }) / 1024.0;
             Some(CharacterRow {
                 clips: pair.map(|c| c.name().to_string()),
                 one_us: one_ns / 1000.0,
                 crowd_1024_us: crowd_ns / 1000.0,
+                one_soa_us: one_soa_ns / 1000.0,
+                crowd_1024_soa_us: crowd_soa_ns / 1000.0,
             })
         }
     };
@@ -347,6 +414,8 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
         palette_matrices,
         blend2_ns_per_joint: blend2,
         blend3_ns_per_joint: blend3,
+        blend2_soa_ns_per_joint: blend2_soa,
+        blend3_soa_ns_per_joint: blend3_soa,
         character,
         skinning,
     };
@@ -406,6 +475,15 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
     if let (Some(b2), Some(b3)) = (report.blend2_ns_per_joint, report.blend3_ns_per_joint) {
         outln!(out, "  blend 2 / 3      {b2:>8.2} / {b3:.2} ns/joint");
     }
+    if let (Some(b2), Some(b3)) = (
+        report.blend2_soa_ns_per_joint,
+        report.blend3_soa_ns_per_joint,
+    ) {
+        outln!(
+            out,
+            "  blend 2 / 3, SoA {b2:>8.2} / {b3:.2} ns/joint (structure-of-arrays poses)"
+        );
+    }
     if let Some(c) = &report.character {
         outln!(
             out,
@@ -415,6 +493,12 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
             c.clips[0],
             c.clips[1],
             if report.palette_matrices > 0 { ", palette" } else { "; no skin, no palette" }
+        );
+        outln!(
+            out,
+            "  character, SoA   {:>8.3} µs one, {:.3} µs each of 1024 (the same on structure-of-arrays poses)",
+            c.one_soa_us,
+            c.crowd_1024_soa_us,
         );
     }
     if report.skinning.is_none() {

@@ -11,7 +11,9 @@
 //! skelett's figures beside them.
 //!
 //! `blend_2` and `blend_3` blend two and three sampled poses with equal weights (ns/joint as
-//! above), ozz's two- and three-layer `BlendingJob`.
+//! above), ozz's two- and three-layer `BlendingJob`; `blend_soa_2` and `blend_soa_3` the same
+//! poses in structure-of-arrays form ([`skelett::SoaPose`]: ozz's blend takes its
+//! `SoaTransform` poses), with the same results.
 //!
 //! `sample_forward_60hz_nlerp` is the forward playback with [`RotationInterpolation::Nlerp`],
 //! to compare with slerp's `sample_forward_60hz` in the same run.
@@ -26,8 +28,8 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use glam::Mat4;
 use skelett::{
-    blend, local_to_model, sample, skinning_palette, BlendInput, Pose, RotationInterpolation,
-    SamplingCache,
+    blend, blend_soa, local_to_model, sample, skinning_palette, BlendInput, Pose,
+    RotationInterpolation, SamplingCache, SoaBlendInput, SoaPose,
 };
 
 /// (label, file, clip) triples benchmarked.
@@ -102,6 +104,23 @@ fn bench_runtime(c: &mut Criterion) {
                 .collect();
             group.bench_function(format!("blend_{layers}"), |b| {
                 b.iter(|| blend(black_box(&inputs), skeleton.rest_pose(), &mut blended).unwrap())
+            });
+        }
+        // The same blends on structure-of-arrays poses (blocks of eight joints, as ozz's
+        // SoaTransform poses are four): same results, no transposes.
+        let soa: Vec<SoaPose> = poses.iter().map(|p| SoaPose::from_transforms(p)).collect();
+        let soa_rest = SoaPose::rest(skeleton);
+        let mut soa_out = SoaPose::rest(skeleton);
+        for layers in [2usize, 3] {
+            let inputs: Vec<SoaBlendInput> = soa[..layers]
+                .iter()
+                .map(|p| SoaBlendInput {
+                    pose: p,
+                    weight: 1.0,
+                })
+                .collect();
+            group.bench_function(format!("blend_soa_{layers}"), |b| {
+                b.iter(|| blend_soa(black_box(&inputs), &soa_rest, &mut soa_out).unwrap())
             });
         }
         let mut model = vec![Mat4::IDENTITY; n];

@@ -79,15 +79,17 @@ pub use clip::{
     UnboundChannels,
 };
 pub use error::Error;
-pub use hierarchy::{inverse_bind_matrices, local_to_model, skinning_palette, Skin};
+pub use hierarchy::{
+    inverse_bind_matrices, local_to_model, local_to_model_soa, skinning_palette, Skin,
+};
 pub use mesh::{EncodedImage, MeshPrimitive, MorphTarget, SkinnedMesh};
 pub use parts::{ClipParts, CompactParts, TrackPart};
 pub use pose::{
-    additive_delta, apply_additive, blend, blend_override, make_additive, BlendInput, JointMask,
-    Pose,
+    additive_delta, apply_additive, blend, blend_override, blend_soa, make_additive, BlendInput,
+    JointMask, Pose, SoaBlendInput, SoaBlock, SoaPose, SOA_LANES,
 };
 pub use sampling::{
-    sample, sample_joint, sample_morph_weights, sample_uncached, RotationInterpolation,
+    sample, sample_joint, sample_morph_weights, sample_soa, sample_uncached, RotationInterpolation,
     SamplingCache,
 };
 pub use skeleton::{

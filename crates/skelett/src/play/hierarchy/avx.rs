@@ -19,6 +19,7 @@ use std::arch::x86_64::*;
 use glam::{Mat4, Quat};
 
 use crate::play::simd::transpose4;
+use crate::pose::SoaBlock;
 use crate::{JointIndex, Transform};
 
 const _: () = assert!(std::mem::size_of::<Mat4>() == 64);
@@ -87,14 +88,14 @@ const BLOCK: usize = 8;
 /// # Safety
 /// The CPU must support AVX and FMA.
 #[target_feature(enable = "avx,fma")]
-pub(super) unsafe fn local_to_model(
+pub(super) unsafe fn local_to_model<L: Local + ?Sized>(
     parents: &[JointIndex],
-    local: &[Transform],
+    local: &L,
     from: usize,
     model: &mut [Mat4],
 ) {
     let n = model.len();
-    let (parents, local) = (&parents[..n], &local[..n]);
+    let parents = &parents[..n];
     let identity = [
         _mm_setr_ps(1.0, 0.0, 0.0, 0.0),
         _mm_setr_ps(0.0, 1.0, 0.0, 0.0),
@@ -106,21 +107,21 @@ pub(super) unsafe fn local_to_model(
     // theirs, so the 32-byte stores have reached the cache by the time the 4-byte loads
     // come (a load from part of a store still in flight waits for it).
     let mut rot = [[[0f32; BLOCK]; 9]; 2];
-    let mut shift = [0; 2];
+    // Per buffer: where joint `start` sits in it, and how many joints from `start` it holds.
+    let mut span = [(0, 0); 2];
     let mut start = from;
     if start < n {
-        shift[0] = block_rotations(local, start, &mut rot[0]);
+        span[0] = local.rotations(n, start, &mut rot[0]);
     }
     let mut current = 0;
     while start < n {
-        let count = (n - start).min(BLOCK);
-        let block = &local[start..start + count];
+        let (shift, count) = span[current];
         if start + count < n {
-            shift[current ^ 1] = block_rotations(local, start + count, &mut rot[current ^ 1]);
+            span[current ^ 1] = local.rotations(n, start + count, &mut rot[current ^ 1]);
         }
-        let (rot, shift) = (&rot[current], shift[current]);
+        let rot = &rot[current];
         current ^= 1;
-        for (i, l) in block.iter().enumerate() {
+        for i in 0..count {
             let r = i + shift;
             let j = start + i;
             let p = parents[j];
@@ -131,11 +132,12 @@ pub(super) unsafe fn local_to_model(
             } else {
                 load(&model[p as usize])
             };
+            let [tx, ty, tz] = local.translation(j);
             let out = [
                 column(a, rot, r, 0),
                 column(a, rot, r, 1),
                 column(a, rot, r, 2),
-                translation(a, &l.translation),
+                translation(a, tx, ty, tz),
             ];
             store(&mut model[j], out);
             previous = out;
@@ -144,24 +146,94 @@ pub(super) unsafe fn local_to_model(
     }
 }
 
-/// [`rotations8`] of the eight joints from `start` of `local`, or, where fewer are left,
-/// of the last eight (the block overlapping the one before; joint `start` then sits at the
-/// returned position, not at 0), or of all of them padded with identities through a copy on
-/// the stack where the skeleton has fewer than eight.
-#[inline(always)]
-unsafe fn block_rotations(local: &[Transform], start: usize, out: &mut [[f32; BLOCK]; 9]) -> usize {
-    let n = local.len();
-    if start + BLOCK <= n {
-        rotations8(local[start..start + BLOCK].try_into().unwrap(), out);
-        0
-    } else if n >= BLOCK {
-        rotations8(local[n - BLOCK..].try_into().unwrap(), out);
-        start - (n - BLOCK)
-    } else {
-        let mut padded = [Transform::IDENTITY; BLOCK];
-        padded[..n - start].copy_from_slice(&local[start..]);
-        rotations8(&padded, out);
-        0
+/// The local transforms [`local_to_model`] reads: a slice of transforms, or the blocks of a
+/// structure-of-arrays pose (whose rotations and scales need no transposing).
+pub(super) trait Local {
+    /// The rotation matrices, columns times the scale, of a block of joints holding joint
+    /// `start` (below `n`, the joints to convert), into `out` as [`rotations8`] writes them;
+    /// returns where joint `start` sits in the block and how many joints from `start` on the
+    /// block holds (at least one).
+    ///
+    /// # Safety
+    /// The CPU must support AVX and FMA; the source holds at least `n` joints.
+    unsafe fn rotations(
+        &self,
+        n: usize,
+        start: usize,
+        out: &mut [[f32; BLOCK]; 9],
+    ) -> (usize, usize);
+    /// Joint `j`'s translation, x, y and z.
+    fn translation(&self, j: usize) -> [&f32; 3];
+}
+
+impl Local for [Transform] {
+    /// [`rotations8`] of the eight joints from `start`, or, where fewer are left, of the last
+    /// eight (the block overlapping the one before; joint `start` then sits at the returned
+    /// position, not at 0), or of all of them padded with identities through a copy on the
+    /// stack where the skeleton has fewer than eight.
+    #[inline(always)]
+    unsafe fn rotations(
+        &self,
+        n: usize,
+        start: usize,
+        out: &mut [[f32; BLOCK]; 9],
+    ) -> (usize, usize) {
+        let local = &self[..n];
+        let count = (n - start).min(BLOCK);
+        if start + BLOCK <= n {
+            rotations8(local[start..start + BLOCK].try_into().unwrap(), out);
+            (0, count)
+        } else if n >= BLOCK {
+            rotations8(local[n - BLOCK..].try_into().unwrap(), out);
+            (start - (n - BLOCK), count)
+        } else {
+            let mut padded = [Transform::IDENTITY; BLOCK];
+            padded[..n - start].copy_from_slice(&local[start..]);
+            rotations8(&padded, out);
+            (0, count)
+        }
+    }
+
+    #[inline(always)]
+    fn translation(&self, j: usize) -> [&f32; 3] {
+        let t = &self[j].translation;
+        [&t.x, &t.y, &t.z]
+    }
+}
+
+impl Local for [SoaBlock] {
+    /// The matrices of the block holding joint `start`, its rows loaded as they are.
+    #[inline(always)]
+    unsafe fn rotations(
+        &self,
+        n: usize,
+        start: usize,
+        out: &mut [[f32; BLOCK]; 9],
+    ) -> (usize, usize) {
+        let b = &self[start / BLOCK];
+        let shift = start % BLOCK;
+        // SAFETY: every row is eight f32, 32-byte aligned (`SoaBlock` is), read through a
+        // shared reference.
+        let [x, y, z, w] = [
+            _mm256_load_ps(b.rotation[0].as_ptr()),
+            _mm256_load_ps(b.rotation[1].as_ptr()),
+            _mm256_load_ps(b.rotation[2].as_ptr()),
+            _mm256_load_ps(b.rotation[3].as_ptr()),
+        ];
+        let s = [
+            _mm256_load_ps(b.scale[0].as_ptr()),
+            _mm256_load_ps(b.scale[1].as_ptr()),
+            _mm256_load_ps(b.scale[2].as_ptr()),
+        ];
+        matrices8([x, y, z, w], s, out);
+        (shift, (n - start).min(BLOCK - shift))
+    }
+
+    #[inline(always)]
+    fn translation(&self, j: usize) -> [&f32; 3] {
+        let t = &self[j / BLOCK].translation;
+        let l = j % BLOCK;
+        [&t[0][l], &t[1][l], &t[2][l]]
     }
 }
 
@@ -169,9 +241,8 @@ unsafe fn block_rotations(local: &[Transform], start: usize, out: &mut [[f32; BL
 /// the scale's three at 7..10).
 const STRIDE: usize = crate::play::simd::TRANSFORM_STRIDE;
 
-/// The rotation matrices of eight joints with the columns scaled, `out[3 * c + r][i]` the
-/// entry of row `r`, column `c` of joint `i`'s (the unit-quaternion formula of
-/// [`super::compose`], term for term, then times the scale's component `c`).
+/// [`matrices8`] of eight joints' transforms (their rotations and scales transposed into one
+/// register per component first).
 #[inline(always)]
 unsafe fn rotations8(t: &[Transform; BLOCK], out: &mut [[f32; BLOCK]; 9]) {
     // SAFETY: `t` is `8 * STRIDE` consecutive f32 (the layout is asserted above); the
@@ -179,8 +250,19 @@ unsafe fn rotations8(t: &[Transform; BLOCK], out: &mut [[f32; BLOCK]; 9]) {
     // and the scale) read within joint i's.
     let p = t.as_ptr() as *const f32;
     // Joints i and i + 4 in the two halves; a 4x4 transpose in each half.
-    let [x, y, z, w] = columns4(p, 0);
+    let q = columns4(p, 0);
     let [_, sx, sy, sz] = columns4(p, 6);
+    matrices8(q, [sx, sy, sz], out);
+}
+
+/// The rotation matrices of eight joints (rotations `q`, x y z w, scales `s`, one register
+/// per component) with the columns scaled, `out[3 * c + r][i]` the entry of row `r`, column
+/// `c` of joint `i`'s (the unit-quaternion formula of [`super::compose`], term for term, then
+/// times the scale's component `c`).
+#[inline(always)]
+unsafe fn matrices8(q: [__m256; 4], s: [__m256; 3], out: &mut [[f32; BLOCK]; 9]) {
+    let [x, y, z, w] = q;
+    let [sx, sy, sz] = s;
     let (x2, y2, z2) = (
         _mm256_add_ps(x, x),
         _mm256_add_ps(y, y),
@@ -256,16 +338,16 @@ unsafe fn column(a: [__m128; 4], rot: &[[f32; BLOCK]; 9], i: usize, c: usize) ->
 }
 
 /// The last column of `parent * local`: the parent's columns `a` weighted by the
-/// translation `t`, plus the parent's translation.
+/// translation `(x, y, z)`, plus the parent's translation.
 #[inline(always)]
-unsafe fn translation(a: [__m128; 4], t: &glam::Vec3) -> __m128 {
+unsafe fn translation(a: [__m128; 4], x: &f32, y: &f32, z: &f32) -> __m128 {
     _mm_add_ps(
         _mm_fmadd_ps(
             a[1],
-            _mm_broadcast_ss(&t.y),
-            _mm_mul_ps(a[0], _mm_broadcast_ss(&t.x)),
+            _mm_broadcast_ss(y),
+            _mm_mul_ps(a[0], _mm_broadcast_ss(x)),
         ),
-        _mm_fmadd_ps(a[2], _mm_broadcast_ss(&t.z), a[3]),
+        _mm_fmadd_ps(a[2], _mm_broadcast_ss(z), a[3]),
     )
 }
 

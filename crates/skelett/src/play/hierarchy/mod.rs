@@ -22,7 +22,7 @@ use glam::Mat4;
 use crate::error::check_len;
 
 mod avx;
-use crate::{Error, JointIndex, Skeleton, Transform};
+use crate::{Error, JointIndex, Skeleton, SoaPose, Transform};
 
 /// Converts local joint transforms to model space, parents first.
 ///
@@ -61,10 +61,61 @@ pub fn local_to_model(
     if avx::available() {
         // SAFETY: `avx::local_to_model` needs AVX and FMA, which `available` has just
         // confirmed. `local_to_model_with_and_without_avx_agree` runs it.
-        unsafe { avx::local_to_model(parents, local, from as usize, model) };
+        unsafe { avx::local_to_model::<[Transform]>(parents, local, from as usize, model) };
         return Ok(());
     }
     portable_local_to_model(parents, local, from as usize, model);
+    Ok(())
+}
+
+/// [`local_to_model`] from a structure-of-arrays pose ([`SoaPose`], as [`crate::sample_soa`]
+/// and [`crate::blend_soa`] make them): the same matrices, bit for bit. With AVX and FMA the
+/// rotations and scales of eight joints are loaded as they lie, where the slice form
+/// transposes them first.
+///
+/// ```
+/// # use skelett::*;
+/// # use glam::{Mat4, Vec3};
+/// let skeleton = RawSkeleton { joints: vec![
+///     RawJoint { name: "a".into(), parent: None, rest: Transform::new(Vec3::X, Default::default(), Vec3::ONE) },
+///     RawJoint { name: "b".into(), parent: Some(0), rest: Transform::new(Vec3::Y, Default::default(), Vec3::ONE) },
+/// ], ..Default::default() }.build()?;
+/// let mut model = vec![Mat4::IDENTITY; 2];
+/// local_to_model_soa(&skeleton, &SoaPose::rest(&skeleton), 0, &mut model)?;
+/// assert_eq!(model[1].w_axis.truncate(), Vec3::new(1.0, 1.0, 0.0));
+/// # Ok::<(), skelett::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::Length`] if the pose or `model` is shorter than the skeleton; nothing is written
+/// then.
+pub fn local_to_model_soa(
+    skeleton: &Skeleton,
+    local: &SoaPose,
+    from: JointIndex,
+    model: &mut [Mat4],
+) -> Result<(), Error> {
+    let n = skeleton.len();
+    check_len("local", n, local.len())?;
+    check_len("model", n, model.len())?;
+    let parents = &skeleton.parents()[..n];
+    let model = &mut model[..n];
+    #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+    if avx::available() {
+        // SAFETY: AVX and FMA were just confirmed; the pose's blocks hold at least `n`
+        // joints (checked above). `soa_model_matrices_are_the_slice_ones` runs it.
+        unsafe { avx::local_to_model(parents, local.blocks(), from as usize, model) };
+        return Ok(());
+    }
+    for j in from as usize..n {
+        let p = parents[j];
+        let l = local.get(j);
+        model[j] = if p == JointIndex::MAX {
+            l.to_mat4()
+        } else {
+            compose(&model[p as usize], &l)
+        };
+    }
     Ok(())
 }
 
@@ -347,7 +398,7 @@ mod tests {
             let seed: Vec<Mat4> = (0..n).map(|j| Mat4::from_translation(Vec3::splat(j as f32))).collect();
             let (mut a, mut b) = (seed.clone(), seed.clone());
             // SAFETY: AVX and FMA were just detected.
-            unsafe { avx::local_to_model(&parents, &locals, from, &mut a) };
+            unsafe { avx::local_to_model(&parents, &locals[..], from, &mut a) };
             portable_local_to_model(&parents, &locals, from, &mut b);
             for j in 0..n {
                 if j < from {

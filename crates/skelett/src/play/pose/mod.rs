@@ -23,6 +23,10 @@ use std::ops::{Deref, DerefMut};
 use glam::{Quat, Vec3, Vec4};
 
 mod avx;
+mod soa;
+mod soa_avx;
+
+pub use soa::{blend_soa, SoaBlendInput, SoaBlock, SoaPose, SOA_LANES};
 
 use crate::error::check_len;
 use crate::transform::nlerp;
@@ -361,7 +365,9 @@ pub fn blend(
             let inv = 1.0 / wsum;
             Transform {
                 translation: t * inv,
-                rotation: unit_or_identity(r),
+                // Over the weights' sum first: `unit_or_identity`'s 2^60 scale squares to
+                // infinity (and gave the identity) for sums above 16.
+                rotation: unit_or_identity(r * inv),
                 scale: s * inv,
             }
         } else {
@@ -434,26 +440,33 @@ fn blend_unmasked(inputs: &[BlendInput], rest: &[Transform], out: &mut [Transfor
 /// [`blend_unmasked`]'s loop with glam's arithmetic: `poses` and `w` pair up (normalised,
 /// positive weights), every pose at least as long as `out`.
 fn portable_blend_unmasked(poses: &[&[Transform]], w: &[f32], out: &mut [Transform]) {
-    let m = poses.len();
     for (j, o) in out.iter_mut().enumerate() {
-        let first = &poses[0][j];
-        let reference = Vec4::from(first.rotation);
-        let scaled = reference * SCALE;
-        let mut t = first.translation * w[0];
-        let mut s = first.scale * w[0];
-        let mut r = reference * w[0];
-        for k in 1..m {
-            let x = &poses[k][j];
-            let q = Vec4::from(x.rotation);
-            t += x.translation * w[k];
-            s += x.scale * w[k];
-            r += if same_side(q, scaled) { q } else { -q } * w[k];
-        }
-        *o = Transform {
-            translation: t,
-            rotation: unit_or_identity(r),
-            scale: s,
-        };
+        *o = blend_joint(poses.len(), |k| poses[k][j], w);
+    }
+}
+
+/// One joint of the portable unmasked blend: the `m` inputs `x(0..m)` weighted by `w`
+/// (normalised, positive), rotations on the first one's side, then normalised. Shared by the
+/// slice and structure-of-arrays blends, so both give the same bits.
+#[inline(always)]
+fn blend_joint(m: usize, x: impl Fn(usize) -> Transform, w: &[f32]) -> Transform {
+    let first = x(0);
+    let reference = Vec4::from(first.rotation);
+    let scaled = reference * SCALE;
+    let mut t = first.translation * w[0];
+    let mut s = first.scale * w[0];
+    let mut r = reference * w[0];
+    for (k, &wk) in w.iter().enumerate().take(m).skip(1) {
+        let x = x(k);
+        let q = Vec4::from(x.rotation);
+        t += x.translation * wk;
+        s += x.scale * wk;
+        r += if same_side(q, scaled) { q } else { -q } * wk;
+    }
+    Transform {
+        translation: t,
+        rotation: unit_or_identity(r),
+        scale: s,
     }
 }
 
@@ -592,6 +605,34 @@ fn pow_rotation(q: Quat, w: f32) -> Quat {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Masked blends (the per-joint path) with weights summing above 16 keep their rotation:
+    /// the sum was normalised at the 2^60 scale before dividing by the weights, which
+    /// squared to infinity and gave the identity.
+    #[test]
+    fn large_weights_keep_the_rotation() {
+        let q = Quat::from_rotation_x(0.7);
+        let a = [Transform::new(Vec3::X, q, Vec3::ONE); 3];
+        let mask = [1.0f32; 3];
+        let mut out = [Transform::IDENTITY; 3];
+        let inputs = [
+            BlendInput {
+                pose: &a,
+                weight: 20.0,
+                mask: Some(&mask),
+            },
+            BlendInput {
+                pose: &a,
+                weight: 30.0,
+                mask: None,
+            },
+        ];
+        blend(&inputs, &a, &mut out).unwrap();
+        for o in &out {
+            assert!(o.rotation.angle_between(q) < 1e-5, "{o:?}");
+            assert!((o.translation - Vec3::X).length() < 1e-6);
+        }
+    }
 
     proptest! {
         /// The scaled normalisation gives `normalize_or`'s bits, and the scaled side test

@@ -29,6 +29,7 @@ use super::{copy_static, keyed, nlerp_aligned, NLERP_SCALE};
 use crate::clip::lanes::{Block, Lanes, Row, LANES};
 use crate::clip::{Keys, Target, Track};
 use crate::play::simd::{joint, transpose4};
+use crate::pose::{SoaBlock, SOA_LANES};
 use crate::{Clip, JointIndex, Transform};
 
 const _: () = assert!(std::mem::size_of::<Quat>() == 16);
@@ -43,16 +44,15 @@ const _: () = assert!(std::mem::size_of::<Row>() == 32);
 /// rows and joints in range for `keys` and `pose`: `Lanes::build` makes them so), `pose` must
 /// hold the clip's joints, and the segments must be segments of the timelines they are for.
 #[target_feature(enable = "avx")]
-pub(super) unsafe fn sample<const NLERP: bool>(
+pub(super) unsafe fn sample<const NLERP: bool, P: Out + ?Sized>(
     clip: &Clip,
     keys: &Keys,
     time: f32,
     block_at: impl Fn(&Block) -> (u32, f32),
     track_at: impl Fn(&Track) -> (u32, f32),
-    pose: &mut [Transform],
+    pose: &mut P,
 ) {
-    copy_static(clip, pose);
-    let pose = &mut pose[..clip.joint_count()];
+    pose.copy_static(clip);
     let lanes: &Lanes = &keys.lanes;
     for block in lanes.blocks.iter() {
         let (k, u) = block_at(block);
@@ -65,24 +65,166 @@ pub(super) unsafe fn sample<const NLERP: bool>(
                 } else {
                     slerp8(rows, u)
                 };
-                store_rotations(joints, q, pose);
+                pose.rotations(joints, q);
             }
-            Target::Translation => {
-                store_vectors(joints, lerp8(rows, u), pose, |t| &mut t.translation);
-            }
-            Target::Scale => store_vectors(joints, lerp8(rows, u), pose, |t| &mut t.scale),
+            Target::Translation => pose.vectors(joints, lerp8(rows, u), false),
+            Target::Scale => pose.vectors(joints, lerp8(rows, u), true),
         }
     }
     // The LINEAR tracks in no block, then STEP and CUBICSPLINE ones: one at a time.
     for &i in lanes.leftover.iter() {
         let tr = &keys.tracks[i as usize];
         let (k, u) = track_at(tr);
-        eval_linear::<NLERP>(keys, tr, k, u, &mut pose[tr.joint as usize]);
+        pose.joint(tr.joint, |t| eval_linear::<NLERP>(keys, tr, k, u, t));
     }
     for tr in &keys.tracks[keys.groups[2]..] {
         let (k, u) = track_at(tr);
-        keys.eval_track(tr, k as usize, u, time, &mut pose[tr.joint as usize]);
+        pose.joint(tr.joint, |t| keys.eval_track(tr, k as usize, u, time, t));
     }
+}
+
+/// Where [`sample`] writes a clip's joints: a slice of transforms, or the blocks of a
+/// structure-of-arrays pose ([`crate::SoaPose`]). Joints are the clip's (the callers check
+/// the lengths; indexing checks them again).
+pub(super) trait Out {
+    /// The clip's base values into the joints some component of which no track writes.
+    fn copy_static(&mut self, clip: &Clip);
+    /// Eight rotations (x, y, z, w rows) into the first `joints.len()` lanes' joints.
+    ///
+    /// # Safety
+    /// The CPU must support AVX.
+    unsafe fn rotations(&mut self, joints: &[JointIndex], q: [__m256; 4]);
+    /// Eight vectors (x, y, z rows) into the translations (or scales) of the first
+    /// `joints.len()` lanes' joints.
+    ///
+    /// # Safety
+    /// The CPU must support AVX.
+    unsafe fn vectors(&mut self, joints: &[JointIndex], v: [__m256; 3], scale: bool);
+    /// `f` on joint `j`'s transform.
+    fn joint(&mut self, j: JointIndex, f: impl FnOnce(&mut Transform));
+}
+
+impl Out for [Transform] {
+    #[inline(always)]
+    fn copy_static(&mut self, clip: &Clip) {
+        copy_static(clip, self);
+    }
+
+    #[inline(always)]
+    unsafe fn rotations(&mut self, joints: &[JointIndex], q: [__m256; 4]) {
+        store_rotations(joints, q, self);
+    }
+
+    #[inline(always)]
+    unsafe fn vectors(&mut self, joints: &[JointIndex], v: [__m256; 3], scale: bool) {
+        if scale {
+            store_vectors(joints, v, self, |t| &mut t.scale);
+        } else {
+            store_vectors(joints, v, self, |t| &mut t.translation);
+        }
+    }
+
+    #[inline(always)]
+    fn joint(&mut self, j: JointIndex, f: impl FnOnce(&mut Transform)) {
+        f(&mut self[j as usize]);
+    }
+}
+
+impl Out for [SoaBlock] {
+    #[inline(always)]
+    fn copy_static(&mut self, clip: &Clip) {
+        let base = &clip.base;
+        if clip.static_joints.len() == clip.joint_count() {
+            for (j, t) in base.iter().enumerate() {
+                self[j / SOA_LANES].set(j % SOA_LANES, t);
+            }
+        } else {
+            for &j in clip.static_joints.iter() {
+                let j = j as usize;
+                self[j / SOA_LANES].set(j % SOA_LANES, &base[j]);
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn rotations(&mut self, joints: &[JointIndex], q: [__m256; 4]) {
+        if let Some(b) = whole_block(joints) {
+            // SAFETY: the block's rows are eight f32 each, 32-byte aligned (`SoaBlock` is),
+            // written through a unique reference.
+            let r = &mut self[b].rotation;
+            for (row, v) in r.iter_mut().zip(q) {
+                _mm256_store_ps(row.as_mut_ptr(), v);
+            }
+            return;
+        }
+        let mut lanes = [[0.0f32; SOA_LANES]; 4];
+        for (row, v) in lanes.iter_mut().zip(q) {
+            // SAFETY: eight f32, written through a unique reference.
+            _mm256_storeu_ps(row.as_mut_ptr(), v);
+        }
+        for (lane, &j) in joints.iter().enumerate() {
+            let (b, l) = (j as usize / SOA_LANES, j as usize % SOA_LANES);
+            for c in 0..4 {
+                self[b].rotation[c][l] = lanes[c][lane];
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn vectors(&mut self, joints: &[JointIndex], v: [__m256; 3], scale: bool) {
+        if let Some(b) = whole_block(joints) {
+            // SAFETY: as for the rotations: three rows of the block, through a unique
+            // reference.
+            for (row, v) in vector_rows(&mut self[b], scale).iter_mut().zip(v) {
+                _mm256_store_ps(row.as_mut_ptr(), v);
+            }
+            return;
+        }
+        let mut lanes = [[0.0f32; SOA_LANES]; 3];
+        for (row, v) in lanes.iter_mut().zip(v) {
+            // SAFETY: eight f32, written through a unique reference.
+            _mm256_storeu_ps(row.as_mut_ptr(), v);
+        }
+        for (lane, &j) in joints.iter().enumerate() {
+            let (b, l) = (j as usize / SOA_LANES, j as usize % SOA_LANES);
+            let rows = vector_rows(&mut self[b], scale);
+            for c in 0..3 {
+                rows[c][l] = lanes[c][lane];
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn joint(&mut self, j: JointIndex, f: impl FnOnce(&mut Transform)) {
+        let (b, l) = (j as usize / SOA_LANES, j as usize % SOA_LANES);
+        let mut t = self[b].get(l);
+        f(&mut t);
+        self[b].set(l, &t);
+    }
+}
+
+/// The scale's rows of `block` if `scale`, else the translation's.
+#[inline(always)]
+fn vector_rows(block: &mut SoaBlock, scale: bool) -> &mut [[f32; SOA_LANES]; 3] {
+    if scale {
+        &mut block.scale
+    } else {
+        &mut block.translation
+    }
+}
+
+/// The block whose eight lanes are `joints` in order (joints `8b..8b + 8`), if they are:
+/// then a block of tracks is four or three aligned stores into a structure-of-arrays pose.
+#[inline(always)]
+fn whole_block(joints: &[JointIndex]) -> Option<usize> {
+    let first = *joints.first()? as usize;
+    let whole = joints.len() == SOA_LANES
+        && first % SOA_LANES == 0
+        && joints
+            .iter()
+            .enumerate()
+            .all(|(i, &j)| j as usize == first + i);
+    whole.then_some(first / SOA_LANES)
 }
 
 /// [`super::sample_joint`] through the clip's lanes: what [`sample`] writes for `joint`

@@ -46,6 +46,7 @@ use glam::{Quat, Vec4};
 use crate::clip::compact::CompactLayout;
 use crate::clip::{Keys, Storage, Track};
 use crate::error::check_len;
+use crate::pose::SoaPose;
 use crate::{Clip, Error, Transform};
 
 /// Where a timeline (the key times shared by one or more channels) was last sampled: its key
@@ -192,6 +193,8 @@ pub struct SamplingCache {
     at: Vec<(u32, f32)>,
     /// For compact clips: decoded keys and decoders per track.
     compact: compact::CompactCache,
+    /// [`sample_soa`]'s pose for clips it samples as slices first.
+    scratch: Vec<Transform>,
 }
 
 impl SamplingCache {
@@ -473,42 +476,115 @@ unsafe fn sample_lanes(
     };
     let fresh_track = |tr: &Track| locate_fresh(keys.track_times(tr), time);
     match search {
-        Search::Cached(cache) => {
-            // Only the timelines something still follows one at a time, and the union.
-            for &i in lanes.timelines.iter() {
-                let i = i as usize;
-                cache.at[i] = cache.cursors[i].locate(keys.timeline_times(i), time);
-            }
-            let union = if lanes.times.is_empty() {
-                (0, 0.0)
-            } else {
-                cache.union.locate(&lanes.times, time)
-            };
-            let at = &cache.at[..keys.timelines.len()];
-            let block_at = |b: &crate::clip::lanes::Block| {
-                if b.timeline == crate::clip::lanes::UNION {
-                    union
-                } else {
-                    at[b.timeline as usize]
-                }
-            };
-            let track_at = |tr: &Track| at[tr.timeline as usize];
-            match cache.rotation {
-                RotationInterpolation::Slerp => {
-                    lanes::sample::<false>(clip, keys, time, block_at, track_at, pose)
-                }
-                RotationInterpolation::Nlerp => {
-                    lanes::sample::<true>(clip, keys, time, block_at, track_at, pose)
-                }
-            }
-        }
+        Search::Cached(cache) => sample_lanes_cached(clip, keys, time, cache, pose),
         Search::Fresh => {
-            lanes::sample::<false>(clip, keys, time, fresh_block, fresh_track, pose);
+            lanes::sample::<false, _>(clip, keys, time, fresh_block, fresh_track, pose);
         }
         Search::Joint(joint) => {
             lanes::sample_joint(keys, joint, time, fresh_block, fresh_track, &mut pose[0]);
         }
     }
+}
+
+/// [`sample_lanes`] through a cache's cursors, into a slice or a structure-of-arrays pose.
+///
+/// # Safety
+/// As `lanes::sample`: AVX, lanes built from `keys`, `pose` holding the clip's joints.
+#[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+#[inline(always)]
+unsafe fn sample_lanes_cached<P: lanes::Out + ?Sized>(
+    clip: &Clip,
+    keys: &Keys,
+    time: f32,
+    cache: &mut SamplingCache,
+    pose: &mut P,
+) {
+    let lanes = &keys.lanes;
+    // Only the timelines something still follows one at a time, and the union.
+    for &i in lanes.timelines.iter() {
+        let i = i as usize;
+        cache.at[i] = cache.cursors[i].locate(keys.timeline_times(i), time);
+    }
+    let union = if lanes.times.is_empty() {
+        (0, 0.0)
+    } else {
+        cache.union.locate(&lanes.times, time)
+    };
+    let at = &cache.at[..keys.timelines.len()];
+    let block_at = |b: &crate::clip::lanes::Block| {
+        if b.timeline == crate::clip::lanes::UNION {
+            union
+        } else {
+            at[b.timeline as usize]
+        }
+    };
+    let track_at = |tr: &Track| at[tr.timeline as usize];
+    match cache.rotation {
+        RotationInterpolation::Slerp => {
+            lanes::sample::<false, _>(clip, keys, time, block_at, track_at, pose)
+        }
+        RotationInterpolation::Nlerp => {
+            lanes::sample::<true, _>(clip, keys, time, block_at, track_at, pose)
+        }
+    }
+}
+
+/// [`sample`] into a structure-of-arrays pose ([`SoaPose`], for [`crate::blend_soa`]): the
+/// same values, bit for bit, through the same cache.
+///
+/// A keyed clip on a CPU with AVX writes its blocks of eight tracks straight into the pose's
+/// blocks (four or three aligned stores where the eight tracks are the eight joints of a
+/// block, as a skeleton's rotations mostly are); other clips (compact ones, the `scalar`
+/// build) are sampled into a buffer the cache keeps (allocated on the first such sample) and
+/// copied over.
+///
+/// ```
+/// # use skelett::*;
+/// # let asset_skeleton = RawSkeleton { joints: vec![RawJoint { name: "j".into(), parent: None,
+/// #     rest: Transform::IDENTITY }], ..Default::default() }.build().unwrap();
+/// # let clip = RawClip { name: "turn".into(), start: 0.0, duration: 1.0, channels: vec![RawChannel {
+/// #     joint: "j".into(), target: Target::Rotation, interpolation: Interpolation::Linear,
+/// #     times: vec![0.0, 1.0], values: RawValues::Quat(vec![glam::Quat::IDENTITY,
+/// #     glam::Quat::from_rotation_y(0.5)]) }] }.build(&asset_skeleton).unwrap();
+/// let mut cache = SamplingCache::for_clip(&clip);
+/// let mut soa = SoaPose::rest(&asset_skeleton);
+/// sample_soa(&clip, 0.5, &mut cache, &mut soa)?;
+/// let mut pose = Pose::rest(&asset_skeleton);
+/// sample(&clip, 0.5, &mut cache, &mut pose)?;
+/// assert_eq!(soa.get(0), pose[0]);
+/// # Ok::<(), skelett::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::Length`] if `pose` has fewer joints than the clip's skeleton; nothing is
+/// written then.
+pub fn sample_soa(
+    clip: &Clip,
+    time: f32,
+    cache: &mut SamplingCache,
+    pose: &mut SoaPose,
+) -> Result<(), Error> {
+    check_len("pose", clip.joint_count(), pose.len())?;
+    let time = not_nan(time);
+    cache.bind(clip);
+    #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+    if let Storage::Keyed(keys) = &clip.storage {
+        if !keys.lanes.is_empty() && crate::clip::lanes::used() {
+            // SAFETY: as in `dispatch`: AVX was just detected, the lanes were built from
+            // these keys, and the pose's blocks hold the clip's joints (checked above).
+            // `soa_samples_are_the_slice_samples` runs it.
+            unsafe { sample_lanes_cached(clip, keys, time, cache, pose.blocks_mut()) };
+            return Ok(());
+        }
+    }
+    let mut scratch = std::mem::take(&mut cache.scratch);
+    scratch.resize(clip.joint_count(), Transform::IDENTITY);
+    dispatch(clip, time, Search::Cached(cache), &mut scratch);
+    for (j, t) in scratch.iter().enumerate() {
+        pose.set(j, t);
+    }
+    cache.scratch = scratch;
+    Ok(())
 }
 
 /// The segment of `times` holding `time` and the position in it, by binary search (what a

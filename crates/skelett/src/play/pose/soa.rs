@@ -1,0 +1,427 @@
+//! Poses in structure-of-arrays form: eight joints per block, one array of eight floats per
+//! component, for engines that run their own per-frame jobs (as ozz-animation's
+//! `SoaTransform` poses do) and want the blend without moving floats between joints.
+//!
+//! ```text
+//! sample_soa() ──▶ SoaPose ──blend_soa()──▶ SoaPose ──local_to_model_soa()──▶ model matrices
+//!                     ▲  │                                  (or write_to() ──▶ &mut [Transform])
+//!   copy_from(&[Transform])
+//! ```
+//!
+//! A [`Transform`] slice keeps a joint's ten floats together, which is what the rest of the
+//! library (the animator, IK, retargeting, skinning) reads. Blending wants the opposite: the
+//! same component of eight joints in one register. On the slice form the blend's side tests
+//! and normalisation transpose every rotation in and out of registers, about as much work
+//! as the blend's arithmetic; on a [`SoaPose`] a block is ten aligned loads per input and
+//! ten stores, and nothing else moves.
+//!
+//! [`blend_soa`] gives, on CPUs with AVX and FMA, the bits [`super::blend`] gives for the same
+//! inputs without masks (for poses of at least eight joints: `blend` takes shorter poses one
+//! joint at a time, with four-wide dot products rounded otherwise), and the portable path's
+//! bits in the `scalar` build. Lanes past the pose's last joint (the last block's padding)
+//! hold the identity when a constructor makes them and whatever the blend makes of the
+//! inputs' padding after [`blend_soa`]: nothing reads them as joints.
+
+use glam::{Quat, Vec3};
+
+use super::blend_joint;
+use crate::error::check_len;
+use crate::{Error, Skeleton, Transform};
+
+/// Joints per [`SoaBlock`].
+pub const SOA_LANES: usize = 8;
+
+/// Eight joints' transforms, one array per component (`rotation[c][lane]`: component `c` of
+/// the rotation, x y z w, of joint `8 * block + lane`). Aligned to 32 bytes: each array is
+/// one 256-bit load.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C, align(32))]
+pub struct SoaBlock {
+    /// Rotation components x, y, z, w.
+    pub rotation: [[f32; SOA_LANES]; 4],
+    /// Translation components x, y, z.
+    pub translation: [[f32; SOA_LANES]; 3],
+    /// Scale components x, y, z.
+    pub scale: [[f32; SOA_LANES]; 3],
+}
+
+impl SoaBlock {
+    /// Eight identity transforms.
+    pub const IDENTITY: SoaBlock = SoaBlock {
+        rotation: [[0.0; 8], [0.0; 8], [0.0; 8], [1.0; 8]],
+        translation: [[0.0; 8]; 3],
+        scale: [[1.0; 8]; 3],
+    };
+
+    /// The transform in lane `lane` (below [`SOA_LANES`]).
+    ///
+    /// # Panics
+    /// If `lane` is not below 8.
+    #[inline]
+    pub fn get(&self, lane: usize) -> Transform {
+        let r = &self.rotation;
+        let (t, s) = (&self.translation, &self.scale);
+        Transform {
+            rotation: Quat::from_xyzw(r[0][lane], r[1][lane], r[2][lane], r[3][lane]),
+            translation: Vec3::new(t[0][lane], t[1][lane], t[2][lane]),
+            scale: Vec3::new(s[0][lane], s[1][lane], s[2][lane]),
+        }
+    }
+
+    /// Writes `t` to lane `lane`.
+    ///
+    /// # Panics
+    /// If `lane` is not below 8.
+    #[inline]
+    pub fn set(&mut self, lane: usize, t: &Transform) {
+        let q = t.rotation.to_array();
+        for (c, v) in q.into_iter().enumerate() {
+            self.rotation[c][lane] = v;
+        }
+        for c in 0..3 {
+            self.translation[c][lane] = t.translation[c];
+            self.scale[c][lane] = t.scale[c];
+        }
+    }
+}
+
+/// A pose of `len` joints in blocks of eight, structure of arrays (see the module docs).
+///
+/// ```
+/// # use skelett::*;
+/// # use glam::{Quat, Vec3};
+/// let joints = [Transform::new(Vec3::X, Quat::from_rotation_z(0.5), Vec3::ONE); 11];
+/// let pose = SoaPose::from_transforms(&joints);
+/// assert_eq!((pose.len(), pose.blocks().len()), (11, 2));
+/// assert_eq!(pose.get(10), joints[10]);
+/// let mut back = vec![Transform::IDENTITY; 11];
+/// pose.write_to(&mut back)?;
+/// assert_eq!(back, joints);
+/// # Ok::<(), skelett::Error>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SoaPose {
+    blocks: Vec<SoaBlock>,
+    len: usize,
+}
+
+impl SoaPose {
+    /// `len` identity transforms.
+    pub fn identity(len: usize) -> Self {
+        SoaPose {
+            blocks: vec![SoaBlock::IDENTITY; len.div_ceil(SOA_LANES)],
+            len,
+        }
+    }
+
+    /// The skeleton's rest pose.
+    pub fn rest(skeleton: &Skeleton) -> Self {
+        Self::from_transforms(skeleton.rest_pose())
+    }
+
+    /// The transforms of `joints`, in their order.
+    pub fn from_transforms(joints: &[Transform]) -> Self {
+        let mut pose = Self::identity(joints.len());
+        for (j, t) in joints.iter().enumerate() {
+            pose.set(j, t);
+        }
+        pose
+    }
+
+    /// Joints in the pose.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the pose has no joints.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The blocks, `len().div_ceil(8)` of them: joint `j` is lane `j % 8` of block `j / 8`.
+    #[inline]
+    pub fn blocks(&self) -> &[SoaBlock] {
+        &self.blocks
+    }
+
+    /// The blocks, to write (lanes past `len()` are never read as joints).
+    #[inline]
+    pub fn blocks_mut(&mut self) -> &mut [SoaBlock] {
+        &mut self.blocks
+    }
+
+    /// Joint `j`'s transform.
+    ///
+    /// # Panics
+    /// If `j` is not below `len()`.
+    #[inline]
+    pub fn get(&self, j: usize) -> Transform {
+        assert!(j < self.len, "joint {j} of a pose of {}", self.len);
+        self.blocks[j / SOA_LANES].get(j % SOA_LANES)
+    }
+
+    /// Writes joint `j`'s transform.
+    ///
+    /// # Panics
+    /// If `j` is not below `len()`.
+    #[inline]
+    pub fn set(&mut self, j: usize, t: &Transform) {
+        assert!(j < self.len, "joint {j} of a pose of {}", self.len);
+        self.blocks[j / SOA_LANES].set(j % SOA_LANES, t);
+    }
+
+    /// Takes the first `len()` transforms of `joints` (no allocation).
+    ///
+    /// # Errors
+    /// [`Error::Length`] if `joints` is shorter than the pose; nothing is written.
+    pub fn copy_from(&mut self, joints: &[Transform]) -> Result<(), Error> {
+        check_len("transforms", self.len, joints.len())?;
+        for (j, t) in joints[..self.len].iter().enumerate() {
+            self.blocks[j / SOA_LANES].set(j % SOA_LANES, t);
+        }
+        Ok(())
+    }
+
+    /// Writes the pose's transforms to the first `len()` entries of `out` (no allocation).
+    ///
+    /// # Errors
+    /// [`Error::Length`] if `out` is shorter than the pose; nothing is written.
+    pub fn write_to(&self, out: &mut [Transform]) -> Result<(), Error> {
+        check_len("transforms", self.len, out.len())?;
+        for (j, o) in out[..self.len].iter_mut().enumerate() {
+            *o = self.blocks[j / SOA_LANES].get(j % SOA_LANES);
+        }
+        Ok(())
+    }
+}
+
+/// One input of [`blend_soa`]: a pose and its weight.
+#[derive(Clone, Copy, Debug)]
+pub struct SoaBlendInput<'a> {
+    /// The pose, at least as long as the output.
+    pub pose: &'a SoaPose,
+    /// Weight of the whole pose (weights that are not positive, NaN included, count as 0).
+    pub weight: f32,
+}
+
+/// [`super::blend`] on poses in structure-of-arrays form, without masks: the positive weights
+/// are normalised to sum to 1, translations and scales averaged, rotations summed on the
+/// first input's side and normalised (the identity where they cancel); where no weight is
+/// positive, `out` takes `rest`. Any number of inputs (more than eight with a positive
+/// weight allocate two small vectors per call; up to eight allocate nothing).
+///
+/// With at most eight inputs (`blend`'s unmasked path), on CPUs with AVX and FMA, the result
+/// has the bits `blend` gives for the same inputs as slices (poses of eight joints or more),
+/// eight joints per register and nothing transposed; the `scalar` build gives the portable
+/// `blend`'s bits. With more inputs `blend` divides by the weights' sum per joint at the
+/// end, this blend normalises the weights first: the results agree to rounding.
+///
+/// ```
+/// # use skelett::*;
+/// # use glam::{Quat, Vec3};
+/// let a = SoaPose::from_transforms(&[Transform::IDENTITY; 20]);
+/// let b = SoaPose::from_transforms(&[Transform::new(Vec3::X, Quat::IDENTITY, Vec3::ONE); 20]);
+/// let mut out = SoaPose::identity(20);
+/// blend_soa(&[SoaBlendInput { pose: &a, weight: 1.0 },
+///             SoaBlendInput { pose: &b, weight: 3.0 }], &a, &mut out)?;
+/// assert!((out.get(19).translation - Vec3::new(0.75, 0.0, 0.0)).length() < 1e-6);
+/// # Ok::<(), skelett::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::Length`] if an input or `rest` is shorter than `out`; nothing is written.
+pub fn blend_soa(inputs: &[SoaBlendInput], rest: &SoaPose, out: &mut SoaPose) -> Result<(), Error> {
+    let n = out.len();
+    check_len("rest", n, rest.len())?;
+    for i in inputs {
+        check_len("blend input pose", n, i.pose.len())?;
+    }
+    let blocks = out.blocks.len();
+    let total: f32 = inputs.iter().map(|i| i.weight).filter(|&w| w > 0.0).sum();
+    let first = inputs.iter().position(|i| i.weight > 0.0);
+    let (Some(first), true) = (first, total > 0.0) else {
+        // No positive weight, or weights summing to infinity.
+        out.blocks.copy_from_slice(&rest.blocks[..blocks]);
+        return Ok(());
+    };
+    // The positive inputs and their weights over the total (the slice blend's `w /= total`),
+    // on the stack up to eight (the animator's layers and cross-fades), else in vectors.
+    let mut poses8: [&[SoaBlock]; 8] = [&[]; 8];
+    let mut w8 = [0.0f32; 8];
+    let (mut poses, mut w) = (Vec::new(), Vec::new());
+    let mut m = 0;
+    for i in &inputs[first..] {
+        if i.weight > 0.0 {
+            let (p, wk) = (&i.pose.blocks[..blocks], i.weight / total);
+            if m < 8 {
+                (poses8[m], w8[m]) = (p, wk);
+            } else {
+                if poses.is_empty() {
+                    (poses, w) = (poses8.to_vec(), w8.to_vec());
+                }
+                poses.push(p);
+                w.push(wk);
+            }
+            m += 1;
+        }
+    }
+    let (poses, w): (&[&[SoaBlock]], &[f32]) = if m <= 8 {
+        (&poses8[..m], &w8[..m])
+    } else {
+        (&poses, &w)
+    };
+    #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+    if super::avx::available() {
+        // SAFETY: AVX and FMA were just detected; `poses` and `w` pair up (at least one),
+        // every pose has `blocks` blocks, as `out` has. `soa_blend_is_the_slice_blend` runs
+        // it.
+        unsafe { super::soa_avx::blend(poses, w, &mut out.blocks) };
+        return Ok(());
+    }
+    portable_blend(poses, w, &mut out.blocks);
+    Ok(())
+}
+
+/// [`blend_soa`]'s loop with the portable `blend`'s arithmetic, lane by lane.
+fn portable_blend(poses: &[&[SoaBlock]], w: &[f32], out: &mut [SoaBlock]) {
+    for (b, o) in out.iter_mut().enumerate() {
+        for lane in 0..SOA_LANES {
+            let t = blend_joint(poses.len(), |k| poses[k][b].get(lane), w);
+            o.set(lane, &t);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{blend, BlendInput};
+    use glam::Vec4;
+    use proptest::prelude::*;
+
+    fn transform() -> impl Strategy<Value = Transform> {
+        (
+            proptest::array::uniform3(-5.0f32..5.0),
+            proptest::array::uniform4(-1.0f32..1.0),
+            proptest::array::uniform3(0.1f32..3.0),
+        )
+            .prop_map(|(t, q, s)| {
+                let q = Vec4::from_array(q);
+                let q = if q.length() > 1e-3 {
+                    q.normalize()
+                } else {
+                    Vec4::W
+                };
+                Transform::new(Vec3::from(t), Quat::from_vec4(q), Vec3::from(s))
+            })
+    }
+
+    /// 1 to 9 poses of `n` joints (1 to 40) and a weight each, some not positive.
+    fn inputs() -> impl Strategy<Value = (Vec<Vec<Transform>>, Vec<f32>)> {
+        (1usize..40, 1usize..10).prop_flat_map(|(n, k)| {
+            (
+                proptest::collection::vec(proptest::collection::vec(transform(), n), k),
+                proptest::collection::vec(
+                    prop_oneof![4 => 0.01f32..5.0, 1 => Just(0.0f32), 1 => Just(-1.0f32)],
+                    k,
+                ),
+            )
+        })
+    }
+
+    proptest! {
+        /// The structure-of-arrays blend is the slice blend: the same bits with up to eight
+        /// inputs for poses of eight joints or more (and on the portable path), within 1e-6
+        /// for shorter ones (which the slice blend takes one joint at a time with four-wide
+        /// dot products) and with nine inputs (which it divides by the weights' sum per
+        /// joint); the rest pose where no weight is positive.
+        #[test]
+        fn soa_blend_is_the_slice_blend((poses, weights) in inputs()) {
+            let n = poses[0].len();
+            let rest: Vec<Transform> = (0..n)
+                .map(|j| Transform::new(Vec3::splat(j as f32), Quat::IDENTITY, Vec3::ONE))
+                .collect();
+            let slices: Vec<BlendInput> = poses
+                .iter()
+                .zip(&weights)
+                .map(|(p, &w)| BlendInput { pose: p, weight: w, mask: None })
+                .collect();
+            let mut want = vec![Transform::IDENTITY; n];
+            blend(&slices, &rest, &mut want).unwrap();
+
+            let soa: Vec<SoaPose> = poses.iter().map(|p| SoaPose::from_transforms(p)).collect();
+            let inputs: Vec<SoaBlendInput> = soa
+                .iter()
+                .zip(&weights)
+                .map(|(p, &w)| SoaBlendInput { pose: p, weight: w })
+                .collect();
+            let mut out = SoaPose::identity(n);
+            blend_soa(&inputs, &SoaPose::from_transforms(&rest), &mut out).unwrap();
+            let mut got = vec![Transform::IDENTITY; n];
+            out.write_to(&mut got).unwrap();
+
+            let exact = poses.len() <= 8
+                && (n >= 8 || cfg!(feature = "scalar") || !cfg!(target_arch = "x86_64"));
+            for (g, w) in got.iter().zip(&want) {
+                if exact {
+                    prop_assert_eq!(g, w);
+                } else {
+                    let d = Vec4::from(g.rotation) - Vec4::from(w.rotation);
+                    prop_assert!(d.abs().max_element() <= 1e-6, "{g:?} {w:?}");
+                    prop_assert!((g.translation - w.translation).abs().max_element() <= 1e-5);
+                    prop_assert!((g.scale - w.scale).abs().max_element() <= 1e-5);
+                }
+            }
+            if !weights.iter().any(|&w| w > 0.0) {
+                prop_assert_eq!(&got, &rest);
+            }
+        }
+
+        /// Lanes and joints round-trip through the block form, and a copy into an existing
+        /// pose gives the pose a constructor gives.
+        #[test]
+        fn transforms_round_trip(joints in proptest::collection::vec(transform(), 0..30)) {
+            let pose = SoaPose::from_transforms(&joints);
+            prop_assert_eq!(pose.blocks().len(), joints.len().div_ceil(8));
+            let mut back = vec![Transform::IDENTITY; joints.len()];
+            pose.write_to(&mut back).unwrap();
+            prop_assert_eq!(&back, &joints);
+            let mut copy = SoaPose::identity(joints.len());
+            copy.copy_from(&joints).unwrap();
+            prop_assert_eq!(&copy, &pose);
+            for (j, t) in joints.iter().enumerate() {
+                prop_assert_eq!(pose.get(j), *t);
+            }
+        }
+    }
+
+    #[test]
+    fn short_inputs_are_errors() {
+        let a = SoaPose::identity(9);
+        let mut out = SoaPose::identity(10);
+        let e = blend_soa(
+            &[SoaBlendInput {
+                pose: &a,
+                weight: 1.0,
+            }],
+            &a,
+            &mut out,
+        );
+        assert!(
+            matches!(
+                e,
+                Err(Error::Length {
+                    expected: 10,
+                    got: 9,
+                    ..
+                })
+            ),
+            "{e:?}"
+        );
+        assert_eq!(out, SoaPose::identity(10), "nothing written");
+        assert!(a.write_to(&mut [Transform::IDENTITY; 8]).is_err());
+        assert!(out.copy_from(&[Transform::IDENTITY; 9]).is_err());
+    }
+}

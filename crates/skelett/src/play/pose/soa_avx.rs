@@ -1,0 +1,154 @@
+//! [`super::blend_soa`] with AVX and FMA: a block of eight joints is ten aligned 256-bit
+//! loads per input, the blend's arithmetic on them, and ten stores.
+//!
+//! The operations, per component and lane, are those of the slice blend's eight-joint blocks
+//! (`avx.rs`'s `blend8`) in the same order: translations and scales `x0 * w0`, then one fused
+//! multiply-add per further input; rotations summed the same way after the side test (the
+//! fused dot product with the first input's rotation times 2^60), then normalised by
+//! `2^60 / sqrt(|r * 2^60|²)`, the identity where that is not a positive finite number. So
+//! both blends give the same bits; the slice blend only adds the transposes this one does
+//! not need.
+//! Chosen by [`super::blend_soa`] at run time; the `scalar` feature keeps the portable path.
+
+#![cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+
+use std::arch::x86_64::*;
+
+use super::soa::SoaBlock;
+use super::SCALE;
+
+const _: () = assert!(std::mem::size_of::<SoaBlock>() == 320);
+const _: () = assert!(std::mem::align_of::<SoaBlock>() == 32);
+
+/// `out[b]` = the weighted blend of `poses[k][b]` with weights `w[k]` (normalised,
+/// positive), for every block `b` of `out`.
+///
+/// The translations and scales of all inputs are summed first, then the rotations: six
+/// and eight accumulators and their operands fit the sixteen registers, where both at once
+/// went to the stack.
+///
+/// # Safety
+/// The CPU must support AVX and FMA. `poses` and `w` have the same length, at least 1, and
+/// every pose at least `out.len()` blocks (indexing checks it again).
+#[target_feature(enable = "avx,fma")]
+pub(super) unsafe fn blend(poses: &[&[SoaBlock]], w: &[f32], out: &mut [SoaBlock]) {
+    let m = poses.len().min(w.len());
+    let scale = _mm256_set1_ps(SCALE);
+    let sign = _mm256_set1_ps(-0.0);
+    let zero = _mm256_setzero_ps();
+    let w0 = _mm256_set1_ps(w[0]);
+    for (b, o) in out.iter_mut().enumerate() {
+        let x0 = &poses[0][b];
+        let mut vectors = vectors(x0);
+        for c in &mut vectors {
+            *c = _mm256_mul_ps(*c, w0);
+        }
+        for k in 1..m {
+            let wk = _mm256_set1_ps(w[k]);
+            let v = self::vectors(&poses[k][b]);
+            for (acc, c) in vectors.iter_mut().zip(v) {
+                *acc = _mm256_fmadd_ps(c, wk, *acc);
+            }
+        }
+        // SAFETY: each array is eight f32 of a 32-byte aligned block (asserted above),
+        // written through a unique reference.
+        for (dst, v) in o
+            .translation
+            .iter_mut()
+            .chain(o.scale.iter_mut())
+            .zip(vectors)
+        {
+            _mm256_store_ps(dst.as_mut_ptr(), v);
+        }
+
+        let q0 = rotation(x0);
+        let reference = [
+            _mm256_mul_ps(q0[0], scale),
+            _mm256_mul_ps(q0[1], scale),
+            _mm256_mul_ps(q0[2], scale),
+            _mm256_mul_ps(q0[3], scale),
+        ];
+        let mut sum = q0;
+        for c in &mut sum {
+            *c = _mm256_mul_ps(*c, w0);
+        }
+        for k in 1..m {
+            let wk = _mm256_set1_ps(w[k]);
+            let q = rotation(&poses[k][b]);
+            // Flip the rotations whose dot with the reference is not >= 0 (NaN flips).
+            let d = _mm256_fmadd_ps(
+                q[3],
+                reference[3],
+                _mm256_fmadd_ps(
+                    q[2],
+                    reference[2],
+                    _mm256_fmadd_ps(q[1], reference[1], _mm256_mul_ps(q[0], reference[0])),
+                ),
+            );
+            let keep = _mm256_cmp_ps::<_CMP_GE_OQ>(d, zero);
+            let flip = _mm256_andnot_ps(keep, sign);
+            for (acc, c) in sum.iter_mut().zip(q) {
+                *acc = _mm256_fmadd_ps(_mm256_xor_ps(c, flip), wk, *acc);
+            }
+        }
+        let s = [
+            _mm256_mul_ps(sum[0], scale),
+            _mm256_mul_ps(sum[1], scale),
+            _mm256_mul_ps(sum[2], scale),
+            _mm256_mul_ps(sum[3], scale),
+        ];
+        let len2 = _mm256_fmadd_ps(
+            s[3],
+            s[3],
+            _mm256_fmadd_ps(
+                s[2],
+                s[2],
+                _mm256_fmadd_ps(s[1], s[1], _mm256_mul_ps(s[0], s[0])),
+            ),
+        );
+        let rcp = _mm256_div_ps(scale, _mm256_sqrt_ps(len2));
+        let ok = _mm256_and_ps(
+            _mm256_cmp_ps::<_CMP_LT_OQ>(rcp, _mm256_set1_ps(f32::INFINITY)),
+            _mm256_cmp_ps::<_CMP_GT_OQ>(rcp, zero),
+        );
+        let r = [
+            _mm256_blendv_ps(zero, _mm256_mul_ps(sum[0], rcp), ok),
+            _mm256_blendv_ps(zero, _mm256_mul_ps(sum[1], rcp), ok),
+            _mm256_blendv_ps(zero, _mm256_mul_ps(sum[2], rcp), ok),
+            _mm256_blendv_ps(_mm256_set1_ps(1.0), _mm256_mul_ps(sum[3], rcp), ok),
+        ];
+        // SAFETY: as for the vectors above.
+        for (dst, v) in o.rotation.iter_mut().zip(r) {
+            _mm256_store_ps(dst.as_mut_ptr(), v);
+        }
+    }
+}
+
+/// The rotation's four component rows of a block.
+#[inline(always)]
+unsafe fn rotation(x: &SoaBlock) -> [__m256; 4] {
+    // SAFETY: each row is eight f32, 32-byte aligned (asserted above), read through a shared
+    // reference.
+    let r = &x.rotation;
+    [
+        _mm256_load_ps(r[0].as_ptr()),
+        _mm256_load_ps(r[1].as_ptr()),
+        _mm256_load_ps(r[2].as_ptr()),
+        _mm256_load_ps(r[3].as_ptr()),
+    ]
+}
+
+/// The translation's and the scale's six component rows of a block.
+#[inline(always)]
+unsafe fn vectors(x: &SoaBlock) -> [__m256; 6] {
+    let (t, s) = (&x.translation, &x.scale);
+    // SAFETY: as in `rotation`.
+    [
+        _mm256_load_ps(t[0].as_ptr()),
+        _mm256_load_ps(t[1].as_ptr()),
+        _mm256_load_ps(t[2].as_ptr()),
+        _mm256_load_ps(s[0].as_ptr()),
+        _mm256_load_ps(s[1].as_ptr()),
+        _mm256_load_ps(s[2].as_ptr()),
+    ]
+}
