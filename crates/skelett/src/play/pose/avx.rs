@@ -200,7 +200,8 @@ unsafe fn blend8(poses: &[&[Transform]], w: &[f32], from: usize, out: &mut [Tran
             *acc = _mm256_fmadd_ps(c, wk, *acc);
         }
     }
-    // Normalise: SCALE / |r * SCALE|, identity where that is not a positive finite number.
+    // Normalise: SCALE / |r * SCALE|, identity where that is not a positive finite number
+    // (x, y and z masked to +0 by an AND, one instruction where a blend is two or three).
     let s: [__m256; 4] = [
         _mm256_mul_ps(sum[0], scale),
         _mm256_mul_ps(sum[1], scale),
@@ -221,10 +222,9 @@ unsafe fn blend8(poses: &[&[Transform]], w: &[f32], from: usize, out: &mut [Tran
         _mm256_cmp_ps::<_CMP_LT_OQ>(rcp, _mm256_set1_ps(f32::INFINITY)),
         _mm256_cmp_ps::<_CMP_GT_OQ>(rcp, _mm256_setzero_ps()),
     );
-    let zero = _mm256_setzero_ps();
-    sum[0] = _mm256_blendv_ps(zero, _mm256_mul_ps(sum[0], rcp), ok);
-    sum[1] = _mm256_blendv_ps(zero, _mm256_mul_ps(sum[1], rcp), ok);
-    sum[2] = _mm256_blendv_ps(zero, _mm256_mul_ps(sum[2], rcp), ok);
+    sum[0] = _mm256_and_ps(ok, _mm256_mul_ps(sum[0], rcp));
+    sum[1] = _mm256_and_ps(ok, _mm256_mul_ps(sum[1], rcp));
+    sum[2] = _mm256_and_ps(ok, _mm256_mul_ps(sum[2], rcp));
     sum[3] = _mm256_blendv_ps(_mm256_set1_ps(1.0), _mm256_mul_ps(sum[3], rcp), ok);
 
     let out = &mut out[..8];

@@ -15,8 +15,13 @@
 //! controllers (like ozz-animation's blending job).
 //!
 //! On CPUs with AVX and FMA the unmasked blend (every input weighted alike on all joints,
-//! the animator's cross-fades and layers) takes a joint's whole transform in two registers
-//! (`avx.rs`, chosen at run time; the `scalar` feature keeps the portable path).
+//! the animator's cross-fades and layers) works on eight joints at a time (`avx.rs`, chosen
+//! at run time; the `scalar` feature keeps the portable path).
+//!
+//! [`SoaPose`] (`soa.rs`) is the same pose in structure-of-arrays blocks of eight joints,
+//! for engines that run their own jobs: [`blend_soa`] gives [`blend`]'s bits without
+//! transposing rotations in and out of registers (`soa_avx.rs`); [`crate::sample_soa`] fills
+//! such poses and [`crate::local_to_model_soa`] reads them.
 
 use std::ops::{Deref, DerefMut};
 

@@ -122,9 +122,7 @@ impl SoaPose {
     /// The transforms of `joints`, in their order.
     pub fn from_transforms(joints: &[Transform]) -> Self {
         let mut pose = Self::identity(joints.len());
-        for (j, t) in joints.iter().enumerate() {
-            pose.set(j, t);
-        }
+        let _ = pose.copy_from(joints);
         pose
     }
 
@@ -172,26 +170,56 @@ impl SoaPose {
         self.blocks[j / SOA_LANES].set(j % SOA_LANES, t);
     }
 
-    /// Takes the first `len()` transforms of `joints` (no allocation).
+    /// Takes the first `len()` transforms of `joints` (no allocation; with AVX, eight joints
+    /// per 8x8 transpose).
     ///
     /// # Errors
     /// [`Error::Length`] if `joints` is shorter than the pose; nothing is written.
     pub fn copy_from(&mut self, joints: &[Transform]) -> Result<(), Error> {
         check_len("transforms", self.len, joints.len())?;
-        for (j, t) in joints[..self.len].iter().enumerate() {
-            self.blocks[j / SOA_LANES].set(j % SOA_LANES, t);
+        let joints = &joints[..self.len];
+        let mut whole = joints.chunks_exact(SOA_LANES);
+        for (block, eight) in self.blocks.iter_mut().zip(&mut whole) {
+            #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+            if super::avx::available() {
+                // SAFETY: AVX was just detected; `eight` is eight transforms.
+                // `transforms_round_trip` runs it.
+                unsafe { super::soa_avx::read_block(eight.try_into().unwrap(), block) };
+                continue;
+            }
+            for (lane, t) in eight.iter().enumerate() {
+                block.set(lane, t);
+            }
+        }
+        let last = joints.len() / SOA_LANES;
+        for (lane, t) in whole.remainder().iter().enumerate() {
+            self.blocks[last].set(lane, t);
         }
         Ok(())
     }
 
-    /// Writes the pose's transforms to the first `len()` entries of `out` (no allocation).
+    /// Writes the pose's transforms to the first `len()` entries of `out` (no allocation;
+    /// with AVX, eight joints per 8x8 transpose).
     ///
     /// # Errors
     /// [`Error::Length`] if `out` is shorter than the pose; nothing is written.
     pub fn write_to(&self, out: &mut [Transform]) -> Result<(), Error> {
         check_len("transforms", self.len, out.len())?;
-        for (j, o) in out[..self.len].iter_mut().enumerate() {
-            *o = self.blocks[j / SOA_LANES].get(j % SOA_LANES);
+        for (block, eight) in self
+            .blocks
+            .iter()
+            .zip(out[..self.len].chunks_mut(SOA_LANES))
+        {
+            #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+            if super::avx::available() {
+                // SAFETY: AVX was just detected; `eight` has at most eight entries.
+                // `transforms_round_trip` runs it.
+                unsafe { super::soa_avx::write_block(block, eight) };
+                continue;
+            }
+            for (lane, o) in eight.iter_mut().enumerate() {
+                *o = block.get(lane);
+            }
         }
         Ok(())
     }

@@ -16,6 +16,8 @@ use std::arch::x86_64::*;
 
 use super::soa::SoaBlock;
 use super::SCALE;
+use crate::play::simd::transpose4;
+use crate::Transform;
 
 const _: () = assert!(std::mem::size_of::<SoaBlock>() == 320);
 const _: () = assert!(std::mem::align_of::<SoaBlock>() == 32);
@@ -112,9 +114,9 @@ pub(super) unsafe fn blend(poses: &[&[SoaBlock]], w: &[f32], out: &mut [SoaBlock
             _mm256_cmp_ps::<_CMP_GT_OQ>(rcp, zero),
         );
         let r = [
-            _mm256_blendv_ps(zero, _mm256_mul_ps(sum[0], rcp), ok),
-            _mm256_blendv_ps(zero, _mm256_mul_ps(sum[1], rcp), ok),
-            _mm256_blendv_ps(zero, _mm256_mul_ps(sum[2], rcp), ok),
+            _mm256_and_ps(ok, _mm256_mul_ps(sum[0], rcp)),
+            _mm256_and_ps(ok, _mm256_mul_ps(sum[1], rcp)),
+            _mm256_and_ps(ok, _mm256_mul_ps(sum[2], rcp)),
             _mm256_blendv_ps(_mm256_set1_ps(1.0), _mm256_mul_ps(sum[3], rcp), ok),
         ];
         // SAFETY: as for the vectors above.
@@ -150,5 +152,125 @@ unsafe fn vectors(x: &SoaBlock) -> [__m256; 6] {
         _mm256_load_ps(s[0].as_ptr()),
         _mm256_load_ps(s[1].as_ptr()),
         _mm256_load_ps(s[2].as_ptr()),
+    ]
+}
+
+/// Writes the first `out.len()` (at most eight) lanes of `block` to `out`: the eight rows
+/// x, y, z, w, translation x, y, z and scale x transposed into each joint's first eight
+/// floats (one 32-byte store per joint), the scale's y and z paired (one 8-byte store).
+///
+/// # Safety
+/// The CPU must support AVX; `out` has at most eight entries.
+#[target_feature(enable = "avx")]
+pub(super) unsafe fn write_block(block: &SoaBlock, out: &mut [Transform]) {
+    let (r, t, s) = (&block.rotation, &block.translation, &block.scale);
+    // SAFETY: every row is eight f32, 32-byte aligned (asserted above), read through a
+    // shared reference.
+    let rows = [
+        _mm256_load_ps(r[0].as_ptr()),
+        _mm256_load_ps(r[1].as_ptr()),
+        _mm256_load_ps(r[2].as_ptr()),
+        _mm256_load_ps(r[3].as_ptr()),
+        _mm256_load_ps(t[0].as_ptr()),
+        _mm256_load_ps(t[1].as_ptr()),
+        _mm256_load_ps(t[2].as_ptr()),
+        _mm256_load_ps(s[0].as_ptr()),
+    ];
+    let heads = transpose8(rows);
+    let (sy, sz) = (_mm256_load_ps(s[1].as_ptr()), _mm256_load_ps(s[2].as_ptr()));
+    // Joints (0, 1 | 4, 5) and (2, 3 | 6, 7): each joint's (y, z) in one 64-bit lane.
+    let yz = [_mm256_unpacklo_ps(sy, sz), _mm256_unpackhi_ps(sy, sz)];
+    for (i, o) in out.iter_mut().enumerate().take(8) {
+        let p = o as *mut Transform as *mut f32;
+        let pair = yz[(i / 2) % 2];
+        let half = if i < 4 {
+            _mm256_castps256_ps128(pair)
+        } else {
+            _mm256_extractf128_ps::<1>(pair)
+        };
+        // SAFETY: floats 0..8 of a `Transform` are its rotation, translation and scale.x,
+        // 8..10 its scale.y and z (asserted in `play/simd.rs`), written through a unique
+        // reference: nothing past the scale.
+        _mm256_storeu_ps(p, heads[i]);
+        if i % 2 == 0 {
+            _mm_storel_pd(p.add(8) as *mut f64, _mm_castps_pd(half));
+        } else {
+            _mm_storeh_pd(p.add(8) as *mut f64, _mm_castps_pd(half));
+        }
+    }
+}
+
+/// Fills `block` from eight transforms: each joint's first eight floats (one 32-byte load)
+/// transposed into the rows x, y, z, w, translation x, y, z and scale x, the scale's y and z
+/// from one 8-byte load per joint.
+///
+/// # Safety
+/// The CPU must support AVX.
+#[target_feature(enable = "avx")]
+pub(super) unsafe fn read_block(joints: &[Transform; 8], block: &mut SoaBlock) {
+    let p: [*const f32; 8] = std::array::from_fn(|i| &joints[i] as *const Transform as *const f32);
+    // SAFETY: floats 0..10 of a `Transform` are its fields (asserted in `play/simd.rs`),
+    // read through a shared reference; the padding after them is never read.
+    let rows = [
+        _mm256_loadu_ps(p[0]),
+        _mm256_loadu_ps(p[1]),
+        _mm256_loadu_ps(p[2]),
+        _mm256_loadu_ps(p[3]),
+        _mm256_loadu_ps(p[4]),
+        _mm256_loadu_ps(p[5]),
+        _mm256_loadu_ps(p[6]),
+        _mm256_loadu_ps(p[7]),
+    ];
+    let c = transpose8(rows);
+    // (y, z) of joints 0, 1 | 4, 5 and 2, 3 | 6, 7, as `write_block` pairs them.
+    let (lo, hi) = (scale_yz(&p, 0, 4), scale_yz(&p, 2, 6));
+    let sy = _mm256_shuffle_ps::<0x88>(lo, hi);
+    let sz = _mm256_shuffle_ps::<0xDD>(lo, hi);
+    let (r, t, s) = (
+        &mut block.rotation,
+        &mut block.translation,
+        &mut block.scale,
+    );
+    // SAFETY: as in `write_block`, through a unique reference.
+    for (dst, v) in r.iter_mut().chain(t.iter_mut()).zip(&c[..7]) {
+        _mm256_store_ps(dst.as_mut_ptr(), *v);
+    }
+    _mm256_store_ps(s[0].as_mut_ptr(), c[7]);
+    _mm256_store_ps(s[1].as_mut_ptr(), sy);
+    _mm256_store_ps(s[2].as_mut_ptr(), sz);
+}
+
+/// The scale's (y, z) of joints `a`, `a + 1` in the low half and `b`, `b + 1` in the high
+/// half (floats 8 and 9 of the transforms at `p`).
+#[inline(always)]
+unsafe fn scale_yz(p: &[*const f32; 8], a: usize, b: usize) -> __m256 {
+    // SAFETY: the caller's (`read_block`): floats 8 and 9 of each transform are its scale.y
+    // and scale.z.
+    let lo = _mm_loadh_pd(
+        _mm_load_sd(p[a].add(8) as *const f64),
+        p[a + 1].add(8) as *const f64,
+    );
+    let hi = _mm_loadh_pd(
+        _mm_load_sd(p[b].add(8) as *const f64),
+        p[b + 1].add(8) as *const f64,
+    );
+    _mm256_castpd_ps(_mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(lo), hi))
+}
+
+/// An eight-by-eight transpose: row `i` of the result holds lane `i` of each input.
+#[inline(always)]
+unsafe fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
+    // Four-by-four in each half, then the halves exchanged.
+    let a = transpose4(r[0], r[1], r[2], r[3]);
+    let b = transpose4(r[4], r[5], r[6], r[7]);
+    [
+        _mm256_permute2f128_ps::<0x20>(a[0], b[0]),
+        _mm256_permute2f128_ps::<0x20>(a[1], b[1]),
+        _mm256_permute2f128_ps::<0x20>(a[2], b[2]),
+        _mm256_permute2f128_ps::<0x20>(a[3], b[3]),
+        _mm256_permute2f128_ps::<0x31>(a[0], b[0]),
+        _mm256_permute2f128_ps::<0x31>(a[1], b[1]),
+        _mm256_permute2f128_ps::<0x31>(a[2], b[2]),
+        _mm256_permute2f128_ps::<0x31>(a[3], b[3]),
     ]
 }
