@@ -93,20 +93,33 @@ struct Character {
     caches: [SamplingCache; 2],
     poses: [Pose; 2],
     blended: Pose,
-    /// The structure-of-arrays path's poses (`update_soa`).
-    soa: [SoaPose; 3],
+    /// The structure-of-arrays path's poses (`update_soa`): two sampled, the blend, the rest
+    /// pose; empty for characters measured on slices (so that their memory is as before).
+    soa: [SoaPose; 4],
     model: Vec<Mat4>,
     palette: Vec<Mat4>,
 }
 
 impl Character {
-    fn new(skeleton: &Skeleton, clips: [&Clip; 2], skin: Option<&Skin>, time: f32) -> Self {
+    fn new(
+        skeleton: &Skeleton,
+        clips: [&Clip; 2],
+        skin: Option<&Skin>,
+        time: f32,
+        soa: bool,
+    ) -> Self {
         Character {
             time,
             caches: clips.map(SamplingCache::for_clip),
             poses: [Pose::rest(skeleton), Pose::rest(skeleton)],
             blended: Pose::rest(skeleton),
-            soa: std::array::from_fn(|_| SoaPose::rest(skeleton)),
+            soa: std::array::from_fn(|_| {
+                if soa {
+                    SoaPose::rest(skeleton)
+                } else {
+                    SoaPose::default()
+                }
+            }),
             model: vec![Mat4::IDENTITY; skeleton.len()],
             palette: vec![Mat4::IDENTITY; skin.map_or(0, Skin::len)],
         }
@@ -144,7 +157,7 @@ impl Character {
     /// `local_to_model_soa` (the same matrices).
     fn update_soa(&mut self, skeleton: &Skeleton, clips: [&Clip; 2], skin: Option<&Skin>) {
         self.time += 1.0 / 60.0;
-        let [a, b, blended] = &mut self.soa;
+        let [a, b, blended, rest] = &mut self.soa;
         for (k, (clip, pose)) in clips.iter().zip([&mut *a, &mut *b]).enumerate() {
             let t = clip.start()
                 + (self.time + 0.5 * k as f32 * clip.duration()) % clip.duration().max(1e-6);
@@ -160,7 +173,7 @@ impl Character {
                 weight: 0.5,
             },
         ];
-        let _ = blend_soa(&inputs, a, blended);
+        let _ = blend_soa(&inputs, rest, blended);
         let _ = local_to_model_soa(skeleton, blended, 0, &mut self.model);
         if let Some(skin) = skin {
             let _ = skinning_palette(skin, &self.model, &mut self.palette);
@@ -345,17 +358,22 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
         clips => {
             let pair: [&Clip; 2] = [&clips[0], clips.get(1).unwrap_or(&clips[0])];
             let skin = asset.skins.first();
-            let mut one = Character::new(skeleton, pair, skin, 0.0);
+            let mut one = Character::new(skeleton, pair, skin, 0.0, false);
             let one_ns = median_ns(rounds, || one.update(skeleton, pair, skin));
             let mut crowd: Vec<Character> = (0..1024)
-                .map(|i| Character::new(skeleton, pair, skin, i as f32 * 0.013))
+                .map(|i| Character::new(skeleton, pair, skin, i as f32 * 0.013, false))
                 .collect();
             let crowd_ns = median_ns(rounds, || {
                 for c in crowd.iter_mut() {
                     c.update(skeleton, pair, skin);
                 }
             }) / 1024.0;
+            drop(crowd);
+            let mut one = Character::new(skeleton, pair, skin, 0.0, true);
             let one_soa_ns = median_ns(rounds, || one.update_soa(skeleton, pair, skin));
+            let mut crowd: Vec<Character> = (0..1024)
+                .map(|i| Character::new(skeleton, pair, skin, i as f32 * 0.013, true))
+                .collect();
             let crowd_soa_ns = median_ns(rounds, || {
                 for c in crowd.iter_mut() {
                     c.update_soa(skeleton, pair, skin);

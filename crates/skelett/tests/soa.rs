@@ -171,3 +171,89 @@ fn soa_model_matrices_are_the_slice_ones() {
         }
     }
 }
+
+/// Skeletons of 1 to 20 joints (fewer than a block, a block and a part, several), parents
+/// anywhere before their children, poses longer than the skeleton, and every `from`: the
+/// same matrices both ways.
+#[test]
+fn soa_model_matrices_of_small_skeletons_are_the_slice_ones() {
+    use glam::{Quat, Vec3};
+    let mut x = 0x2545_f491u32;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        x
+    };
+    for n in 1..=20usize {
+        let joints: Vec<RawJoint> = (0..n)
+            .map(|j| RawJoint {
+                name: format!("j{j}"),
+                parent: (j > 0 && next() % 5 != 0).then(|| next() as usize % j),
+                rest: Transform::IDENTITY,
+            })
+            .collect();
+        let sk = RawSkeleton {
+            joints,
+            ..Default::default()
+        }
+        .build()
+        .unwrap();
+        let mut f = || (next() % 2000) as f32 / 1000.0 - 1.0;
+        let pose: Vec<Transform> = (0..n + 3)
+            .map(|_| {
+                let q = Quat::from_xyzw(f(), f(), f(), f() + 2.0).normalize();
+                Transform::new(
+                    Vec3::new(f(), f(), f()),
+                    q,
+                    Vec3::new(f() + 2.0, 1.5, f() + 2.0),
+                )
+            })
+            .collect();
+        let soa = SoaPose::from_transforms(&pose);
+        for from in 0..n as JointIndex {
+            let mut want = vec![Mat4::IDENTITY; n];
+            let mut got = vec![Mat4::IDENTITY; n];
+            local_to_model(&sk, &pose, 0, &mut want).unwrap();
+            local_to_model(&sk, &pose, from, &mut want).unwrap();
+            local_to_model_soa(&sk, &soa, 0, &mut got).unwrap();
+            local_to_model_soa(&sk, &soa, from, &mut got).unwrap();
+            assert_eq!(got, want, "{n} joints from {from}");
+        }
+        let short = SoaPose::from_transforms(&pose[..n - 1]);
+        let mut model = vec![Mat4::IDENTITY; n];
+        assert!(local_to_model_soa(&sk, &short, 0, &mut model).is_err());
+        assert!(
+            model.iter().all(|m| *m == Mat4::IDENTITY),
+            "nothing written"
+        );
+    }
+}
+
+/// A pose longer than the clip's skeleton: the clip's joints are sampled, the rest kept.
+#[test]
+fn longer_soa_poses_keep_their_extra_joints() {
+    let asset = skelett_io::load(data("gltf/Fox.glb")).expect("shared data");
+    let clip = &asset.clips[0];
+    let n = asset.skeleton.len();
+    let marker = Transform::new(
+        glam::Vec3::splat(7.0),
+        glam::Quat::IDENTITY,
+        glam::Vec3::ONE,
+    );
+    let mut long = vec![marker; n + 9];
+    let mut soa = SoaPose::from_transforms(&long);
+    let mut cache = SamplingCache::for_clip(clip);
+    sample_soa(clip, clip.start() + 0.2, &mut cache, &mut soa).unwrap();
+    sample(
+        clip,
+        clip.start() + 0.2,
+        &mut SamplingCache::for_clip(clip),
+        &mut long,
+    )
+    .unwrap();
+    let mut got = vec![Transform::IDENTITY; n + 9];
+    soa.write_to(&mut got).unwrap();
+    assert_eq!(got, long);
+    assert!(got[n..].iter().all(|t| *t == marker));
+}

@@ -27,6 +27,26 @@ pub(crate) fn avx_fma() -> bool {
     std::arch::is_x86_feature_detected!("avx") && std::arch::is_x86_feature_detected!("fma")
 }
 
+/// The two f32 at `p` in the low half of a register (the rest zero): an unaligned 8-byte
+/// load (`_mm_load_sd` reads through an `f64` pointer, which must be 8-byte aligned; a
+/// transform's scale is at byte 28).
+///
+/// # Safety
+/// `p` must be valid for reading two f32.
+#[inline(always)]
+pub(crate) unsafe fn load2(p: *const f32) -> __m128 {
+    _mm_castsi128_ps(_mm_loadu_si64(p as *const u8))
+}
+
+/// Writes the low two f32 of `v` to `p` (an unaligned 8-byte store).
+///
+/// # Safety
+/// `p` must be valid for writing two f32.
+#[inline(always)]
+pub(crate) unsafe fn store2(p: *mut f32, v: __m128) {
+    _mm_storeu_si64(p as *mut u8, _mm_castps_si128(v));
+}
+
 /// `lo` and `hi` as the two halves of a register.
 ///
 /// # Safety

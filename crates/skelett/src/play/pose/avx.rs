@@ -284,9 +284,7 @@ unsafe fn head(t: &Transform) -> __m256 {
 #[inline(always)]
 unsafe fn tail(t: &Transform) -> __m128 {
     // SAFETY: floats 8 and 9 of a `Transform` are `scale.y` and `scale.z` (asserted above).
-    _mm_castpd_ps(_mm_load_sd(
-        (t as *const Transform as *const f32).add(8) as *const f64
-    ))
+    crate::play::simd::load2((t as *const Transform as *const f32).add(8))
 }
 
 /// Writes the ten floats of a transform.
@@ -295,5 +293,5 @@ unsafe fn store(t: &mut Transform, head: __m256, tail: __m128) {
     // SAFETY: as in `head` and `tail`, through a unique reference: nothing past the scale.
     let p = t as *mut Transform as *mut f32;
     _mm256_storeu_ps(p, head);
-    _mm_store_sd(p.add(8) as *mut f64, _mm_castps_pd(tail));
+    crate::play::simd::store2(p.add(8), tail);
 }

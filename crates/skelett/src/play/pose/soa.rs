@@ -16,9 +16,9 @@
 //! ten stores, and nothing else moves.
 //!
 //! [`blend_soa`] gives, on CPUs with AVX and FMA, the bits [`super::blend`] gives for the same
-//! inputs without masks (for poses of at least eight joints: `blend` takes shorter poses one
-//! joint at a time, with four-wide dot products rounded otherwise), and the portable path's
-//! bits in the `scalar` build. Lanes past the pose's last joint (the last block's padding)
+//! inputs without masks, up to eight of them (for poses of at least eight joints: `blend`
+//! takes shorter poses one joint at a time, with four-wide dot products rounded otherwise),
+//! and the portable path's bits in the `scalar` build. Lanes past the pose's last joint (the last block's padding)
 //! hold the identity when a constructor makes them and whatever the blend makes of the
 //! inputs' padding after [`blend_soa`]: nothing reads them as joints.
 
@@ -33,7 +33,7 @@ pub const SOA_LANES: usize = 8;
 
 /// Eight joints' transforms, one array per component (`rotation[c][lane]`: component `c` of
 /// the rotation, x y z w, of joint `8 * block + lane`). Aligned to 32 bytes: each array is
-/// one 256-bit load.
+/// one 256-bit load. (Its `==` compares all eight lanes; [`SoaPose`]'s only its joints.)
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C, align(32))]
 pub struct SoaBlock {
@@ -99,10 +99,19 @@ impl SoaBlock {
 /// assert_eq!(back, joints);
 /// # Ok::<(), skelett::Error>(())
 /// ```
-#[derive(Clone, Debug, Default, PartialEq)]
+///
+/// Two poses are equal when they have the same joints (lanes past `len()`, the last block's
+/// padding, are not compared).
+#[derive(Clone, Debug, Default)]
 pub struct SoaPose {
     blocks: Vec<SoaBlock>,
     len: usize,
+}
+
+impl PartialEq for SoaPose {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len && (0..self.len).all(|j| self.get(j) == other.get(j))
+    }
 }
 
 impl SoaPose {
@@ -270,7 +279,8 @@ pub fn blend_soa(inputs: &[SoaBlendInput], rest: &SoaPose, out: &mut SoaPose) ->
     let total: f32 = inputs.iter().map(|i| i.weight).filter(|&w| w > 0.0).sum();
     let first = inputs.iter().position(|i| i.weight > 0.0);
     let (Some(first), true) = (first, total > 0.0) else {
-        // No positive weight, or weights summing to infinity.
+        // No positive weight (their sum, when there are some, is positive: infinite sums
+        // go on, as `blend`'s do).
         out.blocks.copy_from_slice(&rest.blocks[..blocks]);
         return Ok(());
     };

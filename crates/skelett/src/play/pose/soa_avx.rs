@@ -16,7 +16,7 @@ use std::arch::x86_64::*;
 
 use super::soa::SoaBlock;
 use super::SCALE;
-use crate::play::simd::transpose4;
+use crate::play::simd::{load2, store2, transpose4};
 use crate::Transform;
 
 const _: () = assert!(std::mem::size_of::<SoaBlock>() == 320);
@@ -193,9 +193,9 @@ pub(super) unsafe fn write_block(block: &SoaBlock, out: &mut [Transform]) {
         // reference: nothing past the scale.
         _mm256_storeu_ps(p, heads[i]);
         if i % 2 == 0 {
-            _mm_storel_pd(p.add(8) as *mut f64, _mm_castps_pd(half));
+            store2(p.add(8), half);
         } else {
-            _mm_storeh_pd(p.add(8) as *mut f64, _mm_castps_pd(half));
+            store2(p.add(8), _mm_movehl_ps(half, half));
         }
     }
 }
@@ -246,15 +246,9 @@ pub(super) unsafe fn read_block(joints: &[Transform; 8], block: &mut SoaBlock) {
 unsafe fn scale_yz(p: &[*const f32; 8], a: usize, b: usize) -> __m256 {
     // SAFETY: the caller's (`read_block`): floats 8 and 9 of each transform are its scale.y
     // and scale.z.
-    let lo = _mm_loadh_pd(
-        _mm_load_sd(p[a].add(8) as *const f64),
-        p[a + 1].add(8) as *const f64,
-    );
-    let hi = _mm_loadh_pd(
-        _mm_load_sd(p[b].add(8) as *const f64),
-        p[b + 1].add(8) as *const f64,
-    );
-    _mm256_castpd_ps(_mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(lo), hi))
+    let lo = _mm_movelh_ps(load2(p[a].add(8)), load2(p[a + 1].add(8)));
+    let hi = _mm_movelh_ps(load2(p[b].add(8)), load2(p[b + 1].add(8)));
+    _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(lo), hi)
 }
 
 /// An eight-by-eight transpose: row `i` of the result holds lane `i` of each input.

@@ -435,7 +435,7 @@ pub(super) unsafe fn store_vectors(
         // SAFETY: a `Vec3` is three consecutive f32 (glam's layout, `repr(C)`); x and y are
         // written as 8 bytes, z as 4, through a unique reference, nothing past the vector.
         let p = out as *mut Vec3 as *mut f32;
-        _mm_storel_pd(p as *mut f64, _mm_castps_pd(half));
+        crate::play::simd::store2(p, half);
         _mm_store_ss(p.add(2), _mm_movehl_ps(half, half));
     }
 }
