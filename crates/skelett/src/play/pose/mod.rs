@@ -347,39 +347,70 @@ pub fn blend(
         return Ok(());
     }
     for j in 0..n {
-        let mut wsum = 0.0f32;
+        // The joint's weights (infinite ones as the largest finite weight), summed first so
+        // that each is divided by the sum before it multiplies anything: large weights then
+        // overflow nothing. A sum that overflows is taken again at 2^-64.
+        let weight = |i: &BlendInput| {
+            let w = i.weight.max(0.0) * i.mask.map_or(1.0, |m| m[j]);
+            if w > 0.0 {
+                w.min(f32::MAX)
+            } else {
+                0.0
+            }
+        };
+        let mut wsum: f32 = inputs.iter().map(weight).sum();
+        let mut down = 1.0;
+        if wsum == f32::INFINITY {
+            down = DOWN;
+            wsum = inputs.iter().map(|i| weight(i) * DOWN).sum();
+        }
+        if wsum <= 0.0 {
+            out[j] = rest[j];
+            continue;
+        }
         let mut t = Vec3::ZERO;
         let mut s = Vec3::ZERO;
         let mut r = Vec4::ZERO;
         // The first contributor's rotation, scaled (see `same_side`).
         let mut first: Option<Vec4> = None;
         for i in inputs {
-            let w = i.weight.max(0.0) * i.mask.map_or(1.0, |m| m[j]);
-            if w.is_nan() || w <= 0.0 {
+            let w = weight(i);
+            if w <= 0.0 {
                 continue;
             }
+            let w = w * down / wsum;
             let x = &i.pose[j];
             let q = Vec4::from(x.rotation);
             let reference = *first.get_or_insert(q * SCALE);
             t += x.translation * w;
             s += x.scale * w;
             r += if same_side(q, reference) { q } else { -q } * w;
-            wsum += w;
         }
-        out[j] = if wsum > 0.0 {
-            let inv = 1.0 / wsum;
-            Transform {
-                translation: t * inv,
-                // Over the weights' sum first: `unit_or_identity`'s 2^60 scale squares to
-                // infinity (and gave the identity) for sums above 16.
-                rotation: unit_or_identity(r * inv),
-                scale: s * inv,
-            }
-        } else {
-            rest[j]
+        out[j] = Transform {
+            translation: t,
+            rotation: unit_or_identity(r),
+            scale: s,
         };
     }
     Ok(())
+}
+
+/// Weights whose sum overflows are taken at this scale (2^-64): eight weights of up to
+/// `f32::MAX` then sum to a finite number.
+const DOWN: f32 = 1.0 / (1u64 << 63) as f32 / 2.0;
+
+/// The sum of `w` (positive, finite weights), or of `w` scaled down by [`DOWN`] where that
+/// overflows (the weights are then scaled too); `None` where there is no weight.
+#[inline]
+fn weight_total(w: &mut [f32]) -> Option<f32> {
+    let total: f32 = w.iter().sum();
+    if total == f32::INFINITY {
+        for x in w.iter_mut() {
+            *x *= DOWN;
+        }
+        return Some(w.iter().sum());
+    }
+    (total > 0.0).then_some(total)
 }
 
 /// Blended rotations' products are taken at a 2^60 scale: rotation components of 1e-20,
@@ -418,16 +449,15 @@ fn blend_unmasked(inputs: &[BlendInput], rest: &[Transform], out: &mut [Transfor
     let mut m = 0;
     for i in inputs {
         if i.weight > 0.0 && m < 8 {
-            w[m] = i.weight;
+            w[m] = i.weight.min(f32::MAX);
             poses[m] = i.pose;
             m += 1;
         }
     }
-    let total: f32 = w[..m].iter().sum();
-    if m == 0 || total.is_nan() || total <= 0.0 {
+    let Some(total) = weight_total(&mut w[..m]) else {
         out.copy_from_slice(&rest[..out.len()]);
         return;
-    }
+    };
     for x in &mut w[..m] {
         *x /= total;
     }
