@@ -7,8 +7,10 @@
 //! CesiumMan: forward sampling, mean of all clips, 3.3-3.5 / 5.8-6.1 / 7.1-7.7; random seeks
 //! 11.7-12.5 / 18.9-19.8 / 25.8-28.7; two- and three-layer blends 2.13-2.22 / 2.15-2.29 /
 //! 2.37-2.60 and 3.11-3.23 / 3.12-3.45 / 3.47-3.73; local-to-model 5.1-5.4 / 5.4-5.7 /
-//! 5.4-5.8; palette 3.1-3.3 / 3.1-3.3 / 3.1-3.5 ns/matrix. The README's "Speed" section has
-//! skelett's figures beside them.
+//! 5.4-5.8; palette 3.1-3.3 / 3.1-3.3 / 3.1-3.5 ns/matrix. On another machine (2 cores of an
+//! Intel Xeon at 2.1 GHz, 2026-11-27, medians of five runs interleaved with these benches)
+//! ozz's blends took 3.15 / 5.46 / 5.24 and 5.10 / 7.15 / 5.86, local-to-model 10.2 / 12.8 /
+//! 14.1. The README's "Speed" section has skelett's figures beside them.
 //!
 //! `blend_2` and `blend_3` blend two and three sampled poses with equal weights (ns/joint as
 //! above), ozz's two- and three-layer `BlendingJob`; `blend_soa_2` and `blend_soa_3` the same
