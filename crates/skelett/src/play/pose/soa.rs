@@ -106,6 +106,9 @@ impl SoaBlock {
 pub struct SoaPose {
     blocks: Vec<SoaBlock>,
     len: usize,
+    /// Where [`crate::sample_soa`] samples clips that cannot write blocks (compact clips, the
+    /// `scalar` build) before copying them in: empty until the first such sample.
+    staging: Vec<Transform>,
 }
 
 impl PartialEq for SoaPose {
@@ -120,6 +123,7 @@ impl SoaPose {
         SoaPose {
             blocks: vec![SoaBlock::IDENTITY; len.div_ceil(SOA_LANES)],
             len,
+            staging: Vec::new(),
         }
     }
 
@@ -133,6 +137,18 @@ impl SoaPose {
         let mut pose = Self::identity(joints.len());
         let _ = pose.copy_from(joints);
         pose
+    }
+
+    /// The staging buffer, `n` transforms long (allocated on the first call only).
+    pub(crate) fn take_staging(&mut self, n: usize) -> Vec<Transform> {
+        let mut staging = std::mem::take(&mut self.staging);
+        staging.resize(n, Transform::IDENTITY);
+        staging
+    }
+
+    /// Gives the staging buffer back for the next sample.
+    pub(crate) fn put_staging(&mut self, staging: Vec<Transform>) {
+        self.staging = staging;
     }
 
     /// Joints in the pose.

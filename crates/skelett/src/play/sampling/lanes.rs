@@ -164,8 +164,8 @@ impl Out for [SoaBlock] {
         }
         for (lane, &j) in joints.iter().enumerate() {
             let (b, l) = (j as usize / SOA_LANES, j as usize % SOA_LANES);
-            for c in 0..4 {
-                self[b].rotation[c][l] = lanes[c][lane];
+            for (row, from) in self[b].rotation.iter_mut().zip(&lanes) {
+                row[l] = from[lane];
             }
         }
     }
@@ -187,9 +187,8 @@ impl Out for [SoaBlock] {
         }
         for (lane, &j) in joints.iter().enumerate() {
             let (b, l) = (j as usize / SOA_LANES, j as usize % SOA_LANES);
-            let rows = vector_rows(&mut self[b], scale);
-            for c in 0..3 {
-                rows[c][l] = lanes[c][lane];
+            for (row, from) in vector_rows(&mut self[b], scale).iter_mut().zip(&lanes) {
+                row[l] = from[lane];
             }
         }
     }

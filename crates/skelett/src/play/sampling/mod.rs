@@ -193,8 +193,6 @@ pub struct SamplingCache {
     at: Vec<(u32, f32)>,
     /// For compact clips: decoded keys and decoders per track.
     compact: compact::CompactCache,
-    /// [`sample_soa`]'s pose for clips it samples as slices first.
-    scratch: Vec<Transform>,
 }
 
 impl SamplingCache {
@@ -535,7 +533,7 @@ unsafe fn sample_lanes_cached<P: lanes::Out + ?Sized>(
 /// A keyed clip on a CPU with AVX writes its blocks of eight tracks straight into the pose's
 /// blocks (four or three aligned stores where the eight tracks are the eight joints of a
 /// block, as a skeleton's rotations mostly are); other clips (compact ones, the `scalar`
-/// build) are sampled into a buffer the cache keeps (allocated on the first such sample) and
+/// build) are sampled into a buffer the pose keeps (allocated on its first such sample) and
 /// copied over.
 ///
 /// ```
@@ -577,13 +575,12 @@ pub fn sample_soa(
             return Ok(());
         }
     }
-    let mut scratch = std::mem::take(&mut cache.scratch);
-    scratch.resize(clip.joint_count(), Transform::IDENTITY);
-    dispatch(clip, time, Search::Cached(cache), &mut scratch);
-    for (j, t) in scratch.iter().enumerate() {
+    let mut staging = pose.take_staging(clip.joint_count());
+    dispatch(clip, time, Search::Cached(cache), &mut staging);
+    for (j, t) in staging.iter().enumerate() {
         pose.set(j, t);
     }
-    cache.scratch = scratch;
+    pose.put_staging(staging);
     Ok(())
 }
 
