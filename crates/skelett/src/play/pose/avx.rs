@@ -156,7 +156,6 @@ unsafe fn load_row(p: *const f32, r: usize) -> __m256 {
 #[inline(always)]
 unsafe fn blend8(poses: &[&[Transform]], w: &[f32], from: usize, out: &mut [Transform]) {
     let scale = _mm256_set1_ps(SCALE);
-    let sign = _mm256_set1_ps(-0.0);
     let first = &poses[0][from..from + 8];
     // SAFETY (of the loads): `first` and each `poses[k][from..from + 8]` are eight
     // transforms, read through shared slices; `load_row` reads their fields only.
@@ -180,29 +179,55 @@ unsafe fn blend8(poses: &[&[Transform]], w: &[f32], from: usize, out: &mut [Tran
         let pk = pose.as_ptr() as *const f32;
         let wk = _mm256_set1_ps(w[k]);
         each_row!(r => { rows[r] = _mm256_fmadd_ps(load_row(pk, r), wk, rows[r]); });
-        let mut x = load_rotations8(pose);
-        // Flip the rotations whose dot with the reference is not >= 0 (NaN flips).
-        let d = _mm256_fmadd_ps(
-            x[3],
-            reference[3],
-            _mm256_fmadd_ps(
-                x[2],
-                reference[2],
-                _mm256_fmadd_ps(x[1], reference[1], _mm256_mul_ps(x[0], reference[0])),
-            ),
-        );
-        let keep = _mm256_cmp_ps::<_CMP_GE_OQ>(d, _mm256_setzero_ps());
-        let flip = _mm256_andnot_ps(keep, sign);
-        for c in &mut x {
-            *c = _mm256_xor_ps(*c, flip);
-        }
-        for (acc, c) in sum.iter_mut().zip(x) {
-            *acc = _mm256_fmadd_ps(c, wk, *acc);
-        }
+        add_on_side(&mut sum, &reference, load_rotations8(pose), wk);
     }
-    // Normalise: SCALE / |r * SCALE|, identity where that is not a positive finite number
-    // (x, y and z masked to +0 by an AND, one instruction where a blend is two or three).
-    let s: [__m256; 4] = [
+    let sum = normalise8(sum);
+
+    let out = &mut out[..8];
+    let po = out.as_mut_ptr() as *mut f32;
+    // SAFETY (of the stores): `out` is eight transforms, `8 * STRIDE` f32, through a unique
+    // slice. The rows' stores also write the padding where there is some (bytes of `out`'s
+    // own memory; nothing reads them as values), the rotations' stores floats 0..4 of each.
+    each_row!(r => { _mm256_storeu_ps(po.add(8 * r), rows[r]); });
+    let q = transpose4(sum[0], sum[1], sum[2], sum[3]);
+    for lane in 0..8 {
+        _mm_storeu_ps(po.add(lane * STRIDE), joint(&q, lane));
+    }
+}
+
+/// `sum += ±q * wk` on eight lanes: each rotation of `q` flipped unless its dot with the
+/// reference (the first input's rotation times 2^60) is >= 0 (NaN flips). Shared with the
+/// structure-of-arrays blend (`soa_avx.rs`), so both give the same bits.
+#[inline(always)]
+pub(super) unsafe fn add_on_side(
+    sum: &mut [__m256; 4],
+    reference: &[__m256; 4],
+    q: [__m256; 4],
+    wk: __m256,
+) {
+    let d = _mm256_fmadd_ps(
+        q[3],
+        reference[3],
+        _mm256_fmadd_ps(
+            q[2],
+            reference[2],
+            _mm256_fmadd_ps(q[1], reference[1], _mm256_mul_ps(q[0], reference[0])),
+        ),
+    );
+    let keep = _mm256_cmp_ps::<_CMP_GE_OQ>(d, _mm256_setzero_ps());
+    let flip = _mm256_andnot_ps(keep, _mm256_set1_ps(-0.0));
+    for (acc, c) in sum.iter_mut().zip(q) {
+        *acc = _mm256_fmadd_ps(_mm256_xor_ps(c, flip), wk, *acc);
+    }
+}
+
+/// Eight summed rotations normalised: `SCALE / |r * SCALE|`, the identity where that is not a
+/// positive finite number (x, y and z masked to +0 by an AND, one instruction where a blend
+/// is two or three). Shared with the structure-of-arrays blend.
+#[inline(always)]
+pub(super) unsafe fn normalise8(sum: [__m256; 4]) -> [__m256; 4] {
+    let scale = _mm256_set1_ps(SCALE);
+    let s = [
         _mm256_mul_ps(sum[0], scale),
         _mm256_mul_ps(sum[1], scale),
         _mm256_mul_ps(sum[2], scale),
@@ -222,21 +247,12 @@ unsafe fn blend8(poses: &[&[Transform]], w: &[f32], from: usize, out: &mut [Tran
         _mm256_cmp_ps::<_CMP_LT_OQ>(rcp, _mm256_set1_ps(f32::INFINITY)),
         _mm256_cmp_ps::<_CMP_GT_OQ>(rcp, _mm256_setzero_ps()),
     );
-    sum[0] = _mm256_and_ps(ok, _mm256_mul_ps(sum[0], rcp));
-    sum[1] = _mm256_and_ps(ok, _mm256_mul_ps(sum[1], rcp));
-    sum[2] = _mm256_and_ps(ok, _mm256_mul_ps(sum[2], rcp));
-    sum[3] = _mm256_blendv_ps(_mm256_set1_ps(1.0), _mm256_mul_ps(sum[3], rcp), ok);
-
-    let out = &mut out[..8];
-    let po = out.as_mut_ptr() as *mut f32;
-    // SAFETY (of the stores): `out` is eight transforms, `8 * STRIDE` f32, through a unique
-    // slice. The rows' stores also write the padding where there is some (bytes of `out`'s
-    // own memory; nothing reads them as values), the rotations' stores floats 0..4 of each.
-    each_row!(r => { _mm256_storeu_ps(po.add(8 * r), rows[r]); });
-    let q = transpose4(sum[0], sum[1], sum[2], sum[3]);
-    for lane in 0..8 {
-        _mm_storeu_ps(po.add(lane * STRIDE), joint(&q, lane));
-    }
+    [
+        _mm256_and_ps(ok, _mm256_mul_ps(sum[0], rcp)),
+        _mm256_and_ps(ok, _mm256_mul_ps(sum[1], rcp)),
+        _mm256_and_ps(ok, _mm256_mul_ps(sum[2], rcp)),
+        _mm256_blendv_ps(_mm256_set1_ps(1.0), _mm256_mul_ps(sum[3], rcp), ok),
+    ]
 }
 
 /// The rotations of eight transforms, one register per component (x, y, z, w): each

@@ -14,6 +14,7 @@
 
 use std::arch::x86_64::*;
 
+use super::avx::{add_on_side, normalise8};
 use super::soa::SoaBlock;
 use super::SCALE;
 use crate::play::simd::{load2, store2, transpose4};
@@ -36,8 +37,6 @@ const _: () = assert!(std::mem::align_of::<SoaBlock>() == 32);
 pub(super) unsafe fn blend(poses: &[&[SoaBlock]], w: &[f32], out: &mut [SoaBlock]) {
     let m = poses.len().min(w.len());
     let scale = _mm256_set1_ps(SCALE);
-    let sign = _mm256_set1_ps(-0.0);
-    let zero = _mm256_setzero_ps();
     let w0 = _mm256_set1_ps(w[0]);
     for (b, o) in out.iter_mut().enumerate() {
         let x0 = &poses[0][b];
@@ -76,49 +75,9 @@ pub(super) unsafe fn blend(poses: &[&[SoaBlock]], w: &[f32], out: &mut [SoaBlock
         }
         for k in 1..m {
             let wk = _mm256_set1_ps(w[k]);
-            let q = rotation(&poses[k][b]);
-            // Flip the rotations whose dot with the reference is not >= 0 (NaN flips).
-            let d = _mm256_fmadd_ps(
-                q[3],
-                reference[3],
-                _mm256_fmadd_ps(
-                    q[2],
-                    reference[2],
-                    _mm256_fmadd_ps(q[1], reference[1], _mm256_mul_ps(q[0], reference[0])),
-                ),
-            );
-            let keep = _mm256_cmp_ps::<_CMP_GE_OQ>(d, zero);
-            let flip = _mm256_andnot_ps(keep, sign);
-            for (acc, c) in sum.iter_mut().zip(q) {
-                *acc = _mm256_fmadd_ps(_mm256_xor_ps(c, flip), wk, *acc);
-            }
+            add_on_side(&mut sum, &reference, rotation(&poses[k][b]), wk);
         }
-        let s = [
-            _mm256_mul_ps(sum[0], scale),
-            _mm256_mul_ps(sum[1], scale),
-            _mm256_mul_ps(sum[2], scale),
-            _mm256_mul_ps(sum[3], scale),
-        ];
-        let len2 = _mm256_fmadd_ps(
-            s[3],
-            s[3],
-            _mm256_fmadd_ps(
-                s[2],
-                s[2],
-                _mm256_fmadd_ps(s[1], s[1], _mm256_mul_ps(s[0], s[0])),
-            ),
-        );
-        let rcp = _mm256_div_ps(scale, _mm256_sqrt_ps(len2));
-        let ok = _mm256_and_ps(
-            _mm256_cmp_ps::<_CMP_LT_OQ>(rcp, _mm256_set1_ps(f32::INFINITY)),
-            _mm256_cmp_ps::<_CMP_GT_OQ>(rcp, zero),
-        );
-        let r = [
-            _mm256_and_ps(ok, _mm256_mul_ps(sum[0], rcp)),
-            _mm256_and_ps(ok, _mm256_mul_ps(sum[1], rcp)),
-            _mm256_and_ps(ok, _mm256_mul_ps(sum[2], rcp)),
-            _mm256_blendv_ps(_mm256_set1_ps(1.0), _mm256_mul_ps(sum[3], rcp), ok),
-        ];
+        let r = normalise8(sum);
         // SAFETY: as for the vectors above.
         for (dst, v) in o.rotation.iter_mut().zip(r) {
             _mm256_store_ps(dst.as_mut_ptr(), v);
