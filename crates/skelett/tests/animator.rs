@@ -1233,3 +1233,83 @@ fn loops_ends_and_finished_transitions_are_notified_once_in_order() {
     // Captured on the first update (no time passes for the offsets), done 0.3 s later.
     assert_eq!(steps, [2], "{steps:?}");
 }
+
+/// A cross-fading layer's pose is the blend of its players' samples at their times and
+/// weights, bit for bit (one clip at full weight: its sample), with two and three clips
+/// cross-fading on real assets (a compact clip among them), frame after frame at uneven steps.
+#[test]
+fn animator_crossfades_are_the_slice_blend_of_their_players() {
+    use skelett::compress::{compress, CompressOptions};
+    for file in [
+        "gltf/robot_quaternius.glb",
+        "gltf/Fox.glb",
+        "gltf/CesiumMan.glb",
+        "bvh/01_01.bvh",
+    ] {
+        let asset = skelett_io::load(data(file)).expect("shared data");
+        let sk = &asset.skeleton;
+        assert!(
+            sk.len() >= SOA_LANES,
+            "{file}: the block path needs 8 joints"
+        );
+        let n = asset.clips.len();
+        let keyed = |i: usize| asset.clips[i % n].clone();
+        let (compact, _) = compress(sk, &asset.clips[1 % n], &CompressOptions::default()).unwrap();
+        let mut anim = Animator::new(asset.skeleton.clone());
+        anim.play(0, keyed(0), PlayOptions::default()).unwrap();
+        anim.update(0.13);
+        anim.crossfade(0, keyed(1), 0.9, Curve::Linear, PlayOptions::default())
+            .unwrap();
+        let mut checked = [0usize; 4];
+        for frame in 0..60 {
+            if frame == 20 {
+                let c = Arc::new(compact.clone());
+                anim.crossfade(0, c, 0.6, Curve::SmoothStep, PlayOptions::default())
+                    .unwrap();
+            }
+            anim.update(0.011 + 0.007 * (frame % 5) as f32);
+            let players = anim.players(0);
+            checked[players.len()] += 1;
+            let samples: Vec<Pose> = players
+                .iter()
+                .map(|(p, _)| {
+                    let mut pose = Pose::rest(sk);
+                    let mut cache = SamplingCache::for_clip(p.clip());
+                    sample(p.clip(), p.time(), &mut cache, &mut pose).unwrap();
+                    pose
+                })
+                .collect();
+            let inputs: Vec<BlendInput> = samples
+                .iter()
+                .zip(&players)
+                .map(|(pose, (_, weight))| BlendInput {
+                    pose,
+                    weight: *weight,
+                    mask: None,
+                })
+                .collect();
+            let mut layer = Pose::rest(sk);
+            if let [(_, w)] = players[..] {
+                // One clip at full weight is its sample, not blended.
+                assert!(w >= 1.0);
+                layer.copy_from_slice(&samples[0]);
+            } else {
+                blend(&inputs, sk.rest_pose(), &mut layer).unwrap();
+            }
+            // A layer whose slots sum to less than 1 counts for that much over the rest pose.
+            let total: f32 = players.iter().map(|(_, w)| w).sum();
+            let want = if total >= 1.0 {
+                layer
+            } else {
+                let mut p = Pose::rest(sk);
+                blend_override(&mut p, &layer, total, None).unwrap();
+                p
+            };
+            assert_eq!(anim.pose(), &want[..], "{file}, frame {frame}");
+        }
+        assert!(
+            checked[2] > 0 && checked[3] > 0,
+            "{file}: two and three slots were checked: {checked:?}"
+        );
+    }
+}

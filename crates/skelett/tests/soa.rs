@@ -257,3 +257,52 @@ fn longer_soa_poses_keep_their_extra_joints() {
     assert_eq!(got, long);
     assert!(got[n..].iter().all(|t| *t == marker));
 }
+
+/// A pose sampled again from the clip it last took keeps that clip's static joints instead of
+/// writing them again: one pose sampled from every clip in turn, and written between samples
+/// through each way a user can write it, always equals a fresh pose's sample.
+#[test]
+fn reused_soa_poses_are_fresh_samples() {
+    for file in [
+        "gltf/robot_quaternius.glb",
+        "gltf/CesiumMan.glb",
+        "gltf/Fox.glb",
+    ] {
+        let asset = skelett_io::load(data(file)).expect("shared data");
+        let sk = &asset.skeleton;
+        let mut reused = SoaPose::identity(sk.len());
+        let junk = vec![
+            Transform::new(
+                glam::Vec3::splat(7.0),
+                glam::Quat::IDENTITY,
+                glam::Vec3::ONE
+            );
+            sk.len()
+        ];
+        let mut step = 0;
+        for round in 0..3 {
+            for clip in asset.clips.iter().chain(asset.clips.iter().rev()) {
+                for f in [0.1f32, 0.6] {
+                    step += 1;
+                    match step % 5 {
+                        1 => reused.copy_from(&junk).unwrap(),
+                        2 => reused.set(sk.len() - 1, &junk[0]),
+                        3 => reused.blocks_mut()[0] = SoaBlock::IDENTITY,
+                        _ => {}
+                    }
+                    let t = clip.start() + clip.duration() * f;
+                    let mut cache = SamplingCache::for_clip(clip);
+                    sample_soa(clip, t, &mut cache, &mut reused).unwrap();
+                    let mut fresh = SoaPose::identity(sk.len());
+                    sample_soa(clip, t, &mut SamplingCache::for_clip(clip), &mut fresh).unwrap();
+                    assert_eq!(
+                        reused,
+                        fresh,
+                        "{file} {} round {round} step {step}",
+                        clip.name()
+                    );
+                }
+            }
+        }
+    }
+}

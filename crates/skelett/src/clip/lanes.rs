@@ -50,6 +50,9 @@ const SLACK: usize = 4096;
 /// [`Block::timeline`] of blocks on the union timeline ([`Lanes::times`]).
 pub(crate) const UNION: u32 = u32::MAX;
 
+/// [`Block::soa`] of blocks whose lanes are not one block of joints.
+pub(crate) const NOT_ALIGNED: u32 = u32::MAX;
+
 /// One value for each of eight tracks, aligned for 256-bit loads.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[repr(C, align(32))]
@@ -61,10 +64,18 @@ pub(crate) struct Block {
     /// The tracks' timeline: [`UNION`], or an index into `Keys::timelines`.
     pub(crate) timeline: u32,
     pub(crate) target: Target,
-    /// Lanes in use, from the first (1..=8); the others repeat the last track in use.
+    /// Lanes to write out, from the first (1..=8). A lane without a track of its own (past
+    /// the last track, or a hole of an aligned block) repeats one that has: its rows, and
+    /// so its values, are that track's, and its joint is that track's joint.
     pub(crate) count: u32,
     /// The joint each lane animates.
     pub(crate) joints: [JointIndex; LANES],
+    /// [`NOT_ALIGNED`], or the block of eight joints (joints `8 * soa..8 * soa + 8`) whose
+    /// lane `i` is joint `8 * soa + i` wherever `mask` has bit `i`: then a structure-of-arrays
+    /// pose takes the block's values as they lie, without moving them between lanes.
+    pub(crate) soa: u32,
+    /// The lanes holding a track of their own (the low `count` bits where not aligned).
+    pub(crate) mask: u8,
     /// The first row of key 0; key `k` starts [`Block::rows_per_key`] rows later per key.
     pub(crate) first_row: u32,
 }
@@ -207,12 +218,12 @@ fn on_union(keys: &Keys, times: Vec<f32>) -> Lanes {
         let members: Vec<u32> = (0..linear.len() as u32)
             .filter(|&i| linear[i as usize].target == target)
             .collect();
-        for chunk in members.chunks(LANES) {
+        for chunk in chunks(&members, linear) {
             let first_row = rows.len();
             let per = rows_per_key(target);
             rows.resize(first_row + times.len() * per, Row::default());
-            for (lane, &i) in chunk.iter().enumerate() {
-                let tr = &linear[i as usize];
+            for lane in chunk.own_lanes() {
+                let tr = &linear[chunk.src[lane] as usize];
                 let track_times = keys.track_times(tr);
                 let v = tr.value_start as usize;
                 let key = |m: usize| first_row + m * per..first_row + (m + 1) * per;
@@ -258,14 +269,8 @@ fn on_union(keys: &Keys, times: Vec<f32>) -> Lanes {
                     }
                 }
             }
-            // Unused lanes repeat the block's last track: valid values to compute with, never
-            // written out.
-            let last = chunk.len() - 1;
-            for row in &mut rows[first_row..] {
-                let x = row.0[last];
-                row.0[last + 1..].fill(x);
-            }
-            blocks.push(block(UNION, target, chunk, linear, first_row));
+            chunk.repeat(&mut rows[first_row..]);
+            blocks.push(chunk.block(UNION, target, linear, first_row));
         }
     }
     Lanes {
@@ -276,25 +281,143 @@ fn on_union(keys: &Keys, times: Vec<f32>) -> Lanes {
     }
 }
 
-/// A block of the tracks `chunk` (indices into `linear`), its rows from `first_row`.
-fn block(
-    timeline: u32,
-    target: Target,
-    chunk: &[u32],
-    linear: &[crate::clip::Track],
-    first_row: usize,
-) -> Block {
-    let mut joints = [0; LANES];
-    for (lane, j) in joints.iter_mut().enumerate() {
-        *j = linear[chunk[lane.min(chunk.len() - 1)] as usize].joint;
+/// The lanes of a block before its rows are filled: which track each lane computes.
+struct Chunk {
+    /// The track (index into the LINEAR tracks) of each lane; a lane without a track of
+    /// its own repeats one that has.
+    src: [u32; LANES],
+    /// Lanes with a track of their own (their rows are filled; the others copy them).
+    mask: u8,
+    /// Lanes to write out: up to the last with a track of its own.
+    count: u32,
+    /// [`Block::soa`].
+    soa: u32,
+}
+
+impl Chunk {
+    /// A packed block: `tracks` (one to eight) in lanes from the first, the last repeated.
+    fn packed(tracks: &[u32]) -> Chunk {
+        Chunk {
+            src: std::array::from_fn(|lane| tracks[lane.min(tracks.len() - 1)]),
+            mask: (((1u32 << tracks.len()) - 1) & 0xFF) as u8,
+            count: tracks.len() as u32,
+            soa: NOT_ALIGNED,
+        }
     }
-    Block {
-        timeline,
-        target,
-        count: chunk.len() as u32,
-        joints,
-        first_row: first_row as u32,
+
+    /// The lanes whose rows are filled from their track.
+    fn own_lanes(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..LANES).filter(|&lane| self.mask & (1 << lane) != 0)
     }
+
+    /// The lane whose rows `lane` repeats (itself where it has a track of its own).
+    fn source_lane(&self, lane: usize) -> usize {
+        (0..LANES)
+            .find(|&l| self.mask & (1 << l) != 0 && self.src[l] == self.src[lane])
+            .unwrap_or(lane)
+    }
+
+    /// Copies every repeating lane's values from the lane it repeats, in all `rows`.
+    fn repeat(&self, rows: &mut [Row]) {
+        let from: [usize; LANES] = std::array::from_fn(|lane| self.source_lane(lane));
+        for row in rows {
+            for (lane, &f) in from.iter().enumerate() {
+                row.0[lane] = row.0[f];
+            }
+        }
+    }
+
+    /// The block, its rows from `first_row`.
+    fn block(
+        &self,
+        timeline: u32,
+        target: Target,
+        linear: &[crate::clip::Track],
+        first_row: usize,
+    ) -> Block {
+        Block {
+            timeline,
+            target,
+            count: self.count,
+            joints: self.src.map(|i| linear[i as usize].joint),
+            soa: self.soa,
+            mask: self.mask,
+            first_row: first_row as u32,
+        }
+    }
+}
+
+/// The blocks for `members` (indices into `linear`, one target, in track order): tracks of one
+/// block of eight joints go into one block aligned with it (lane `i` joint `8 * b + i`, so that
+/// a structure-of-arrays pose takes them as they lie) wherever that makes no more blocks than
+/// packing all of them eight to a block would (the work is the blocks'); the rest are packed,
+/// in order.
+fn chunks(members: &[u32], linear: &[crate::clip::Track]) -> Vec<Chunk> {
+    let packed = members.len().div_ceil(LANES);
+    // Tracks per block of joints, in joint order; a block with two tracks for one joint
+    // (not built by `RawClip::build`, which merges channels) cannot be aligned.
+    let mut groups: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+    for &i in members {
+        groups
+            .entry(linear[i as usize].joint as u32 / LANES as u32)
+            .or_default()
+            .push(i);
+    }
+    let alignable = |g: &[u32]| {
+        let mut seen = 0u8;
+        g.iter().all(|&i| {
+            let bit = 1u8 << (linear[i as usize].joint as usize % LANES);
+            let fresh = seen & bit == 0;
+            seen |= bit;
+            fresh
+        })
+    };
+    // The fewest tracks a block of joints needs to be aligned: the smallest that keeps the
+    // block count (eight always does: full blocks are aligned or packed alike).
+    let threshold = (1..=LANES)
+        .find(|&t| {
+            let aligned: Vec<&Vec<u32>> = groups
+                .values()
+                .filter(|g| g.len() >= t && alignable(g))
+                .collect();
+            let rest = members.len() - aligned.iter().map(|g| g.len()).sum::<usize>();
+            aligned.len() + rest.div_ceil(LANES) <= packed
+        })
+        .unwrap_or(LANES);
+    let mut out = Vec::new();
+    let mut rest = Vec::new();
+    for (&b, g) in &groups {
+        if g.len() < threshold || !alignable(g) {
+            rest.extend_from_slice(g);
+            continue;
+        }
+        let lane_of = |i: u32| linear[i as usize].joint as usize % LANES;
+        let mut chunk = Chunk {
+            src: [g[0]; LANES],
+            mask: 0,
+            count: 0,
+            soa: b,
+        };
+        for &i in g {
+            chunk.src[lane_of(i)] = i;
+            chunk.mask |= 1 << lane_of(i);
+        }
+        // Holes repeat the nearest track below them (the first track for holes before it).
+        let mut last = g[0];
+        for lane in 0..LANES {
+            if chunk.mask & (1 << lane) != 0 {
+                last = chunk.src[lane];
+            } else {
+                chunk.src[lane] = last;
+            }
+        }
+        chunk.count = 8 - chunk.mask.leading_zeros();
+        out.push(chunk);
+    }
+    // The packed rest keeps the tracks' order.
+    rest.sort_unstable();
+    out.extend(rest.chunks(LANES).map(Chunk::packed));
+    out
 }
 
 /// The segment of a track's key `times` holding each of `at` (increasing) and the position in
@@ -387,14 +510,15 @@ fn on_own_timelines(keys: &Keys) -> Lanes {
         }
         let n = keys.timelines[timeline as usize].1 as usize;
         let per = rows_per_key(target);
-        for chunk in members.chunks(LANES) {
+        for tracks in members.chunks(LANES) {
+            let chunk = Chunk::packed(tracks);
             let first_row = rows.len();
             rows.resize(first_row + n * per, Row::default());
             for k in 0..n {
                 let key = &mut rows[first_row + k * per..first_row + (k + 1) * per];
                 for lane in 0..LANES {
                     // Unused lanes repeat the block's last track.
-                    let tr = &linear[chunk[lane.min(chunk.len() - 1)] as usize];
+                    let tr = &linear[chunk.src[lane] as usize];
                     let v = tr.value_start as usize + k;
                     if target == Target::Rotation {
                         let (q, s) = (keys.quats[v], keys.slerp[v]);
@@ -410,7 +534,7 @@ fn on_own_timelines(keys: &Keys) -> Lanes {
                     }
                 }
             }
-            blocks.push(block(timeline, target, chunk, linear, first_row));
+            blocks.push(chunk.block(timeline, target, linear, first_row));
         }
     }
     leftover.sort_unstable();
@@ -432,5 +556,94 @@ pub(crate) fn used() -> bool {
     #[cfg(not(all(target_arch = "x86_64", not(feature = "scalar"))))]
     {
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clip::Track;
+    use proptest::prelude::*;
+
+    fn tracks(joints: &[u16]) -> Vec<Track> {
+        joints
+            .iter()
+            .map(|&joint| Track {
+                joint,
+                target: Target::Rotation,
+                interpolation: Interpolation::Linear,
+                timeline: 0,
+                time_start: 0,
+                key_count: 2,
+                value_start: 0,
+            })
+            .collect()
+    }
+
+    proptest! {
+        /// Whatever joints the tracks animate (in any order): every track has exactly one
+        /// lane of its own, there are no more blocks than packing eight to a block makes,
+        /// aligned blocks put joint `8b + i` in lane `i`, packed ones fill lanes from the
+        /// first, and every lane repeating another carries that lane's joint.
+        #[test]
+        fn chunks_cover_every_track_once(
+            set in proptest::collection::btree_set(0u16..70, 1..50),
+            seed in any::<u64>(),
+        ) {
+            let mut joints: Vec<u16> = set.into_iter().collect();
+            // A shuffled track order.
+            let mut x = seed | 1;
+            for i in (1..joints.len()).rev() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                joints.swap(i, (x % (i as u64 + 1)) as usize);
+            }
+            let linear = tracks(&joints);
+            let members: Vec<u32> = (0..linear.len() as u32).collect();
+            let chunks = chunks(&members, &linear);
+            prop_assert!(chunks.len() <= members.len().div_ceil(LANES));
+            let mut seen = vec![0; members.len()];
+            for c in &chunks {
+                let block = c.block(UNION, Target::Rotation, &linear, 0);
+                prop_assert!(c.mask != 0 && c.count >= 1 && c.count as usize <= LANES);
+                prop_assert_eq!(c.count, 8 - c.mask.leading_zeros());
+                for lane in 0..LANES {
+                    let own = c.mask & (1 << lane) != 0;
+                    if own {
+                        seen[c.src[lane] as usize] += 1;
+                    }
+                    let joint = block.joints[lane] as u32;
+                    if c.soa == NOT_ALIGNED {
+                        prop_assert_eq!(own, lane < c.count as usize);
+                    } else if own {
+                        prop_assert_eq!(joint, c.soa * LANES as u32 + lane as u32);
+                    }
+                    // A lane computes its source track's values for that track's joint.
+                    prop_assert_eq!(joint, linear[c.src[lane] as usize].joint as u32);
+                    prop_assert!(c.mask & (1 << c.source_lane(lane)) != 0);
+                }
+            }
+            prop_assert!(seen.iter().all(|&n| n == 1), "{:?}", seen);
+        }
+    }
+
+    /// Dense runs of joints are aligned with the blocks of eight joints (Fox's rotations:
+    /// joints 2 to 22 but 19), sparse ones packed (robot_quaternius's rotations).
+    #[test]
+    fn dense_tracks_are_aligned_sparse_ones_packed() {
+        let dense: Vec<u16> = (2..23).filter(|&j| j != 19).collect();
+        let linear = tracks(&dense);
+        let members: Vec<u32> = (0..linear.len() as u32).collect();
+        let c = chunks(&members, &linear);
+        let shape: Vec<(u32, u8)> = c.iter().map(|c| (c.soa, c.mask)).collect();
+        assert_eq!(shape, [(0, 0b1111_1100), (1, 0xFF), (2, 0b0111_0111)]);
+
+        let sparse = [1u16, 2, 6, 7, 9, 10, 22, 23, 24, 36, 37, 38, 39, 41];
+        let linear = tracks(&sparse);
+        let members: Vec<u32> = (0..linear.len() as u32).collect();
+        let c = chunks(&members, &linear);
+        assert_eq!(c.len(), 2);
+        assert!(c.iter().all(|c| c.soa == NOT_ALIGNED));
     }
 }

@@ -31,6 +31,7 @@ mod avx;
 mod soa;
 mod soa_avx;
 
+pub(crate) use soa::fill_blocks;
 pub use soa::{blend_soa, SoaBlendInput, SoaBlock, SoaPose, SOA_LANES};
 
 use crate::error::check_len;

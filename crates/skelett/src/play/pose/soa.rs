@@ -109,6 +109,11 @@ pub struct SoaPose {
     /// Where [`crate::sample_soa`] samples clips that cannot write blocks (compact clips, the
     /// `scalar` build) before copying them in: empty until the first such sample.
     staging: Vec<Transform>,
+    /// The identity of the clip [`crate::sample_soa`] last sampled into the pose, 0 if none
+    /// or if the pose was written since: the pose then holds that clip's static joints (its
+    /// base pose where no track writes), which the next sample of the same clip leaves as
+    /// they are instead of writing them again.
+    statics: u64,
 }
 
 impl PartialEq for SoaPose {
@@ -124,6 +129,7 @@ impl SoaPose {
             blocks: vec![SoaBlock::IDENTITY; len.div_ceil(SOA_LANES)],
             len,
             staging: Vec::new(),
+            statics: 0,
         }
     }
 
@@ -151,6 +157,15 @@ impl SoaPose {
         self.staging = staging;
     }
 
+    /// The blocks to sample `clip` into, and whether its static joints must be written:
+    /// not where the last write was a sample of the same clip (clips whose content changes
+    /// take a new identity). The pose counts as holding `clip`'s static joints afterwards.
+    pub(crate) fn blocks_for(&mut self, clip: u64) -> (&mut [SoaBlock], bool) {
+        let statics = self.statics != clip;
+        self.statics = clip;
+        (&mut self.blocks, statics)
+    }
+
     /// Joints in the pose.
     #[inline]
     pub fn len(&self) -> usize {
@@ -172,6 +187,7 @@ impl SoaPose {
     /// The blocks, to write (lanes past `len()` are never read as joints).
     #[inline]
     pub fn blocks_mut(&mut self) -> &mut [SoaBlock] {
+        self.statics = 0;
         &mut self.blocks
     }
 
@@ -192,6 +208,7 @@ impl SoaPose {
     #[inline]
     pub fn set(&mut self, j: usize, t: &Transform) {
         assert!(j < self.len, "joint {j} of a pose of {}", self.len);
+        self.statics = 0;
         self.blocks[j / SOA_LANES].set(j % SOA_LANES, t);
     }
 
@@ -202,24 +219,8 @@ impl SoaPose {
     /// [`Error::Length`] if `joints` is shorter than the pose; nothing is written.
     pub fn copy_from(&mut self, joints: &[Transform]) -> Result<(), Error> {
         check_len("transforms", self.len, joints.len())?;
-        let joints = &joints[..self.len];
-        let mut whole = joints.chunks_exact(SOA_LANES);
-        for (block, eight) in self.blocks.iter_mut().zip(&mut whole) {
-            #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
-            if super::avx::available() {
-                // SAFETY: AVX was just detected; `eight` is eight transforms.
-                // `transforms_round_trip` runs it.
-                unsafe { super::soa_avx::read_block(eight.try_into().unwrap(), block) };
-                continue;
-            }
-            for (lane, t) in eight.iter().enumerate() {
-                block.set(lane, t);
-            }
-        }
-        let last = joints.len() / SOA_LANES;
-        for (lane, t) in whole.remainder().iter().enumerate() {
-            self.blocks[last].set(lane, t);
-        }
+        self.statics = 0;
+        fill_blocks(&mut self.blocks, &joints[..self.len]);
         Ok(())
     }
 
@@ -247,6 +248,29 @@ impl SoaPose {
             }
         }
         Ok(())
+    }
+}
+
+/// Writes the first `joints.len()` transforms into the lanes of `blocks`, in order (joint
+/// `j` to lane `j % 8` of block `j / 8`; `blocks` holds at least that many lanes). With
+/// AVX, eight joints per 8x8 transpose.
+pub(crate) fn fill_blocks(blocks: &mut [SoaBlock], joints: &[Transform]) {
+    let mut whole = joints.chunks_exact(SOA_LANES);
+    for (block, eight) in blocks.iter_mut().zip(&mut whole) {
+        #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+        if super::avx::available() {
+            // SAFETY: AVX was just detected; `eight` is eight transforms.
+            // `transforms_round_trip` runs it.
+            unsafe { super::soa_avx::read_block(eight.try_into().unwrap(), block) };
+            continue;
+        }
+        for (lane, t) in eight.iter().enumerate() {
+            block.set(lane, t);
+        }
+    }
+    let last = joints.len() / SOA_LANES;
+    for (lane, t) in whole.remainder().iter().enumerate() {
+        blocks[last].set(lane, t);
     }
 }
 
@@ -294,6 +318,7 @@ pub fn blend_soa(inputs: &[SoaBlendInput], rest: &SoaPose, out: &mut SoaPose) ->
     for i in inputs {
         check_len("blend input pose", n, i.pose.len())?;
     }
+    out.statics = 0;
     let blocks = out.blocks.len();
     // The positive inputs and their weights (infinite ones as the largest finite weight),
     // on the stack up to eight (the animator's layers and cross-fades), else in vectors.

@@ -26,7 +26,7 @@ use std::arch::x86_64::*;
 use glam::{Quat, Vec3};
 
 use super::{copy_static, keyed, nlerp_aligned, NLERP_SCALE};
-use crate::clip::lanes::{Block, Lanes, Row, LANES};
+use crate::clip::lanes::{Block, Lanes, Row, LANES, NOT_ALIGNED};
 use crate::clip::{Keys, Target, Track};
 use crate::play::simd::{joint, transpose4};
 use crate::pose::{SoaBlock, SOA_LANES};
@@ -57,7 +57,6 @@ pub(super) unsafe fn sample<const NLERP: bool, P: Out + ?Sized>(
     for block in lanes.blocks.iter() {
         let (k, u) = block_at(block);
         let rows = block_rows(lanes, block, k);
-        let joints = &block.joints[..block.count as usize];
         match block.target {
             Target::Rotation => {
                 let q = if NLERP {
@@ -65,10 +64,10 @@ pub(super) unsafe fn sample<const NLERP: bool, P: Out + ?Sized>(
                 } else {
                     slerp8(rows, u)
                 };
-                pose.rotations(joints, q);
+                pose.rotations(block, q);
             }
-            Target::Translation => pose.vectors(joints, lerp8(rows, u), false),
-            Target::Scale => pose.vectors(joints, lerp8(rows, u), true),
+            Target::Translation => pose.vectors(block, lerp8(rows, u), false),
+            Target::Scale => pose.vectors(block, lerp8(rows, u), true),
         }
     }
     // The LINEAR tracks in no block, then STEP and CUBICSPLINE ones: one at a time.
@@ -89,17 +88,17 @@ pub(super) unsafe fn sample<const NLERP: bool, P: Out + ?Sized>(
 pub(super) trait Out {
     /// The clip's base values into the joints some component of which no track writes.
     fn copy_static(&mut self, clip: &Clip);
-    /// Eight rotations (x, y, z, w rows) into the first `joints.len()` lanes' joints.
+    /// Eight rotations (x, y, z, w rows) into the joints of `block`'s lanes.
     ///
     /// # Safety
     /// The CPU must support AVX.
-    unsafe fn rotations(&mut self, joints: &[JointIndex], q: [__m256; 4]);
-    /// Eight vectors (x, y, z rows) into the translations (or scales) of the first
-    /// `joints.len()` lanes' joints.
+    unsafe fn rotations(&mut self, block: &Block, q: [__m256; 4]);
+    /// Eight vectors (x, y, z rows) into the translations (or scales) of the joints of
+    /// `block`'s lanes.
     ///
     /// # Safety
     /// The CPU must support AVX.
-    unsafe fn vectors(&mut self, joints: &[JointIndex], v: [__m256; 3], scale: bool);
+    unsafe fn vectors(&mut self, block: &Block, v: [__m256; 3], scale: bool);
     /// `f` on joint `j`'s transform.
     fn joint(&mut self, j: JointIndex, f: impl FnOnce(&mut Transform));
 }
@@ -111,12 +110,13 @@ impl Out for [Transform] {
     }
 
     #[inline(always)]
-    unsafe fn rotations(&mut self, joints: &[JointIndex], q: [__m256; 4]) {
-        store_rotations(joints, q, self);
+    unsafe fn rotations(&mut self, block: &Block, q: [__m256; 4]) {
+        store_rotations(&block.joints[..block.count as usize], q, self);
     }
 
     #[inline(always)]
-    unsafe fn vectors(&mut self, joints: &[JointIndex], v: [__m256; 3], scale: bool) {
+    unsafe fn vectors(&mut self, block: &Block, v: [__m256; 3], scale: bool) {
+        let joints = &block.joints[..block.count as usize];
         if scale {
             store_vectors(joints, v, self, |t| &mut t.scale);
         } else {
@@ -130,33 +130,41 @@ impl Out for [Transform] {
     }
 }
 
-impl Out for [SoaBlock] {
+/// A structure-of-arrays pose's blocks as [`Out`]: `statics` says whether the clip's static
+/// joints must be written (not where the pose holds them from a sample of the same clip).
+pub(super) struct SoaOut<'a> {
+    pub(super) blocks: &'a mut [SoaBlock],
+    pub(super) statics: bool,
+}
+
+impl Out for SoaOut<'_> {
     #[inline(always)]
     fn copy_static(&mut self, clip: &Clip) {
+        if !self.statics {
+            return;
+        }
         let base = &clip.base;
         if clip.static_joints.len() == clip.joint_count() {
-            for (j, t) in base.iter().enumerate() {
-                self[j / SOA_LANES].set(j % SOA_LANES, t);
-            }
+            crate::play::pose::fill_blocks(self.blocks, base);
         } else {
             for &j in clip.static_joints.iter() {
                 let j = j as usize;
-                self[j / SOA_LANES].set(j % SOA_LANES, &base[j]);
+                self.blocks[j / SOA_LANES].set(j % SOA_LANES, &base[j]);
             }
         }
     }
 
     #[inline(always)]
-    unsafe fn rotations(&mut self, joints: &[JointIndex], q: [__m256; 4]) {
-        if let Some(b) = whole_block(joints) {
-            // SAFETY: the block's rows are eight f32 each, 32-byte aligned (`SoaBlock` is),
-            // written through a unique reference.
-            let r = &mut self[b].rotation;
+    unsafe fn rotations(&mut self, block: &Block, q: [__m256; 4]) {
+        if block.soa != NOT_ALIGNED {
+            let mask = lane_mask(block.mask);
+            let r = &mut self.blocks[block.soa as usize].rotation;
             for (row, v) in r.iter_mut().zip(q) {
-                _mm256_store_ps(row.as_mut_ptr(), v);
+                store_lanes(row, v, mask);
             }
             return;
         }
+        let joints = &block.joints[..block.count as usize];
         let mut lanes = [[0.0f32; SOA_LANES]; 4];
         for (row, v) in lanes.iter_mut().zip(q) {
             // SAFETY: eight f32, written through a unique reference.
@@ -164,22 +172,25 @@ impl Out for [SoaBlock] {
         }
         for (lane, &j) in joints.iter().enumerate() {
             let (b, l) = (j as usize / SOA_LANES, j as usize % SOA_LANES);
-            for (row, from) in self[b].rotation.iter_mut().zip(&lanes) {
+            for (row, from) in self.blocks[b].rotation.iter_mut().zip(&lanes) {
                 row[l] = from[lane];
             }
         }
     }
 
     #[inline(always)]
-    unsafe fn vectors(&mut self, joints: &[JointIndex], v: [__m256; 3], scale: bool) {
-        if let Some(b) = whole_block(joints) {
-            // SAFETY: as for the rotations: three rows of the block, through a unique
-            // reference.
-            for (row, v) in vector_rows(&mut self[b], scale).iter_mut().zip(v) {
-                _mm256_store_ps(row.as_mut_ptr(), v);
+    unsafe fn vectors(&mut self, block: &Block, v: [__m256; 3], scale: bool) {
+        if block.soa != NOT_ALIGNED {
+            let mask = lane_mask(block.mask);
+            for (row, v) in vector_rows(&mut self.blocks[block.soa as usize], scale)
+                .iter_mut()
+                .zip(v)
+            {
+                store_lanes(row, v, mask);
             }
             return;
         }
+        let joints = &block.joints[..block.count as usize];
         let mut lanes = [[0.0f32; SOA_LANES]; 3];
         for (row, v) in lanes.iter_mut().zip(v) {
             // SAFETY: eight f32, written through a unique reference.
@@ -187,7 +198,10 @@ impl Out for [SoaBlock] {
         }
         for (lane, &j) in joints.iter().enumerate() {
             let (b, l) = (j as usize / SOA_LANES, j as usize % SOA_LANES);
-            for (row, from) in vector_rows(&mut self[b], scale).iter_mut().zip(&lanes) {
+            for (row, from) in vector_rows(&mut self.blocks[b], scale)
+                .iter_mut()
+                .zip(&lanes)
+            {
                 row[l] = from[lane];
             }
         }
@@ -196,9 +210,9 @@ impl Out for [SoaBlock] {
     #[inline(always)]
     fn joint(&mut self, j: JointIndex, f: impl FnOnce(&mut Transform)) {
         let (b, l) = (j as usize / SOA_LANES, j as usize % SOA_LANES);
-        let mut t = self[b].get(l);
+        let mut t = self.blocks[b].get(l);
         f(&mut t);
-        self[b].set(l, &t);
+        self.blocks[b].set(l, &t);
     }
 }
 
@@ -212,18 +226,31 @@ fn vector_rows(block: &mut SoaBlock, scale: bool) -> &mut [[f32; SOA_LANES]; 3] 
     }
 }
 
-/// The block whose eight lanes are `joints` in order (joints `8b..8b + 8`), if they are:
-/// then a block of tracks is four or three aligned stores into a structure-of-arrays pose.
+/// The lanes of a block's mask: `None` for all eight, else all bits set in the lanes to
+/// write (AVX alone: integer comparisons on 256 bits would need AVX2, which the sampler does
+/// not ask for, and would be calls instead of instructions).
 #[inline(always)]
-fn whole_block(joints: &[JointIndex]) -> Option<usize> {
-    let first = *joints.first()? as usize;
-    let whole = joints.len() == SOA_LANES
-        && first % SOA_LANES == 0
-        && joints
-            .iter()
-            .enumerate()
-            .all(|(i, &j)| j as usize == first + i);
-    whole.then_some(first / SOA_LANES)
+fn lane_mask(mask: u8) -> Option<[u32; SOA_LANES]> {
+    (mask != 0xFF).then(|| std::array::from_fn(|lane| 0u32.wrapping_sub((mask >> lane) as u32 & 1)))
+}
+
+/// Writes the lanes of `v` that `mask` has ([`lane_mask`]) into `row`: one aligned store for
+/// all eight, else a blend with the lanes it has; the others keep their values.
+///
+/// # Safety
+/// The CPU must support AVX.
+#[inline(always)]
+unsafe fn store_lanes(row: &mut [f32; SOA_LANES], v: __m256, mask: Option<[u32; SOA_LANES]>) {
+    // SAFETY: `row` is eight f32 of a `SoaBlock`, 32-byte aligned (`SoaBlock` is), read and
+    // written through a unique reference; `mask` is eight u32 (32 bytes, loaded unaligned).
+    let p = row.as_mut_ptr();
+    match mask {
+        None => _mm256_store_ps(p, v),
+        Some(m) => {
+            let m = _mm256_loadu_ps(m.as_ptr() as *const f32);
+            _mm256_store_ps(p, _mm256_blendv_ps(_mm256_load_ps(p), v, m));
+        }
+    }
 }
 
 /// [`super::sample_joint`] through the clip's lanes: what [`sample`] writes for `joint`

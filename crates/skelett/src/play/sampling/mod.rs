@@ -568,18 +568,18 @@ pub fn sample_soa(
     #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
     if let Storage::Keyed(keys) = &clip.storage {
         if !keys.lanes.is_empty() && crate::clip::lanes::used() {
+            let (blocks, statics) = pose.blocks_for(clip.id);
+            let out = &mut lanes::SoaOut { blocks, statics };
             // SAFETY: as in `dispatch`: AVX was just detected, the lanes were built from
             // these keys, and the pose's blocks hold the clip's joints (checked above).
             // `soa_samples_are_the_slice_samples` runs it.
-            unsafe { sample_lanes_cached(clip, keys, time, cache, pose.blocks_mut()) };
+            unsafe { sample_lanes_cached(clip, keys, time, cache, out) };
             return Ok(());
         }
     }
     let mut staging = pose.take_staging(clip.joint_count());
     dispatch(clip, time, Search::Cached(cache), &mut staging);
-    for (j, t) in staging.iter().enumerate() {
-        pose.set(j, t);
-    }
+    crate::play::pose::fill_blocks(pose.blocks_for(clip.id).0, &staging);
     pose.put_staging(staging);
     Ok(())
 }
