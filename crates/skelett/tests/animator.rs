@@ -1313,3 +1313,81 @@ fn animator_crossfades_are_the_slice_blend_of_their_players() {
         );
     }
 }
+
+/// A blend space cross-fading into a clip on a real skeleton (the space samples as rows, its
+/// pose is copied into blocks and blended with the clip's): the pose is the blend of the
+/// space's two clips (lerp, nlerp) and the clip, at the slots' weights, within rounding.
+#[test]
+fn blend_spaces_crossfade_into_clips() {
+    let asset = skelett_io::load(data("gltf/robot_quaternius.glb")).expect("shared data");
+    let sk = &asset.skeleton;
+    let clip = |name: &str| asset.clip(name).unwrap().clone();
+    let space = BlendSpace1D::new(vec![
+        (0.0, clip("Robot_Walking")),
+        (1.0, clip("Robot_Running")),
+    ]);
+    let mut anim = Animator::new(asset.skeleton.clone());
+    anim.play_blend_space(0, space, Transition::Immediate)
+        .unwrap();
+    anim.set_parameter(0, 0.3).unwrap();
+    anim.update(0.1);
+    anim.crossfade(
+        0,
+        clip("Robot_Idle"),
+        1.0,
+        Curve::Linear,
+        PlayOptions::default(),
+    )
+    .unwrap();
+    let sample_at = |p: &Player| {
+        let mut pose = Pose::rest(sk);
+        sample(
+            p.clip(),
+            p.time(),
+            &mut SamplingCache::for_clip(p.clip()),
+            &mut pose,
+        )
+        .unwrap();
+        pose
+    };
+    for frame in 0..20 {
+        anim.update(0.03);
+        let players = anim.players(0);
+        assert_eq!(players.len(), 3, "frame {frame}");
+        let (walk, run, idle) = (&players[0], &players[1], &players[2]);
+        let space_weight = walk.1 + run.1;
+        let w = run.1 / space_weight;
+        assert!((w - 0.3).abs() < 1e-6, "{w}");
+        let (a, b) = (sample_at(walk.0), sample_at(run.0));
+        let space_pose: Vec<Transform> = a
+            .iter()
+            .zip(b.iter())
+            .map(|(a, b)| Transform {
+                translation: a.translation.lerp(b.translation, w),
+                rotation: a.rotation.lerp(b.rotation, w),
+                scale: a.scale.lerp(b.scale, w),
+            })
+            .collect();
+        let idle_pose = sample_at(idle.0);
+        let mut want = Pose::rest(sk);
+        let inputs = [
+            BlendInput {
+                pose: &space_pose,
+                weight: space_weight,
+                mask: None,
+            },
+            BlendInput {
+                pose: &idle_pose,
+                weight: idle.1,
+                mask: None,
+            },
+        ];
+        blend(&inputs, sk.rest_pose(), &mut want).unwrap();
+        for (j, (got, want)) in anim.pose().iter().zip(want.iter()).enumerate() {
+            let close = got.translation.abs_diff_eq(want.translation, 1e-5)
+                && got.rotation.abs_diff_eq(want.rotation, 1e-5)
+                && got.scale.abs_diff_eq(want.scale, 1e-5);
+            assert!(close, "frame {frame}, joint {j}: {got:?} against {want:?}");
+        }
+    }
+}

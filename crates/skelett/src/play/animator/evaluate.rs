@@ -1,11 +1,15 @@
 //! Evaluating layers: each layer samples its slots, blends them by weight (a blend space
-//! blends its two neighbouring clips), applies a pending or running inertial transition, and
+//! blends its two neighbouring clips; on skeletons of eight joints or more the slots are
+//! sampled and blended in blocks of eight joints, structure of arrays, with the slice
+//! blend's bits), applies a pending or running inertial transition, and
 //! the layers are combined over the rest pose by override or additive blending with their
 //! masks, into the animator's local pose.
 
-use super::layer::{Source, MAX_SLOTS};
+use super::layer::{SlotPoses, Source, MAX_SLOTS};
 use super::{Animator, BlendMode};
-use crate::pose::{apply_additive, blend, blend_override, BlendInput};
+use crate::play::pose::blend_soa_to_rows;
+use crate::play::sampling::writes_blocks;
+use crate::pose::{apply_additive, blend, blend_override, BlendInput, SoaBlendInput};
 use crate::Transform;
 
 impl Animator {
@@ -49,26 +53,48 @@ impl Animator {
                 1 => (o1, &*o0, &*o2),
                 _ => (o2, &*o1, &*o0),
             };
+            let [row, extra] = &mut l.scratch;
             if l.slots.len() == 1 && l.slots[0].weight >= 1.0 {
-                sample_slot(&mut l.slots[0].source, output, &mut l.buffers[MAX_SLOTS]);
+                sample_slot(&mut l.slots[0].source, output, extra);
             } else {
-                let (bufs, extra) = l.buffers.split_at_mut(MAX_SLOTS);
-                for (s, buf) in l.slots.iter_mut().zip(bufs.iter_mut()) {
-                    sample_slot(&mut s.source, buf, &mut extra[0]);
+                match &mut l.slot_poses {
+                    SlotPoses::Blocks(bufs) => {
+                        for (s, buf) in l.slots.iter_mut().zip(bufs.iter_mut()) {
+                            match &mut s.source {
+                                Source::Clip(p) if writes_blocks(&p.clip) => p.sample_soa(buf),
+                                source => {
+                                    sample_slot(source, row, extra);
+                                    let _ = buf.copy_from(row);
+                                }
+                            }
+                        }
+                        let inputs: [SoaBlendInput; MAX_SLOTS] =
+                            std::array::from_fn(|i| SoaBlendInput {
+                                pose: &bufs[i],
+                                weight: l.slots.get(i).map_or(0.0, |s| s.weight),
+                            });
+                        let _ = blend_soa_to_rows(&inputs[..l.slots.len()], neutral, output);
+                    }
+                    SlotPoses::Rows(bufs) => {
+                        for (s, buf) in l.slots.iter_mut().zip(bufs.iter_mut()) {
+                            sample_slot(&mut s.source, buf, extra);
+                        }
+                        let mut inputs: [BlendInput; MAX_SLOTS] = [BlendInput {
+                            pose: &[],
+                            weight: 0.0,
+                            mask: None,
+                        };
+                            MAX_SLOTS];
+                        for (i, (s, buf)) in l.slots.iter().zip(bufs.iter()).enumerate() {
+                            inputs[i] = BlendInput {
+                                pose: buf,
+                                weight: s.weight,
+                                mask: None,
+                            };
+                        }
+                        let _ = blend(&inputs[..l.slots.len()], neutral, output);
+                    }
                 }
-                let mut inputs: [BlendInput; MAX_SLOTS] = [BlendInput {
-                    pose: &[],
-                    weight: 0.0,
-                    mask: None,
-                }; MAX_SLOTS];
-                for (i, (s, buf)) in l.slots.iter().zip(bufs.iter()).enumerate() {
-                    inputs[i] = BlendInput {
-                        pose: buf,
-                        weight: s.weight,
-                        mask: None,
-                    };
-                }
-                let _ = blend(&inputs[..l.slots.len()], neutral, output);
             }
             let captured = l.inertial_pending.is_some();
             let had_output = l.produced;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::inertial::Inertial;
 use super::{BlendMode, BlendSpace1D, BlendTree, Curve, PlayOptions, Player, Transition, When};
-use crate::{Clip, JointMask, Pose};
+use crate::{Clip, JointMask, Pose, SoaPose, SOA_LANES};
 
 /// What a slot plays.
 #[derive(Clone, Debug)]
@@ -83,8 +83,12 @@ pub(crate) struct Layer {
     /// Tagged sources that left the layer, kept for reuse (see [`Slot::tag`]).
     pub(crate) spare: Vec<(u32, Source)>,
     pub(super) queue: Vec<Queued>,
-    /// One pose per slot, and one more for blend spaces' second clip.
-    pub(super) buffers: Vec<Pose>,
+    /// Where the slots are sampled before they are blended, one pose per slot.
+    pub(super) slot_poses: SlotPoses,
+    /// Poses as rows for what does not sample into blocks: `scratch[0]` takes such a slot
+    /// (a tree, a blend space, a compact clip) before its copy into blocks, `scratch[1]` a
+    /// blend space's second clip.
+    pub(super) scratch: [Pose; 2],
     /// The layer's last three outputs, rotated instead of copied: `outputs[cur]` is the
     /// newest (inertial transitions need the two before the switch).
     pub(super) outputs: [Pose; 3],
@@ -99,6 +103,29 @@ pub(crate) struct Layer {
     /// A disabled layer keeps its players, fades, queue and times but neither advances,
     /// fires events nor contributes to the pose ([`super::Animator::set_layer_enabled`]).
     pub(super) enabled: bool,
+}
+
+/// The slot poses of a layer, [`MAX_SLOTS`] of them.
+///
+/// Skeletons of eight joints or more sample and blend their slots in blocks of eight joints
+/// ([`crate::SoaPose`]; `blend_soa`'s kernel, the result transposed once on its way out),
+/// with the slice blend's bits; shorter ones, which fill less than one block and which the
+/// slice blend takes joint by joint, keep rows.
+#[derive(Clone, Debug)]
+pub(crate) enum SlotPoses {
+    Blocks(Vec<SoaPose>),
+    Rows(Vec<Pose>),
+}
+
+impl SlotPoses {
+    /// The slot poses for a skeleton whose rest pose is `rest`.
+    pub(super) fn new(rest: &Pose) -> SlotPoses {
+        if rest.len() >= SOA_LANES {
+            SlotPoses::Blocks(vec![SoaPose::from_transforms(rest); MAX_SLOTS])
+        } else {
+            SlotPoses::Rows(vec![rest.clone(); MAX_SLOTS])
+        }
+    }
 }
 
 /// A layer weight: 0..=1 for override layers, -1..=1 for additive ones; NaN as 0.

@@ -91,6 +91,7 @@ pub use player::{Player, Wrap, MAX_EVENTS_PER_UPDATE};
 pub use tree::{weights_1d, weights_2d, BlendTree, Space2D, TreeNode, TreeShape, TreeValue};
 
 use self::inertial::Inertial;
+use self::layer::SlotPoses;
 pub(crate) use self::layer::Source;
 use self::layer::{layer_weight, Layer};
 use self::morph::LayerMorph;
@@ -178,7 +179,8 @@ impl Animator {
             slots: Vec::with_capacity(MAX_SLOTS),
             spare: Vec::new(),
             queue: Vec::with_capacity(4),
-            buffers: vec![rest.clone(); MAX_SLOTS + 1],
+            slot_poses: SlotPoses::new(&rest),
+            scratch: [rest.clone(), rest.clone()],
             outputs: [rest.clone(), rest.clone(), rest],
             cur: 0,
             last_dt: 0.0,

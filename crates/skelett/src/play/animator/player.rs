@@ -390,6 +390,14 @@ impl Player {
         let _ = crate::sample(&self.clip, t, &mut self.cache, pose);
     }
 
+    /// Samples the clip at the player's time into `pose`'s blocks (the same bits as
+    /// [`Player::sample`]).
+    pub(crate) fn sample_soa(&mut self, pose: &mut crate::SoaPose) {
+        let t = self.time();
+        // Sized for the clip's skeleton when the animator was built.
+        let _ = crate::sample_soa(&self.clip, t, &mut self.cache, pose);
+    }
+
     /// Samples the clip's morph weights at the player's time into `weights`.
     pub(crate) fn sample_weights(&self, weights: &mut [f32]) {
         // Sized for the clip's skeleton's channels when the animator was built.

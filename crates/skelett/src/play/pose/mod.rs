@@ -31,8 +31,8 @@ mod avx;
 mod soa;
 mod soa_avx;
 
-pub(crate) use soa::fill_blocks;
 pub use soa::{blend_soa, SoaBlendInput, SoaBlock, SoaPose, SOA_LANES};
+pub(crate) use soa::{blend_soa_to_rows, fill_blocks};
 
 use crate::error::check_len;
 use crate::transform::nlerp;

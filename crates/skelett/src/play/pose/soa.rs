@@ -315,11 +315,109 @@ pub struct SoaBlendInput<'a> {
 pub fn blend_soa(inputs: &[SoaBlendInput], rest: &SoaPose, out: &mut SoaPose) -> Result<(), Error> {
     let n = out.len();
     check_len("rest", n, rest.len())?;
+    out.statics = 0;
+    let blocks = out.blocks.len();
+    if !blend_into(inputs, n, &mut out.blocks[..])? {
+        out.blocks.copy_from_slice(&rest.blocks[..blocks]);
+    }
+    Ok(())
+}
+
+/// [`blend_soa`] with the result written as rows: the same bits, each block transposed once
+/// on its way out (the animator's layers, whose output the rest of the frame reads as
+/// [`Transform`]s), without a whole pose of blocks in between.
+///
+/// # Errors
+/// [`Error::Length`] if an input or `rest` is shorter than `out`; nothing is written.
+pub(crate) fn blend_soa_to_rows(
+    inputs: &[SoaBlendInput],
+    rest: &[Transform],
+    out: &mut [Transform],
+) -> Result<(), Error> {
+    let n = out.len();
+    check_len("rest", n, rest.len())?;
+    let mut rows = Rows {
+        temp: SoaBlock::IDENTITY,
+        out,
+    };
+    if !blend_into(inputs, n, &mut rows)? {
+        rows.out.copy_from_slice(&rest[..n]);
+    }
+    Ok(())
+}
+
+/// Where a structure-of-arrays blend puts block `b`'s result: straight into a pose's blocks,
+/// or into a block on the stack that [`Sink::done`] then writes out as rows.
+pub(super) trait Sink {
+    /// Blocks to produce.
+    fn blocks(&self) -> usize;
+    /// The block that receives block `b`'s result.
+    fn block(&mut self, b: usize) -> &mut SoaBlock;
+    /// Block `b`'s result is complete in [`Sink::block`].
+    fn done(&mut self, b: usize);
+}
+
+impl Sink for [SoaBlock] {
+    #[inline(always)]
+    fn blocks(&self) -> usize {
+        self.len()
+    }
+
+    #[inline(always)]
+    fn block(&mut self, b: usize) -> &mut SoaBlock {
+        &mut self[b]
+    }
+
+    #[inline(always)]
+    fn done(&mut self, _: usize) {}
+}
+
+/// A [`Sink`] writing rows ([`Transform`]s): each block's result goes through `temp` (in the
+/// first-level cache) to its eight joints.
+struct Rows<'a> {
+    temp: SoaBlock,
+    out: &'a mut [Transform],
+}
+
+impl Sink for Rows<'_> {
+    #[inline(always)]
+    fn blocks(&self) -> usize {
+        self.out.len().div_ceil(SOA_LANES)
+    }
+
+    #[inline(always)]
+    fn block(&mut self, _: usize) -> &mut SoaBlock {
+        &mut self.temp
+    }
+
+    #[inline(always)]
+    fn done(&mut self, b: usize) {
+        let end = (b * SOA_LANES + SOA_LANES).min(self.out.len());
+        let out = &mut self.out[b * SOA_LANES..end];
+        #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+        if super::avx::available() {
+            // SAFETY: AVX was just detected; `out` has at most eight entries.
+            // `soa_blend_is_the_slice_blend` runs it (through `blend_soa_to_rows`).
+            unsafe { super::soa_avx::write_block(&self.temp, out) };
+            return;
+        }
+        for (lane, o) in out.iter_mut().enumerate() {
+            *o = self.temp.get(lane);
+        }
+    }
+}
+
+/// The blend of `inputs` (poses of at least `n` joints) into `sink`; `false`, with nothing
+/// written, where no weight is positive.
+fn blend_into(
+    inputs: &[SoaBlendInput],
+    n: usize,
+    sink: &mut (impl Sink + ?Sized),
+) -> Result<bool, Error> {
     for i in inputs {
         check_len("blend input pose", n, i.pose.len())?;
     }
-    out.statics = 0;
-    let blocks = out.blocks.len();
+    let blocks = sink.blocks();
     // The positive inputs and their weights (infinite ones as the largest finite weight),
     // on the stack up to eight (the animator's layers and cross-fades), else in vectors.
     let mut poses8: [&[SoaBlock]; 8] = [&[]; 8];
@@ -348,8 +446,7 @@ pub fn blend_soa(inputs: &[SoaBlendInput], rest: &SoaPose, out: &mut SoaPose) ->
     };
     // Over their sum (as the slice blend's `w /= total`), taken at 2^-64 where it overflows.
     let Some(total) = super::weight_total(w) else {
-        out.blocks.copy_from_slice(&rest.blocks[..blocks]);
-        return Ok(());
+        return Ok(false);
     };
     for x in w.iter_mut() {
         *x /= total;
@@ -358,22 +455,23 @@ pub fn blend_soa(inputs: &[SoaBlendInput], rest: &SoaPose, out: &mut SoaPose) ->
     #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
     if super::avx::available() {
         // SAFETY: AVX and FMA were just detected; `poses` and `w` pair up (at least one),
-        // every pose has `blocks` blocks, as `out` has. `soa_blend_is_the_slice_blend` runs
-        // it.
-        unsafe { super::soa_avx::blend(poses, w, &mut out.blocks) };
-        return Ok(());
+        // every pose has the sink's blocks. `soa_blend_is_the_slice_blend` runs it.
+        unsafe { super::soa_avx::blend(poses, w, sink) };
+        return Ok(true);
     }
-    portable_blend(poses, w, &mut out.blocks);
-    Ok(())
+    portable_blend(poses, w, sink);
+    Ok(true)
 }
 
 /// [`blend_soa`]'s loop with the portable `blend`'s arithmetic, lane by lane.
-fn portable_blend(poses: &[&[SoaBlock]], w: &[f32], out: &mut [SoaBlock]) {
-    for (b, o) in out.iter_mut().enumerate() {
+fn portable_blend(poses: &[&[SoaBlock]], w: &[f32], sink: &mut (impl Sink + ?Sized)) {
+    for b in 0..sink.blocks() {
+        let o = sink.block(b);
         for lane in 0..SOA_LANES {
             let t = blend_joint(poses.len(), |k| poses[k][b].get(lane), w);
             o.set(lane, &t);
         }
+        sink.done(b);
     }
 }
 
@@ -473,6 +571,40 @@ mod tests {
             if !weights.iter().any(|&w| w > 0.0) {
                 prop_assert_eq!(&got, &rest);
             }
+            // Written as rows on the way out (the animator's layers): the same bits.
+            let mut rows = vec![Transform::IDENTITY; n];
+            blend_soa_to_rows(&inputs, &rest, &mut rows).unwrap();
+            prop_assert_eq!(&rows, &got);
+        }
+
+        /// `blend_soa_to_rows` writes as many joints as its output has (a shorter output than
+        /// the inputs, the last block partial) and nothing past them.
+        #[test]
+        fn soa_blend_to_rows_writes_only_its_joints(n in 1usize..20, extra in 0usize..9) {
+            let a = SoaPose::from_transforms(&vec![Transform::IDENTITY; n + extra]);
+            let x = Transform::new(Vec3::X, Quat::IDENTITY, Vec3::ONE);
+            let b = SoaPose::from_transforms(&vec![x; n + extra]);
+            let inputs = [
+                SoaBlendInput { pose: &a, weight: 1.0 },
+                SoaBlendInput { pose: &b, weight: 1.0 },
+            ];
+            let marker = Transform::new(Vec3::splat(9.0), Quat::IDENTITY, Vec3::ONE);
+            let rest = vec![Transform::IDENTITY; n];
+            let mut out = vec![marker; n + 3];
+            blend_soa_to_rows(&inputs, &rest, &mut out[..n]).unwrap();
+            for t in &out[..n] {
+                prop_assert!((t.translation - Vec3::new(0.5, 0.0, 0.0)).length() < 1e-6, "{t:?}");
+            }
+            prop_assert_eq!(&out[n..], &[marker; 3][..]);
+            // Short inputs or rest: an error, nothing written.
+            let short = SoaPose::identity(n - 1);
+            let before = out.clone();
+            let one = [SoaBlendInput { pose: &short, weight: 1.0 }];
+            let e = blend_soa_to_rows(&one, &rest, &mut out[..n]);
+            prop_assert!(matches!(e, Err(Error::Length { .. })), "{:?}", e);
+            let e = blend_soa_to_rows(&inputs, &rest[..n - 1], &mut out[..n]);
+            prop_assert!(matches!(e, Err(Error::Length { .. })), "{:?}", e);
+            prop_assert_eq!(&out, &before);
         }
 
         /// Lanes and joints round-trip through the block form, and a copy into an existing

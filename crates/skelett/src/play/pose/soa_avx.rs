@@ -15,7 +15,7 @@
 use std::arch::x86_64::*;
 
 use super::avx::{add_on_side, normalise8};
-use super::soa::SoaBlock;
+use super::soa::{Sink, SoaBlock};
 use super::SCALE;
 use crate::play::simd::{load2, store2, transpose4};
 use crate::Transform;
@@ -23,8 +23,8 @@ use crate::Transform;
 const _: () = assert!(std::mem::size_of::<SoaBlock>() == 320);
 const _: () = assert!(std::mem::align_of::<SoaBlock>() == 32);
 
-/// `out[b]` = the weighted blend of `poses[k][b]` with weights `w[k]` (normalised,
-/// positive), for every block `b` of `out`.
+/// Block `b` of `out` = the weighted blend of `poses[k][b]` with weights `w[k]`
+/// (normalised, positive), for every block `b` of `out`.
 ///
 /// The translations and scales of all inputs are summed first, then the rotations: six
 /// and eight accumulators and their operands fit the sixteen registers, where both at once
@@ -32,13 +32,16 @@ const _: () = assert!(std::mem::align_of::<SoaBlock>() == 32);
 ///
 /// # Safety
 /// The CPU must support AVX and FMA. `poses` and `w` have the same length, at least 1, and
-/// every pose at least `out.len()` blocks (indexing checks it again).
+/// every pose at least `out.blocks()` blocks (indexing checks it again).
 #[target_feature(enable = "avx,fma")]
-pub(super) unsafe fn blend(poses: &[&[SoaBlock]], w: &[f32], out: &mut [SoaBlock]) {
+// `b` indexes every input's blocks and the sink's, not one slice.
+#[allow(clippy::needless_range_loop)]
+pub(super) unsafe fn blend(poses: &[&[SoaBlock]], w: &[f32], out: &mut (impl Sink + ?Sized)) {
     let m = poses.len().min(w.len());
     let scale = _mm256_set1_ps(SCALE);
     let w0 = _mm256_set1_ps(w[0]);
-    for (b, o) in out.iter_mut().enumerate() {
+    for b in 0..out.blocks() {
+        let o = out.block(b);
         let x0 = &poses[0][b];
         let mut vectors = vectors(x0);
         for c in &mut vectors {
@@ -82,6 +85,7 @@ pub(super) unsafe fn blend(poses: &[&[SoaBlock]], w: &[f32], out: &mut [SoaBlock
         for (dst, v) in o.rotation.iter_mut().zip(r) {
             _mm256_store_ps(dst.as_mut_ptr(), v);
         }
+        out.done(b);
     }
 }
 

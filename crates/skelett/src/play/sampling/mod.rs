@@ -584,6 +584,18 @@ pub fn sample_soa(
     Ok(())
 }
 
+/// Whether [`sample_soa`] writes `clip` straight into a pose's blocks (a keyed clip on a CPU
+/// with AVX), not through the pose's staging buffer: the animator samples other clips as
+/// rows itself, into a buffer it already has.
+pub(crate) fn writes_blocks(clip: &Clip) -> bool {
+    #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+    if let Storage::Keyed(keys) = &clip.storage {
+        return !keys.lanes.is_empty() && crate::clip::lanes::used();
+    }
+    let _ = clip;
+    false
+}
+
 /// The segment of `times` holding `time` and the position in it, by binary search (what a
 /// cursor arriving there computes, bit for bit).
 #[inline(always)]
