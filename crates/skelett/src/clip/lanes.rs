@@ -21,6 +21,13 @@
 //! follows the track's own to rounding (a property test holds it within 1e-6) and every key
 //! is hit.
 //!
+//! Tracks of one block of eight joints (joints `8b..8b + 8`) share a block aligned with it,
+//! lane `i` for joint `8b + i`, wherever that makes no more blocks than packing every track
+//! eight to a block would ([`Block::soa`]): a structure-of-arrays pose then takes the
+//! block's rows as they lie. A lane whose joint has no track repeats another lane's track
+//! (rows and joint), so it computes that track's values and is never written out; the other
+//! tracks are packed in track order.
+//!
 //! The layout is derived from the per-track arrays when a clip is built (and rebuilt where a
 //! derived clip changes keys), is not serialised, and takes memory beside them: the union's
 //! keys times the tracks, 40 bytes per rotation key (both sets, slerp's angle) and 12 per
@@ -74,7 +81,8 @@ pub(crate) struct Block {
     /// lane `i` is joint `8 * soa + i` wherever `mask` has bit `i`: then a structure-of-arrays
     /// pose takes the block's values as they lie, without moving them between lanes.
     pub(crate) soa: u32,
-    /// The lanes holding a track of their own (the low `count` bits where not aligned).
+    /// The lanes holding a track of their own (the low `count` bits where not aligned): the
+    /// lanes written out.
     pub(crate) mask: u8,
     /// The first row of key 0; key `k` starts [`Block::rows_per_key`] rows later per key.
     pub(crate) first_row: u32,

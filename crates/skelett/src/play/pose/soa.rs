@@ -315,9 +315,10 @@ pub struct SoaBlendInput<'a> {
 pub fn blend_soa(inputs: &[SoaBlendInput], rest: &SoaPose, out: &mut SoaPose) -> Result<(), Error> {
     let n = out.len();
     check_len("rest", n, rest.len())?;
-    out.statics = 0;
     let blocks = out.blocks.len();
-    if !blend_into(inputs, n, &mut out.blocks[..])? {
+    let blended = blend_into(inputs, n, &mut out.blocks[..])?;
+    out.statics = 0;
+    if !blended {
         out.blocks.copy_from_slice(&rest.blocks[..blocks]);
     }
     Ok(())

@@ -192,13 +192,15 @@ pub(super) unsafe fn sample_tracks(
         }
         let b = &cache.hot.blocks[bi];
         let v = interpolate8(b, xv);
-        let joints = &b.joints[..usize::from(b.count)];
+        let (joints, lanes) = (&b.joints, ((1u32 << b.count) - 1) as u8);
         match b.target {
-            Target::Rotation => store_rotations(joints, normalize8(v), pose),
-            Target::Translation => {
-                store_vectors(joints, [v[0], v[1], v[2]], pose, |t| &mut t.translation)
+            Target::Rotation => store_rotations(joints, lanes, normalize8(v), pose),
+            Target::Translation => store_vectors(joints, lanes, [v[0], v[1], v[2]], pose, |t| {
+                &mut t.translation
+            }),
+            Target::Scale => {
+                store_vectors(joints, lanes, [v[0], v[1], v[2]], pose, |t| &mut t.scale)
             }
-            Target::Scale => store_vectors(joints, [v[0], v[1], v[2]], pose, |t| &mut t.scale),
         }
     }
 }

@@ -15,9 +15,13 @@
 //! loops' bits; blocks on the union timeline interpolate between finer keys and agree with
 //! them to rounding (the property test in this file bounds it). Every search (a cache's
 //! cursors, [`super::sample_uncached`], [`super::sample_joint`]) goes through the lanes, so
-//! the three give the same bits. The results go back to the pose's joints through a
+//! the three give the same bits. The results go back to a slice's joints through a
 //! transpose: eight rotations are eight 16-byte stores, eight vectors sixteen 8- and 4-byte
 //! stores (a transform's vectors are 12 bytes: a wider store would overwrite its neighbour).
+//! A structure-of-arrays pose ([`SoaOut`])
+//! takes a block aligned with a block of joints as it lies, one aligned store per row (a
+//! masked blend where some lanes have no track), and other blocks lane by lane; sampled
+//! again from the same clip, it keeps the clip's static joints instead of writing them.
 
 #![cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
 
@@ -111,16 +115,16 @@ impl Out for [Transform] {
 
     #[inline(always)]
     unsafe fn rotations(&mut self, block: &Block, q: [__m256; 4]) {
-        store_rotations(&block.joints[..block.count as usize], q, self);
+        store_rotations(&block.joints, block.mask, q, self);
     }
 
     #[inline(always)]
     unsafe fn vectors(&mut self, block: &Block, v: [__m256; 3], scale: bool) {
-        let joints = &block.joints[..block.count as usize];
+        let (joints, lanes) = (&block.joints, block.mask);
         if scale {
-            store_vectors(joints, v, self, |t| &mut t.scale);
+            store_vectors(joints, lanes, v, self, |t| &mut t.scale);
         } else {
-            store_vectors(joints, v, self, |t| &mut t.translation);
+            store_vectors(joints, lanes, v, self, |t| &mut t.translation);
         }
     }
 
@@ -160,6 +164,7 @@ impl Out for SoaOut<'_> {
             let mask = lane_mask(block.mask);
             let r = &mut self.blocks[block.soa as usize].rotation;
             for (row, v) in r.iter_mut().zip(q) {
+                // SAFETY: AVX (this function's promise); a row of a `SoaBlock`, aligned.
                 store_lanes(row, v, mask);
             }
             return;
@@ -186,6 +191,7 @@ impl Out for SoaOut<'_> {
                 .iter_mut()
                 .zip(v)
             {
+                // SAFETY: as for the rotations: a row of a `SoaBlock`.
                 store_lanes(row, v, mask);
             }
             return;
@@ -238,11 +244,12 @@ fn lane_mask(mask: u8) -> Option<[u32; SOA_LANES]> {
 /// all eight, else a blend with the lanes it has; the others keep their values.
 ///
 /// # Safety
-/// The CPU must support AVX.
+/// The CPU must support AVX, and `row` must be 32-byte aligned (a row of a [`SoaBlock`],
+/// which is `repr(C, align(32))` with rows of 32 bytes).
 #[inline(always)]
 unsafe fn store_lanes(row: &mut [f32; SOA_LANES], v: __m256, mask: Option<[u32; SOA_LANES]>) {
-    // SAFETY: `row` is eight f32 of a `SoaBlock`, 32-byte aligned (`SoaBlock` is), read and
-    // written through a unique reference; `mask` is eight u32 (32 bytes, loaded unaligned).
+    // SAFETY: `row` is eight f32, 32-byte aligned (the caller's promise), read and written
+    // through a unique reference; `mask` is eight u32 (32 bytes, loaded unaligned).
     let p = row.as_mut_ptr();
     match mask {
         None => _mm256_store_ps(p, v),
@@ -282,17 +289,19 @@ pub(super) unsafe fn sample_joint(
         let rows = block_rows(lanes, block, k);
         match block.target {
             Target::Rotation => {
-                store_rotations(&SCRATCH, slerp8(rows, u), &mut scratch);
+                store_rotations(&SCRATCH, 0xFF, slerp8(rows, u), &mut scratch);
                 out.rotation = scratch[lane].rotation;
             }
             Target::Translation => {
-                store_vectors(&SCRATCH, lerp8(rows, u), &mut scratch, |t| {
+                store_vectors(&SCRATCH, 0xFF, lerp8(rows, u), &mut scratch, |t| {
                     &mut t.translation
                 });
                 out.translation = scratch[lane].translation;
             }
             Target::Scale => {
-                store_vectors(&SCRATCH, lerp8(rows, u), &mut scratch, |t| &mut t.scale);
+                store_vectors(&SCRATCH, 0xFF, lerp8(rows, u), &mut scratch, |t| {
+                    &mut t.scale
+                });
                 out.scale = scratch[lane].scale;
             }
         }
@@ -426,15 +435,20 @@ unsafe fn sin_step(x2: __m256, c: f32, rest: __m256) -> __m256 {
     )
 }
 
-/// Writes eight rotations (x, y, z, w rows) to the first `joints.len()` lanes' joints.
+/// Writes eight rotations (x, y, z, w rows) to the joints of the lanes whose bits `lanes` has.
 #[inline(always)]
 pub(super) unsafe fn store_rotations(
-    joints: &[JointIndex],
+    joints: &[JointIndex; LANES],
+    lanes: u8,
     q: [__m256; 4],
     pose: &mut [Transform],
 ) {
     let r = transpose4(q[0], q[1], q[2], q[3]);
+    // Eight lanes, each tested: the loop unrolls (a loop over the set bits took 25-40 % longer).
     for (lane, &j) in joints.iter().enumerate() {
+        if lanes & (1 << lane) == 0 {
+            continue;
+        }
         let half = joint(&r, lane);
         // SAFETY: a `Quat` is four f32 (asserted above), written through a unique reference.
         _mm_storeu_ps(
@@ -444,11 +458,12 @@ pub(super) unsafe fn store_rotations(
     }
 }
 
-/// Writes eight vectors (x, y, z rows) to the field `field` picks of the first
-/// `joints.len()` lanes' joints.
+/// Writes eight vectors (x, y, z rows) to the field `field` picks of the joints of the lanes
+/// whose bits `lanes` has.
 #[inline(always)]
 pub(super) unsafe fn store_vectors(
-    joints: &[JointIndex],
+    joints: &[JointIndex; LANES],
+    lanes: u8,
     v: [__m256; 3],
     pose: &mut [Transform],
     field: impl Fn(&mut Transform) -> &mut Vec3,
@@ -456,6 +471,9 @@ pub(super) unsafe fn store_vectors(
     // Vectors as (x, y, z, z).
     let r = transpose4(v[0], v[1], v[2], v[2]);
     for (lane, &j) in joints.iter().enumerate() {
+        if lanes & (1 << lane) == 0 {
+            continue;
+        }
         let half = joint(&r, lane);
         let out = field(&mut pose[j as usize]);
         // SAFETY: a `Vec3` is three consecutive f32 (glam's layout, `repr(C)`); x and y are

@@ -531,8 +531,10 @@ unsafe fn sample_lanes_cached<P: lanes::Out + ?Sized>(
 /// same values, bit for bit, through the same cache.
 ///
 /// A keyed clip on a CPU with AVX writes its blocks of eight tracks straight into the pose's
-/// blocks (four or three aligned stores where the eight tracks are the eight joints of a
-/// block, as a skeleton's rotations mostly are); other clips (compact ones, the `scalar`
+/// blocks (four or three aligned stores, or masked blends, where a block of tracks is
+/// aligned with a block of joints, as dense tracks are; lane by lane otherwise), and a pose
+/// sampled again from the same clip keeps the clip's static joints (its base pose where no
+/// track writes) instead of writing them again; other clips (compact ones, the `scalar`
 /// build) are sampled into a buffer the pose keeps (allocated on its first such sample) and
 /// copied over.
 ///
