@@ -4,12 +4,14 @@
 //! (2026-11-26, ten runs over two sessions): 1.01-1.09 µs per robot_quaternius character
 //! (58 joints in ozz's conversion), 0.58-0.62 per Fox and 0.49-0.52 per CesiumMan updated
 //! over and over; 1.8-2.8, 0.65-1.5 and 0.54-1.3 µs when 1024 different characters are
-//! (ozz's crowd runs vary that much). CesiumMan has one clip: it cross-fades into itself (two players, both
-//! sampled and blended).
+//! (ozz's crowd runs vary that much). On a noisier 2-core Intel Xeon (2026-11-27, eight runs
+//! in four `compare.sh`): 1.61-4.96, 1.04-1.78 and 0.82-1.65 µs for one character, 2.35-4.38,
+//! 1.16-2.01 and 1.01-1.75 for the crowds. CesiumMan has one clip: it cross-fades into itself
+//! (two players, both sampled and blended).
 //!
 //! - `one`: the same character again and again (its data stays in the caches);
 //! - `crowd_1024`: 1024 characters sharing the clips, with their own animators and buffers
-//!   (about 20 KB each: far more than the caches hold), each updated once per iteration
+//!   (about 20-25 KB each: far more than the caches hold), each updated once per iteration
 //!   (throughput is per character: 1/thrpt is the per-character cost);
 //! - `crowd_1024_rayon`: the same crowd split across the machine's cores with rayon.
 
