@@ -1391,3 +1391,58 @@ fn blend_spaces_crossfade_into_clips() {
         }
     }
 }
+
+/// Cross-fades past `MAX_SLOTS` drop the faintest slot and give its weight to the others in
+/// proportion: the layer's weights keep summing to 1, so it does not sink toward the rest
+/// pose until the fades end, and the pose stays the blend of the players left.
+#[test]
+fn crossfades_past_max_slots_keep_the_layer_whole() {
+    let asset = skelett_io::load(data("gltf/robot_quaternius.glb")).expect("shared data");
+    let sk = &asset.skeleton;
+    let clips = &asset.clips;
+    let mut anim = Animator::new(asset.skeleton.clone());
+    let o = PlayOptions::default();
+    anim.play(0, clips[0].clone(), o).unwrap();
+    anim.update(0.1);
+    for k in 1..=7 {
+        anim.crossfade(0, clips[k % clips.len()].clone(), 1.0, Curve::Linear, o)
+            .unwrap();
+        for frame in 0..12 {
+            anim.update(1.0 / 60.0);
+            let players = anim.players(0);
+            assert!(players.len() <= MAX_SLOTS);
+            let total: f32 = players.iter().map(|p| p.1).sum();
+            assert!(
+                (total - 1.0).abs() < 1e-5,
+                "cross-fade {k}, frame {frame}: {total}"
+            );
+            let samples: Vec<Pose> = players
+                .iter()
+                .map(|(p, _)| {
+                    let mut pose = Pose::rest(sk);
+                    let mut cache = SamplingCache::for_clip(p.clip());
+                    sample(p.clip(), p.time(), &mut cache, &mut pose).unwrap();
+                    pose
+                })
+                .collect();
+            let inputs: Vec<BlendInput> = samples
+                .iter()
+                .zip(&players)
+                .map(|(pose, p)| BlendInput {
+                    pose,
+                    weight: p.1,
+                    mask: None,
+                })
+                .collect();
+            let mut want = Pose::rest(sk);
+            blend(&inputs, sk.rest_pose(), &mut want).unwrap();
+            for (got, want) in anim.pose().iter().zip(want.iter()) {
+                assert!(
+                    got.rotation.abs_diff_eq(want.rotation, 1e-5)
+                        && got.translation.abs_diff_eq(want.translation, 1e-5),
+                    "cross-fade {k}, frame {frame}: {got:?} against {want:?}"
+                );
+            }
+        }
+    }
+}

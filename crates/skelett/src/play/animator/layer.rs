@@ -71,7 +71,9 @@ pub(super) struct Queued {
     pub(super) options: PlayOptions,
 }
 
-/// The most slots a layer keeps; a transition that needs one more drops the faintest.
+/// The most slots a layer keeps. A cross-fade that needs one more drops the faintest slot,
+/// and the others take its weight in proportion: the layer keeps its total weight, and the
+/// pose changes by the dropped slot's share only.
 pub const MAX_SLOTS: usize = 4;
 
 #[derive(Clone, Debug)]
@@ -204,11 +206,24 @@ impl Layer {
                 };
                 self.fade_all_out(duration, curve);
                 if self.slots.len() >= MAX_SLOTS {
-                    // Drop the faintest slot to make room.
+                    // Drop the faintest slot to make room; the others take its weight in
+                    // proportion, so the layer keeps its total weight (and does not sink
+                    // toward what is below it until the fades end).
                     if let Some(i) = (0..self.slots.len())
                         .min_by(|&a, &b| self.slots[a].weight.total_cmp(&self.slots[b].weight))
                     {
+                        let total: f32 = self.slots.iter().map(|s| s.weight).sum();
+                        let left = total - self.slots[i].weight;
                         self.remove(i);
+                        if left > 0.0 && total > left {
+                            let k = total / left;
+                            for s in &mut self.slots {
+                                s.weight *= k;
+                                if let Some(f) = &mut s.fade {
+                                    f.from *= k;
+                                }
+                            }
+                        }
                     }
                 }
                 self.slots.push(Slot {

@@ -13,7 +13,10 @@
 //! A layer holds *slots*: a [`Player`] or a [`BlendSpace1D`], each with a weight that may be
 //! fading. [`Animator::crossfade`] fades every slot of the layer out from its current weight
 //! and a new one in, so a transition interrupted by another continues from where it was,
-//! without a pop. [`Animator::inertialize`] instead switches at once and decays the pose
+//! without a pop (past [`MAX_SLOTS`] the faintest slot is dropped: the pose moves by its
+//! share). Slots whose weights sum to less than 1 (a cross-fade onto an empty layer) make
+//! the layer count for that much less: it is blended over what is below it (the rest pose
+//! for the first layer) by that sum. [`Animator::inertialize`] instead switches at once and decays the pose
 //! difference ([`inertial`]). Players in the same sync group advance by normalised time,
 //! following the heaviest one, so a walk and a run keep their feet in phase.
 //!
@@ -334,7 +337,9 @@ impl Animator {
     }
 
     /// The players of `layer` with their current weights (blend spaces' players weighted by
-    /// the space's blend).
+    /// the space's blend times the slot's weight). A blend space's two clips are blended with
+    /// each other first (lerp and nlerp), and that pose with the layer's other slots: where a
+    /// space shares its layer, the pose is not the blend of these players' samples.
     pub fn players(&self, layer: usize) -> Vec<(&Player, f32)> {
         let Some(l) = self.layers.get(layer) else {
             return Vec::new();
