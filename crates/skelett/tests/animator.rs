@@ -1270,32 +1270,14 @@ fn animator_crossfades_are_the_slice_blend_of_their_players() {
             anim.update(0.011 + 0.007 * (frame % 5) as f32);
             let players = anim.players(0);
             checked[players.len()] += 1;
-            let samples: Vec<Pose> = players
-                .iter()
-                .map(|(p, _)| {
-                    let mut pose = Pose::rest(sk);
-                    let mut cache = SamplingCache::for_clip(p.clip());
-                    sample(p.clip(), p.time(), &mut cache, &mut pose).unwrap();
-                    pose
-                })
-                .collect();
-            let inputs: Vec<BlendInput> = samples
-                .iter()
-                .zip(&players)
-                .map(|(pose, (_, weight))| BlendInput {
-                    pose,
-                    weight: *weight,
-                    mask: None,
-                })
-                .collect();
-            let mut layer = Pose::rest(sk);
-            if let [(_, w)] = players[..] {
+            let (samples, blended) = blend_of_players(sk, &players);
+            let layer = if let [(_, w)] = players[..] {
                 // One clip at full weight is its sample, not blended.
                 assert!(w >= 1.0);
-                layer.copy_from_slice(&samples[0]);
+                samples[0].clone()
             } else {
-                blend(&inputs, sk.rest_pose(), &mut layer).unwrap();
-            }
+                blended
+            };
             // A layer whose slots sum to less than 1 counts for that much over the rest pose.
             let total: f32 = players.iter().map(|(_, w)| w).sum();
             let want = if total >= 1.0 {
@@ -1339,17 +1321,6 @@ fn blend_spaces_crossfade_into_clips() {
         PlayOptions::default(),
     )
     .unwrap();
-    let sample_at = |p: &Player| {
-        let mut pose = Pose::rest(sk);
-        sample(
-            p.clip(),
-            p.time(),
-            &mut SamplingCache::for_clip(p.clip()),
-            &mut pose,
-        )
-        .unwrap();
-        pose
-    };
     for frame in 0..20 {
         anim.update(0.03);
         let players = anim.players(0);
@@ -1358,7 +1329,7 @@ fn blend_spaces_crossfade_into_clips() {
         let space_weight = walk.1 + run.1;
         let w = run.1 / space_weight;
         assert!((w - 0.3).abs() < 1e-6, "{w}");
-        let (a, b) = (sample_at(walk.0), sample_at(run.0));
+        let (a, b) = (sample_player(sk, walk.0), sample_player(sk, run.0));
         let space_pose: Vec<Transform> = a
             .iter()
             .zip(b.iter())
@@ -1368,7 +1339,7 @@ fn blend_spaces_crossfade_into_clips() {
                 scale: a.scale.lerp(b.scale, w),
             })
             .collect();
-        let idle_pose = sample_at(idle.0);
+        let idle_pose = sample_player(sk, idle.0);
         let mut want = Pose::rest(sk);
         let inputs = [
             BlendInput {
@@ -1416,26 +1387,7 @@ fn crossfades_past_max_slots_keep_the_layer_whole() {
                 (total - 1.0).abs() < 1e-5,
                 "cross-fade {k}, frame {frame}: {total}"
             );
-            let samples: Vec<Pose> = players
-                .iter()
-                .map(|(p, _)| {
-                    let mut pose = Pose::rest(sk);
-                    let mut cache = SamplingCache::for_clip(p.clip());
-                    sample(p.clip(), p.time(), &mut cache, &mut pose).unwrap();
-                    pose
-                })
-                .collect();
-            let inputs: Vec<BlendInput> = samples
-                .iter()
-                .zip(&players)
-                .map(|(pose, p)| BlendInput {
-                    pose,
-                    weight: p.1,
-                    mask: None,
-                })
-                .collect();
-            let mut want = Pose::rest(sk);
-            blend(&inputs, sk.rest_pose(), &mut want).unwrap();
+            let (_, want) = blend_of_players(sk, &players);
             for (got, want) in anim.pose().iter().zip(want.iter()) {
                 assert!(
                     got.rotation.abs_diff_eq(want.rotation, 1e-5)
@@ -1445,4 +1397,29 @@ fn crossfades_past_max_slots_keep_the_layer_whole() {
             }
         }
     }
+}
+
+/// `p`'s clip sampled at its time, through a fresh cache.
+fn sample_player(sk: &Skeleton, p: &Player) -> Pose {
+    let mut pose = Pose::rest(sk);
+    let mut cache = SamplingCache::for_clip(p.clip());
+    sample(p.clip(), p.time(), &mut cache, &mut pose).unwrap();
+    pose
+}
+
+/// The players' samples, and their `blend` at the players' weights over the rest pose.
+fn blend_of_players(sk: &Skeleton, players: &[(&Player, f32)]) -> (Vec<Pose>, Pose) {
+    let samples: Vec<Pose> = players.iter().map(|(p, _)| sample_player(sk, p)).collect();
+    let inputs: Vec<BlendInput> = samples
+        .iter()
+        .zip(players)
+        .map(|(pose, &(_, weight))| BlendInput {
+            pose,
+            weight,
+            mask: None,
+        })
+        .collect();
+    let mut out = Pose::rest(sk);
+    blend(&inputs, sk.rest_pose(), &mut out).unwrap();
+    (samples, out)
 }

@@ -568,16 +568,14 @@ pub fn sample_soa(
     let time = not_nan(time);
     cache.bind(clip);
     #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
-    if let Storage::Keyed(keys) = &clip.storage {
-        if !keys.lanes.is_empty() && crate::clip::lanes::used() {
-            let (blocks, statics) = pose.blocks_for(clip.id);
-            let out = &mut lanes::SoaOut { blocks, statics };
-            // SAFETY: as in `dispatch`: AVX was just detected, the lanes were built from
-            // these keys, and the pose's blocks hold the clip's joints (checked above).
-            // `soa_samples_are_the_slice_samples` runs it.
-            unsafe { sample_lanes_cached(clip, keys, time, cache, out) };
-            return Ok(());
-        }
+    if let (true, Storage::Keyed(keys)) = (writes_blocks(clip), &clip.storage) {
+        let (blocks, statics) = pose.blocks_for(clip.id);
+        let out = &mut lanes::SoaOut { blocks, statics };
+        // SAFETY: as in `dispatch`: AVX was detected (`writes_blocks`), the lanes were built
+        // from these keys, and the pose's blocks hold the clip's joints (checked above).
+        // `soa_samples_are_the_slice_samples` runs it.
+        unsafe { sample_lanes_cached(clip, keys, time, cache, out) };
+        return Ok(());
     }
     let mut staging = pose.take_staging(clip.joint_count());
     dispatch(clip, time, Search::Cached(cache), &mut staging);
