@@ -205,19 +205,18 @@ pub(super) unsafe fn add_on_side(
     q: [__m256; 4],
     wk: __m256,
 ) {
-    let d = _mm256_fmadd_ps(
-        q[3],
-        reference[3],
-        _mm256_fmadd_ps(
-            q[2],
-            reference[2],
-            _mm256_fmadd_ps(q[1], reference[1], _mm256_mul_ps(q[0], reference[0])),
-        ),
+    // Two chains summed (a tree, not one chain of four): the side test and the
+    // normalisation are the blend's longest dependency path.
+    let d = _mm256_add_ps(
+        _mm256_fmadd_ps(q[1], reference[1], _mm256_mul_ps(q[0], reference[0])),
+        _mm256_fmadd_ps(q[3], reference[3], _mm256_mul_ps(q[2], reference[2])),
     );
     let keep = _mm256_cmp_ps::<_CMP_GE_OQ>(d, _mm256_setzero_ps());
     let flip = _mm256_andnot_ps(keep, _mm256_set1_ps(-0.0));
+    // The weight's sign flipped, not the four components: `c * -w` is `-c * w`, bit for bit.
+    let wk = _mm256_xor_ps(wk, flip);
     for (acc, c) in sum.iter_mut().zip(q) {
-        *acc = _mm256_fmadd_ps(_mm256_xor_ps(c, flip), wk, *acc);
+        *acc = _mm256_fmadd_ps(c, wk, *acc);
     }
 }
 
@@ -233,14 +232,9 @@ pub(super) unsafe fn normalise8(sum: [__m256; 4]) -> [__m256; 4] {
         _mm256_mul_ps(sum[2], scale),
         _mm256_mul_ps(sum[3], scale),
     ];
-    let len2 = _mm256_fmadd_ps(
-        s[3],
-        s[3],
-        _mm256_fmadd_ps(
-            s[2],
-            s[2],
-            _mm256_fmadd_ps(s[1], s[1], _mm256_mul_ps(s[0], s[0])),
-        ),
+    let len2 = _mm256_add_ps(
+        _mm256_fmadd_ps(s[1], s[1], _mm256_mul_ps(s[0], s[0])),
+        _mm256_fmadd_ps(s[3], s[3], _mm256_mul_ps(s[2], s[2])),
     );
     let rcp = _mm256_div_ps(scale, _mm256_sqrt_ps(len2));
     let ok = _mm256_and_ps(

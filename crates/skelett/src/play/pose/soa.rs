@@ -449,8 +449,12 @@ fn blend_into(
     let Some(total) = super::weight_total(w) else {
         return Ok(false);
     };
-    for x in w.iter_mut() {
-        *x /= total;
+    // Weights that already sum to 1 (a cross-fade's w and 1 - w often do) divide to
+    // themselves: the divisions are skipped, not their bits.
+    if total != 1.0 {
+        for x in w.iter_mut() {
+            *x /= total;
+        }
     }
     let w: &[f32] = w;
     #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]

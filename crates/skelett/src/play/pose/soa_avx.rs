@@ -34,9 +34,85 @@ const _: () = assert!(std::mem::align_of::<SoaBlock>() == 32);
 /// The CPU must support AVX and FMA. `poses` and `w` have the same length, at least 1, and
 /// every pose at least `out.blocks()` blocks (indexing checks it again).
 #[target_feature(enable = "avx,fma")]
+pub(super) unsafe fn blend(poses: &[&[SoaBlock]], w: &[f32], out: &mut (impl Sink + ?Sized)) {
+    // Two to four inputs (the animator's cross-fades, ozz's layer counts) with their count
+    // known: the loops over inputs unroll, the weights stay in registers and the blocks'
+    // bounds are checked once.
+    match (poses, w) {
+        ([a, b], [wa, wb]) => blend_fixed([a, b], [*wa, *wb], out),
+        ([a, b, c], [wa, wb, wc]) => blend_fixed([a, b, c], [*wa, *wb, *wc], out),
+        ([a, b, c, d], [wa, wb, wc, wd]) => blend_fixed([a, b, c, d], [*wa, *wb, *wc, *wd], out),
+        _ => blend_any(poses, w, out),
+    }
+}
+
+/// [`blend`] of `M` inputs, each block's operations those of [`blend_any`] in its order.
+#[inline(always)]
+unsafe fn blend_fixed<const M: usize>(
+    poses: [&&[SoaBlock]; M],
+    w: [f32; M],
+    out: &mut (impl Sink + ?Sized),
+) {
+    let n = out.blocks();
+    // Plain loops, not closures: a closure would not run with this function's target features.
+    let mut inputs: [&[SoaBlock]; M] = [&[]; M];
+    let mut wv = [_mm256_setzero_ps(); M];
+    for k in 0..M {
+        inputs[k] = &poses[k][..n];
+        wv[k] = _mm256_set1_ps(w[k]);
+    }
+    let poses = inputs;
+    let scale = _mm256_set1_ps(SCALE);
+    for b in 0..n {
+        let o = out.block(b);
+        let x0 = &poses[0][b];
+        let mut vectors = vectors(x0);
+        for c in &mut vectors {
+            *c = _mm256_mul_ps(*c, wv[0]);
+        }
+        for k in 1..M {
+            let v = self::vectors(&poses[k][b]);
+            for (acc, c) in vectors.iter_mut().zip(v) {
+                *acc = _mm256_fmadd_ps(c, wv[k], *acc);
+            }
+        }
+        // SAFETY: as in `blend_any`.
+        for (dst, v) in o
+            .translation
+            .iter_mut()
+            .chain(o.scale.iter_mut())
+            .zip(vectors)
+        {
+            _mm256_store_ps(dst.as_mut_ptr(), v);
+        }
+        let q0 = rotation(x0);
+        let reference = [
+            _mm256_mul_ps(q0[0], scale),
+            _mm256_mul_ps(q0[1], scale),
+            _mm256_mul_ps(q0[2], scale),
+            _mm256_mul_ps(q0[3], scale),
+        ];
+        let mut sum = q0;
+        for c in &mut sum {
+            *c = _mm256_mul_ps(*c, wv[0]);
+        }
+        for k in 1..M {
+            add_on_side(&mut sum, &reference, rotation(&poses[k][b]), wv[k]);
+        }
+        let r = normalise8(sum);
+        // SAFETY: as in `blend_any`.
+        for (dst, v) in o.rotation.iter_mut().zip(r) {
+            _mm256_store_ps(dst.as_mut_ptr(), v);
+        }
+        out.done(b);
+    }
+}
+
+/// [`blend`] of any number of inputs.
+#[inline(always)]
 // `b` indexes every input's blocks and the sink's, not one slice.
 #[allow(clippy::needless_range_loop)]
-pub(super) unsafe fn blend(poses: &[&[SoaBlock]], w: &[f32], out: &mut (impl Sink + ?Sized)) {
+unsafe fn blend_any(poses: &[&[SoaBlock]], w: &[f32], out: &mut (impl Sink + ?Sized)) {
     let m = poses.len().min(w.len());
     let scale = _mm256_set1_ps(SCALE);
     let w0 = _mm256_set1_ps(w[0]);
