@@ -239,23 +239,32 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
     let mut pose = Pose::rest(skeleton);
     let mut model = vec![Mat4::IDENTITY; n];
     let mut rows = Vec::new();
-    // Compressed clips in both layouts: the file's, then the other one converted.
+    // Compressed clips in every layout: the file's, then the others it converts to (a clip
+    // in the lanes layout converts to none).
     let mut measured: Vec<(std::sync::Arc<Clip>, &'static str)> = Vec::new();
     for clip in &asset.clips {
         let storage = |c: &Clip| match c.compact_layout() {
             None => "keys",
             Some(CompactLayout::Stream) => "compact",
             Some(CompactLayout::Seek) => "compact, seekable",
+            Some(CompactLayout::Lanes) => "compact, lanes",
         };
         measured.push((clip.clone(), storage(clip)));
-        let other = match clip.compact_layout() {
-            Some(CompactLayout::Stream) => clip.with_compact_layout(CompactLayout::Seek),
-            Some(CompactLayout::Seek) => clip.with_compact_layout(CompactLayout::Stream),
-            None => None,
+        let Some(own) = clip.compact_layout() else {
+            continue;
         };
-        if let Some(o) = other {
-            let s = storage(&o);
-            measured.push((std::sync::Arc::new(o), s));
+        for layout in [
+            CompactLayout::Stream,
+            CompactLayout::Seek,
+            CompactLayout::Lanes,
+        ] {
+            if layout == own {
+                continue;
+            }
+            if let Some(o) = clip.with_compact_layout(layout) {
+                let s = storage(&o);
+                measured.push((std::sync::Arc::new(o), s));
+            }
         }
     }
     for (clip, storage) in &measured {

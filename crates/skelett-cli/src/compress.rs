@@ -33,6 +33,8 @@ pub struct Options {
     pub clip: Option<String>,
     /// The seekable layout.
     pub seekable: bool,
+    /// The lanes layout.
+    pub lanes: bool,
     /// [`CompressLevel::Fast`].
     pub fast: bool,
 }
@@ -131,7 +133,9 @@ fn compress_file(input: &Path, output: &Path, opts: &Options) -> Result<FileRepo
         cm_per_unit: opts.cm_per_unit,
         declared_cm_per_unit: asset.model_cm_per_unit(),
         sample_rate: opts.rate,
-        layout: if opts.seekable {
+        layout: if opts.lanes {
+            CompactLayout::Lanes
+        } else if opts.seekable {
             CompactLayout::Seek
         } else {
             CompactLayout::Stream
@@ -240,6 +244,7 @@ fn text(out: &mut String, f: &FileReport) {
         match f.layout {
             CompactLayout::Seek => "seekable",
             CompactLayout::Stream => "streamed",
+            CompactLayout::Lanes => "lanes (16-bit, for fast playback; measured as stored)",
         }
     );
     outln!(

@@ -401,5 +401,6 @@ pub(crate) fn layout_name(layout: skelett::compress::CompactLayout) -> &'static 
     match layout {
         skelett::compress::CompactLayout::Stream => "stream",
         skelett::compress::CompactLayout::Seek => "seek",
+        skelett::compress::CompactLayout::Lanes => "lanes",
     }
 }

@@ -12,7 +12,8 @@
 //!   clip: kind u8 (0: keys as built, via skelett::ClipParts; 1: compact, via
 //!         skelett::CompactParts: the bytes Clip::size_bytes counts, plus the clip's name,
 //!         start, duration and events; (version 6) 2: compact in the seekable layout, the
-//!         same fields), then its data, then its morph weights (the weight of each channel
+//!         same fields; (version 7) 3: compact in the lanes layout, the same fields with the
+//!         lanes' bytes as the data and no segments), then its data, then its morph weights (the weight of each channel
 //!         no track moves; tracks: channel, interpolation, times, values)
 //! ```
 //!
@@ -21,8 +22,8 @@
 //! [`skelett::Clip::from_compact_parts`]) instead of rebuilding them. Morph targets and weight
 //! tracks are stored exactly (every bit). Version 1 files (before compact clips: no kind
 //! byte, no unit), version 2 files (before morph targets), version 3 files (before
-//! in-between shapes), version 4 files (before frame rates) and version 5 files (before
-//! seekable compact clips) are still read. Every count is checked against the bytes left
+//! in-between shapes), version 4 files (before frame rates), version 5 files (before
+//! seekable compact clips) and version 6 files (before the lanes layout) are still read. Every count is checked against the bytes left
 //! before anything is allocated; a truncated, corrupted (checksum) or newer-version file is
 //! refused with the byte offset and what was expected. The format is versioned: readers refuse versions newer than theirs.
 
@@ -41,9 +42,10 @@ use crate::{Asset, Error};
 
 /// The file's magic bytes.
 pub const MAGIC: &[u8; 4] = b"SKLT";
-/// The newest format version this crate reads (1 to 5 are read too) and writes: files with a
-/// seekable compact clip are version 6, the others version 5 (which they need).
-pub const VERSION: u32 = 6;
+/// The newest format version this crate reads (1 to 6 are read too) and writes: files with a
+/// compact clip in the lanes layout are version 7, with a seekable one version 6, the others
+/// version 5 (which they need).
+pub const VERSION: u32 = 7;
 const HEADER: usize = 4 + 4 + 8 + 4;
 
 /// Writes `asset` as `.skl` bytes.
@@ -143,6 +145,7 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
             w.0.push(match p.layout {
                 CompactLayout::Stream => 1,
                 CompactLayout::Seek => 2,
+                CompactLayout::Lanes => 3,
             });
             write_compact(&mut w, &p);
             write_morph(&mut w, c);
@@ -193,12 +196,16 @@ pub fn to_bytes(asset: &Asset) -> Vec<u8> {
     let payload = w.0;
     let mut out = Vec::with_capacity(HEADER + payload.len());
     out.extend_from_slice(MAGIC);
-    // Version 6 only adds the seekable clip kind: without one, version 5 readers read the file.
-    let seekable = asset
-        .clips
-        .iter()
-        .any(|c| c.compact_layout() == Some(CompactLayout::Seek));
-    let version = if seekable { VERSION } else { 5 };
+    // Versions 6 and 7 only add the seekable and the lanes clip kinds: a file without them is
+    // the oldest version that reads it.
+    let has = |l: CompactLayout| asset.clips.iter().any(|c| c.compact_layout() == Some(l));
+    let version = if has(CompactLayout::Lanes) {
+        VERSION
+    } else if has(CompactLayout::Seek) {
+        6
+    } else {
+        5
+    };
     out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
@@ -644,16 +651,23 @@ fn read_asset(r: &mut Reader, version: u32) -> Result<Asset, Error> {
         if version >= 2 {
             match r.u8("a clip kind")? {
                 0 => {}
-                kind @ (1 | 2) if kind == 1 || version >= 6 => {
-                    let layout = if kind == 1 {
-                        CompactLayout::Stream
-                    } else {
-                        CompactLayout::Seek
+                kind @ (1..=3) if kind == 1 || (kind == 2 && version >= 6) || version >= 7 => {
+                    let layout = match kind {
+                        1 => CompactLayout::Stream,
+                        2 => CompactLayout::Seek,
+                        _ => CompactLayout::Lanes,
                     };
                     let clip = read_compact(r, &skeleton, layout)?;
                     let clip = r.morph_tracks(clip, &skeleton, version)?;
                     clips.push(Arc::new(clip));
                     continue;
+                }
+                _ if version >= 7 => {
+                    return Err(r.bad(
+                        "a clip kind 0 (keys), 1 (compact), 2 (compact, seekable) or 3 \
+                         (compact, lanes)"
+                            .into(),
+                    ))
                 }
                 _ if version >= 6 => {
                     return Err(
@@ -939,7 +953,12 @@ fn read_compact(
         v[..n].copy_from_slice(&r.f32s(n, "a constant value")?);
         constants.push((joint, target, v));
     }
-    let segments = frames.div_ceil(skelett::compress::SEG_LEN) as usize;
+    // The lanes layout has no segment offsets (its keys are in the data).
+    let segments = if layout == CompactLayout::Lanes {
+        0
+    } else {
+        frames.div_ceil(skelett::compress::SEG_LEN) as usize
+    };
     if segments.saturating_mul(4) > r.b.len() - r.pos {
         return Err(r.bad(format!(
             "{segments} segment offsets for {frames} frames, more than the bytes left hold"

@@ -3,14 +3,16 @@
 //! virtual vertices composed through the hierarchy here in f64, at 32 points per frame
 //! interval of the grid (offset from the compressor's check times) plus random times.
 //! Also: the ratios against ACL on the clips the issue names, `.skl` round trips that sample
-//! bit for bit alike, cached against uncached sampling of compact clips, and the seekable
-//! layout against the streamed one (the same bits for every clip).
+//! bit for bit alike, cached against uncached sampling of compact clips, the seekable
+//! layout against the streamed one (the same bits for every clip), and the lanes layout
+//! (within its 16-bit rounding of the streamed one for every clip; within the budget where
+//! compressed in it).
 
 mod common;
 
 use std::path::Path;
 
-use glam::{DMat4, DVec3};
+use glam::{DMat4, DVec3, Vec4};
 use skelett::compress::{compress, CompactLayout, CompressLevel, CompressOptions, CompressReport};
 use skelett::{
     sample, sample_joint, sample_uncached, Clip, Pose, SamplingCache, Skeleton, Transform,
@@ -169,10 +171,77 @@ fn seekable_matches(skeleton: &Skeleton, c: &Clip, name: &str) {
     }
 }
 
+/// `c` in the lanes layout samples within the 16-bit rounding of the streamed layout (on
+/// each 16-key segment's range: at most 1/65535 of a component's span there, which the
+/// component's largest magnitude bounds) at every frame, between frames and outside the clip,
+/// cached and uncached, whole and per joint. Returns its size.
+fn lanes_follow(skeleton: &Skeleton, c: &Clip, name: &str) -> usize {
+    let lanes = c.with_compact_layout(CompactLayout::Lanes).unwrap();
+    assert_eq!(lanes.compact_layout(), Some(CompactLayout::Lanes), "{name}");
+    assert!(
+        lanes.with_compact_layout(CompactLayout::Stream).is_none(),
+        "{name}"
+    );
+    let (rate, frames) = c.compact_grid().unwrap();
+    let mut times: Vec<f32> = (0..frames)
+        .flat_map(|f| [0.0, 0.37].map(|d| c.start() + (f as f32 + d) / rate))
+        .collect();
+    times.extend([c.start() - 1.0, c.start() + c.duration(), f32::INFINITY]);
+    let n = skeleton.len();
+    let mut stream = vec![Pose::rest(skeleton); times.len()];
+    for (p, &t) in stream.iter_mut().zip(&times) {
+        sample_uncached(c, t, p).unwrap();
+    }
+    // Each joint's largest translation and scale component over the clip.
+    let mut reach = vec![1.0f32; n];
+    for p in &stream {
+        for (r, x) in reach.iter_mut().zip(p.iter()) {
+            *r = r
+                .max(x.translation.abs().max_element())
+                .max(x.scale.abs().max_element());
+        }
+    }
+    let (mut b, mut cache) = (Pose::rest(skeleton), SamplingCache::for_clip(&lanes));
+    for (i, (&t, a)) in times.iter().zip(&stream).enumerate() {
+        sample(&lanes, t, &mut cache, &mut b).unwrap();
+        let mut u = Pose::rest(skeleton);
+        sample_uncached(&lanes, t, &mut u).unwrap();
+        assert_eq!(*b, *u, "{name}: t={t} cached and uncached");
+        for j in 0..n {
+            let (x, y) = (a[j], b[j]);
+            let rot = (Vec4::from(x.rotation) - Vec4::from(y.rotation))
+                .abs()
+                .max_element()
+                .min(
+                    (Vec4::from(x.rotation) + Vec4::from(y.rotation))
+                        .abs()
+                        .max_element(),
+                );
+            let vec = (x.translation - y.translation)
+                .abs()
+                .max_element()
+                .max((x.scale - y.scale).abs().max_element());
+            assert!(
+                rot <= 1e-4 && vec <= 1e-4 * reach[j],
+                "{name}: t={t} joint {j}: {x:?} streamed, {y:?} in lanes"
+            );
+            if i % 11 == 0 {
+                assert_eq!(
+                    sample_joint(&lanes, j as u16, t),
+                    y,
+                    "{name}: t={t} joint {j}"
+                );
+            }
+        }
+    }
+    lanes.size_bytes()
+}
+
 #[test]
 fn every_clip_of_the_data_set_stays_within_the_budget() {
     let mut clips = 0;
     let (mut raw, mut small, mut seek_bytes, mut fast_bytes) = (0usize, 0usize, 0usize, 0usize);
+    let mut lanes_bytes = 0usize;
     for file in common::animation_files() {
         let asset = skelett_io::load(&file).unwrap_or_else(|e| panic!("{e}"));
         let opts = options(&asset, None, None);
@@ -232,6 +301,7 @@ fn every_clip_of_the_data_set_stays_within_the_budget() {
             assert!(r.max_error_cm <= opts.error_cm, "{name}: report {r:?}");
             assert_eq!(r.compressed_bytes, c.size_bytes(), "{name}");
             seekable_matches(&asset.skeleton, &c, &name);
+            lanes_bytes += lanes_follow(&asset.skeleton, &c, &name);
             clips += 1;
             raw += r.raw_bytes;
             small += r.compressed_bytes;
@@ -245,9 +315,10 @@ fn every_clip_of_the_data_set_stays_within_the_budget() {
     let ratio = raw as f64 / small as f64;
     eprintln!(
         "{clips} clips: {raw} -> {small} bytes, {ratio:.2}:1; seekable {seek_bytes} bytes, \
-         {:.2}:1; fast level {fast_bytes} bytes, {:.2}:1",
+         {:.2}:1; fast level {fast_bytes} bytes, {:.2}:1; lanes {lanes_bytes} bytes, {:.2}:1",
         raw as f64 / seek_bytes as f64,
-        raw as f64 / fast_bytes as f64
+        raw as f64 / fast_bytes as f64,
+        raw as f64 / lanes_bytes as f64
     );
     assert!(ratio > 10.0, "corpus ratio {ratio:.2}:1");
 }
@@ -295,6 +366,51 @@ fn more_than_acl_within_the_budget() {
     }
 }
 
+/// Compressed in the lanes layout, the clips the compression bench measures stay within the
+/// budget as reported and as measured here, and report the size they take.
+#[test]
+fn lanes_layout_stays_within_the_budget() {
+    for (file, clip, cm) in [
+        ("bvh/01_01.bvh", "0", Some(6.822)),
+        ("bvh/Boxing_Toes.bvh", "0", Some(1.010)),
+        ("gltf/robot_quaternius.glb", "Robot_Running", Some(100.0)),
+        ("gltf/Fox.glb", "Run", Some(1.0)),
+        ("gltf/CesiumMan.glb", "0", Some(100.0)),
+        ("x/Testwuson.X", "0", None),
+    ] {
+        let asset = skelett_io::load(common::data(file)).unwrap();
+        let clip = asset.clip(clip).unwrap();
+        let opts = CompressOptions {
+            layout: CompactLayout::Lanes,
+            ..options(&asset, cm, None)
+        };
+        let (c, r) = compress(&asset.skeleton, clip, &opts).unwrap();
+        eprintln!(
+            "{file}: lanes {:.2}:1, max {:.5} cm, {:.2} s",
+            r.ratio(),
+            r.max_error_cm,
+            r.seconds
+        );
+        assert_eq!(c.compact_layout(), Some(CompactLayout::Lanes), "{file}");
+        assert_eq!(r.compressed_bytes, c.size_bytes(), "{file}");
+        assert!(r.max_error_cm <= opts.error_cm, "{file}: {r:?}");
+        let shell = f64::from(opts.shell_cm / r.cm_per_unit);
+        let (e, t, j) = independent_error(
+            &asset.skeleton,
+            clip,
+            &c,
+            shell,
+            &check_times(clip, &r),
+            None,
+        );
+        assert!(
+            e * f64::from(r.cm_per_unit) <= f64::from(opts.error_cm),
+            "{file}: {:.6} cm at t={t} joint {j}",
+            e * f64::from(r.cm_per_unit)
+        );
+    }
+}
+
 fn round_trip(file: &Path) {
     let asset = skelett_io::load(file).unwrap();
     let opts = options(&asset, None, None);
@@ -304,13 +420,18 @@ fn round_trip(file: &Path) {
         .iter()
         .map(|c| std::sync::Arc::new(compress(&asset.skeleton, c, &opts).unwrap().0))
         .collect();
-    // Each clip in the seekable layout too (the file's kind 2).
-    let seekable: Vec<_> = small
-        .clips
+    // Each clip in the seekable and lanes layouts too (the file's kinds 2 and 3).
+    let others: Vec<_> = [CompactLayout::Seek, CompactLayout::Lanes]
         .iter()
-        .map(|c| std::sync::Arc::new(c.with_compact_layout(CompactLayout::Seek).unwrap()))
+        .flat_map(|&l| {
+            small
+                .clips
+                .iter()
+                .map(move |c| c.with_compact_layout(l).unwrap())
+        })
+        .map(std::sync::Arc::new)
         .collect();
-    small.clips.extend(seekable);
+    small.clips.extend(others);
     let bytes = skelett_io::native::to_bytes(&small);
     let back = skelett_io::native::from_bytes(&bytes, Path::new("round.skl")).unwrap();
     assert_eq!(back.meters_per_unit, small.meters_per_unit);
@@ -426,6 +547,26 @@ fn damaged_seekable_clips_are_refused_or_harmless() {
     let mut as_v5 = bytes.clone();
     as_v5[4..8].copy_from_slice(&5u32.to_le_bytes());
     let e = skelett_io::native::from_bytes(&as_v5, Path::new("v5.skl")).unwrap_err();
+    assert!(e.to_string().contains("clip kind"), "{e}");
+    damage_and_sample(&bytes, 2, &[0x01, 0x10, 0x80, 0xff]);
+}
+
+/// The same for a clip in the lanes layout; its kind in a version 6 file (which had none)
+/// is refused, and such files are version 7.
+#[test]
+fn damaged_lanes_clips_are_refused_or_harmless() {
+    let asset = skelett_io::load(common::data("gltf/RiggedFigure.glb")).unwrap();
+    let opts = options(&asset, None, None);
+    let mut small = asset.clone();
+    let (c, _) = compress(&asset.skeleton, &asset.clips[0], &opts).unwrap();
+    small.clips = vec![std::sync::Arc::new(
+        c.with_compact_layout(CompactLayout::Lanes).unwrap(),
+    )];
+    let bytes = skelett_io::native::to_bytes(&small);
+    assert_eq!(bytes[4..8], 7u32.to_le_bytes());
+    let mut as_v6 = bytes.clone();
+    as_v6[4..8].copy_from_slice(&6u32.to_le_bytes());
+    let e = skelett_io::native::from_bytes(&as_v6, Path::new("v6.skl")).unwrap_err();
     assert!(e.to_string().contains("clip kind"), "{e}");
     damage_and_sample(&bytes, 2, &[0x01, 0x10, 0x80, 0xff]);
 }

@@ -202,30 +202,36 @@ impl Clip {
         self.inner.is_compact()
     }
 
-    /// A compressed clip's key layout: `"stream"` (the default, smallest) or `"seek"` (random
-    /// access); `None` for a clip with keys.
+    /// A compressed clip's key layout: `"stream"` (the default, smallest), `"seek"` (random
+    /// access) or `"lanes"` (fast playback, larger); `None` for a clip with keys.
     #[getter]
     fn compact_layout(&self) -> Option<&'static str> {
         self.inner.compact_layout().map(|l| match l {
             skelett::compress::CompactLayout::Stream => "stream",
             skelett::compress::CompactLayout::Seek => "seek",
+            skelett::compress::CompactLayout::Lanes => "lanes",
         })
     }
 
-    /// A compressed clip with its keys in `layout` (`"stream"` or `"seek"`): the same keys,
-    /// sampled to the same values. `ValueError` for a clip with keys or another layout name.
+    /// A compressed clip with its keys in `layout` (`"stream"` or `"seek"`: the same keys,
+    /// sampled to the same values; `"lanes"`: rounded to 16 bits, not measured again, and not
+    /// convertible back). `ValueError` for a clip with keys, another layout name, or a clip
+    /// in the lanes layout asked for another.
     fn with_compact_layout(&self, layout: &str) -> PyResult<Clip> {
         let layout = match layout {
             "stream" => skelett::compress::CompactLayout::Stream,
             "seek" => skelett::compress::CompactLayout::Seek,
+            "lanes" => skelett::compress::CompactLayout::Lanes,
             other => {
                 return Err(PyValueError::new_err(format!(
-                    "layout {other:?}: \"stream\" or \"seek\""
+                    "layout {other:?}: \"stream\", \"seek\" or \"lanes\""
                 )))
             }
         };
         let c = self.inner.with_compact_layout(layout).ok_or_else(|| {
-            PyValueError::new_err("not a compressed clip (or too large for the layout)")
+            PyValueError::new_err(
+                "not a compressed clip, too large for the layout, or in the lanes layout",
+            )
         })?;
         Ok(Clip::new(Arc::new(c), self.skeleton.clone()))
     }

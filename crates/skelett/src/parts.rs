@@ -337,7 +337,10 @@ impl Clip {
                 .collect(),
             segments: c.segments.to_vec(),
             layout: c.layout,
-            data: c.data[..c.data.len().saturating_sub(8)].to_vec(),
+            data: match &c.lanes {
+                Some(lanes) => lanes.to_bytes(),
+                None => c.data[..c.data.len().saturating_sub(8)].to_vec(),
+            },
             events: self.events.to_vec(),
         })
     }
@@ -403,7 +406,11 @@ impl Clip {
                 crate::compress::MAX_FRAMES
             )));
         }
-        let segs = p.frames.div_ceil(SEG_LEN) as usize;
+        let segs = if p.layout == CompactLayout::Lanes {
+            0
+        } else {
+            p.frames.div_ceil(SEG_LEN) as usize
+        };
         if p.segments.len() != segs {
             return Err(bad(format!(
                 "{} segments for {} frames (need {segs})",
@@ -452,30 +459,35 @@ impl Clip {
         if p.data.len() > (u32::MAX as usize - 64) / 8 {
             return Err(bad(format!("{} bytes of key data", p.data.len())));
         }
-        let mut data = p.data.clone();
-        data.extend_from_slice(&[0u8; 8]);
-        let compact = Compact {
-            rate: p.rate,
-            frames: p.frames,
-            last_span: p.last_span,
-            tracks: p.tracks.clone().into(),
-            segments: p.segments.clone().into(),
-            data: data.into(),
-            constants: Box::new([]),
-            keys: Box::new([]),
-            layout: p.layout,
+        let compact = if p.layout == CompactLayout::Lanes {
+            let keys: Vec<_> = p
+                .tracks
+                .iter()
+                .map(|t| (t.joint, t.target, t.step))
+                .collect();
+            let lanes = crate::clip::compact_lanes::PackedLanes::from_bytes(
+                &p.data,
+                &keys,
+                p.frames,
+                p.last_span,
+            )
+            .map_err(bad)?;
+            let streams = Compact {
+                rate: p.rate,
+                frames: p.frames,
+                last_span: p.last_span,
+                tracks: p.tracks.clone().into(),
+                segments: Box::new([]),
+                data: Box::new([0u8; 8]),
+                constants: constants.into(),
+                keys: Box::new([]),
+                layout: CompactLayout::Stream,
+                lanes: None,
+            };
+            Compact::with_lanes(&streams, lanes)
+        } else {
+            Self::streams(&p, constants, bad)?
         };
-        check_streams(&compact, p.data.len() as u64 * 8).map_err(bad)?;
-        let compact = Compact::new(
-            p.layout,
-            p.rate,
-            p.frames,
-            p.last_span,
-            p.tracks,
-            constants,
-            p.segments,
-            compact.data.to_vec(),
-        );
         let static_joints = (0..n)
             .filter(|&j| animated[j] != 7)
             .map(|j| j as JointIndex)
@@ -491,6 +503,39 @@ impl Clip {
             Vec::new(),
         )
         .with_events(p.events)
+    }
+
+    /// The streamed or seekable layout's data of `p`, checked.
+    fn streams(
+        p: &CompactParts,
+        constants: Vec<(JointIndex, Target, glam::Vec4)>,
+        bad: impl Fn(String) -> Error,
+    ) -> Result<Compact, Error> {
+        let mut data = p.data.clone();
+        data.extend_from_slice(&[0u8; 8]);
+        let compact = Compact {
+            rate: p.rate,
+            frames: p.frames,
+            last_span: p.last_span,
+            tracks: p.tracks.clone().into(),
+            segments: p.segments.clone().into(),
+            data: data.into(),
+            constants: Box::new([]),
+            keys: Box::new([]),
+            layout: p.layout,
+            lanes: None,
+        };
+        check_streams(&compact, p.data.len() as u64 * 8).map_err(bad)?;
+        Ok(Compact::new(
+            p.layout,
+            p.rate,
+            p.frames,
+            p.last_span,
+            p.tracks.clone(),
+            constants,
+            p.segments.clone(),
+            compact.data.to_vec(),
+        ))
     }
 }
 

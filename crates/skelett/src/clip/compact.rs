@@ -64,6 +64,13 @@ pub enum CompactLayout {
     /// what a seek does (on dense motion capture less than the streamed layout's, on sparse
     /// clips about twice). About 16% larger over `../shared/data` (14.9:1 against 17.2:1).
     Seek,
+    /// Eight tracks side by side on one timeline, every value a 16-bit integer on its
+    /// segment's range (`clip/compact_lanes.rs`): forward playback and seeks read two keys
+    /// of eight tracks with aligned loads, keeping no state per character, at a small multiple
+    /// of the keyed clip's time, for a clip several times larger than the streamed layout.
+    /// The rounding to 16 bits changes the values, so [`crate::compress::compress`]
+    /// measures the clip again in this layout; it cannot be turned back into the others.
+    Lanes,
 }
 
 /// Frames per segment. Every segment starts with a key of every track, so a seek never
@@ -183,6 +190,9 @@ pub(crate) struct Compact {
     pub keys: Box<[u32]>,
     /// How `data` lays out the keys.
     pub layout: CompactLayout,
+    /// The keys in [`CompactLayout::Lanes`] (then `data` holds no streams and `segments`
+    /// is empty).
+    pub lanes: Option<Box<super::compact_lanes::PackedLanes>>,
 }
 
 /// Reads `n <= 32` bits at bit `pos`. Never panics: bits past the end read as zeros (the
@@ -343,6 +353,7 @@ impl Compact {
             constants: constants.into(),
             keys: Box::new([]),
             layout,
+            lanes: None,
         };
         let mut keys = vec![0u32; c.tracks.len()];
         for s in 0..c.segment_count() {
@@ -363,6 +374,22 @@ impl Compact {
         c
     }
 
+    /// `c`'s grid, tracks and constants with its keys in the lanes layout.
+    pub(crate) fn with_lanes(c: &Compact, lanes: super::compact_lanes::PackedLanes) -> Compact {
+        Compact {
+            rate: c.rate,
+            frames: c.frames,
+            last_span: c.last_span,
+            tracks: c.tracks.clone(),
+            segments: Box::new([]),
+            data: Box::new([0u8; 8]),
+            constants: c.constants.clone(),
+            keys: vec![lanes.pos.len() as u32; c.tracks.len()].into(),
+            layout: CompactLayout::Lanes,
+            lanes: Some(Box::new(lanes)),
+        }
+    }
+
     /// Bytes the compact data takes as stored (what `.skl` writes for it, name and events
     /// aside): a 24-byte header, 44 bytes per rotation track and 31 per other track, 19 or 15
     /// per constant, 4 per segment, and the bit streams.
@@ -377,7 +404,12 @@ impl Compact {
             .iter()
             .map(|t| if t.target == Target::Rotation { 44 } else { 31 })
             .sum();
-        24 + tracks + constants + self.segments.len() * 4 + self.data.len().saturating_sub(8)
+        let lanes = self.lanes.as_ref().map_or(0, |l| l.stored_bytes());
+        24 + tracks
+            + constants
+            + self.segments.len() * 4
+            + self.data.len().saturating_sub(8)
+            + lanes
     }
 
     /// Time of grid frame `f` for a clip starting at `start` and lasting `duration`: `f /
@@ -480,6 +512,8 @@ impl Compact {
             }
             // The base, then every key in the widths.
             CompactLayout::Seek => hb + mask_bits + kbits + keys * wbits,
+            // No streams (`Compact::lanes` holds the keys).
+            CompactLayout::Lanes => 0,
         }
     }
 

@@ -34,6 +34,7 @@
 
 pub(crate) mod channel;
 pub(crate) mod compact;
+pub(crate) mod compact_lanes;
 pub(crate) mod lanes;
 pub(crate) mod morph;
 mod raw;
@@ -330,9 +331,12 @@ impl Clip {
     }
 
     /// A compact clip with its keys in `layout` (see [`crate::compress::CompactLayout`]):
-    /// the same keys, sampled to the same bits, in a new clip (its own id, for the
-    /// [`crate::SamplingCache`]s); [`Clip::size_bytes`] gives its size. `None` for a clip
-    /// with keys, or where the seekable data would pass the 2^32 bits a compact clip indexes.
+    /// between the streamed and seekable layouts the same keys, sampled to the same bits; to
+    /// the lanes layout the keys rounded to 16 bits (not measured again: compress with
+    /// [`crate::compress::CompressOptions::layout`] for a report of the clip as it plays).
+    /// A new clip (its own id, for the [`crate::SamplingCache`]s); [`Clip::size_bytes`]
+    /// gives its size. `None` for a clip with keys, from the lanes layout to another (its
+    /// values are rounded), or where the data would pass what a compact clip indexes.
     ///
     /// ```
     /// # use skelett::*;
@@ -355,6 +359,11 @@ impl Clip {
     /// sample_uncached(&small, 1.37, &mut a)?;
     /// sample_uncached(&seekable, 1.37, &mut b)?;
     /// assert_eq!(a, b);
+    /// // Fast playback: 16-bit keys, eight tracks side by side; not back to the others.
+    /// let lanes = small.with_compact_layout(CompactLayout::Lanes).unwrap();
+    /// sample_uncached(&lanes, 1.37, &mut b)?;
+    /// assert!(a[0].rotation.dot(b[0].rotation).abs() > 1.0 - 1e-6);
+    /// assert!(lanes.with_compact_layout(CompactLayout::Stream).is_none());
     /// # Ok::<(), skelett::Error>(())
     /// ```
     pub fn with_compact_layout(&self, layout: compact::CompactLayout) -> Option<Clip> {

@@ -27,6 +27,12 @@ pub(crate) fn avx_fma() -> bool {
     std::arch::is_x86_feature_detected!("avx") && std::arch::is_x86_feature_detected!("fma")
 }
 
+/// Whether this CPU has AVX2 and FMA (as [`avx_fma`], a cached load after the first call).
+#[inline]
+pub(crate) fn avx2_fma() -> bool {
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+}
+
 /// The two f32 at `p` in the low half of a register (the rest zero): an unaligned 8-byte
 /// load (`_mm_load_sd` reads through an `f64` pointer, which must be 8-byte aligned; a
 /// transform's scale is at byte 28).

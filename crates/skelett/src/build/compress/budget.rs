@@ -514,8 +514,57 @@ pub(super) fn compress_on(
     budget: f32,
     shell: f32,
     level: CompressLevel,
+    layout: CompactLayout,
 ) -> Result<Option<Outcome>, Error> {
     let p = prepare(skeleton, reference, grid, budget, shell)?;
+    match search_and_tighten(skeleton, reference, &p, budget, shell, level)? {
+        Some(out) => in_layout(skeleton, reference, &p, budget, shell, out, layout).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// `out` (streamed) in `layout`. The lanes layout rounds the values, so its clip is measured
+/// again at the dense times: the report is the clip as it plays. `None` where the layout
+/// cannot index the clip.
+fn in_layout(
+    skeleton: &Skeleton,
+    reference: &Clip,
+    p: &Prepared,
+    budget: f32,
+    shell: f32,
+    mut out: Outcome,
+    layout: CompactLayout,
+) -> Result<Outcome, Error> {
+    if layout == CompactLayout::Stream {
+        return Ok(out);
+    }
+    let Some(clip) = out.clip.with_compact_layout(layout) else {
+        return Err(Error::ClipRange {
+            clip: out.clip.name.clone(),
+            problem: format!(
+                "the {layout:?} layout cannot index this clip (more than 2^32 bits or keys): \
+                 split the clip"
+            ),
+        });
+    };
+    out.clip = clip;
+    if layout == CompactLayout::Lanes {
+        out.dense = check(skeleton, p, reference, &out.clip, shell, budget)?;
+        out.keys = out.clip.counts().keys.iter().sum();
+    }
+    Ok(out)
+}
+
+/// [`compress_on`]'s search, loosening and tightening on a prepared grid.
+fn search_and_tighten(
+    skeleton: &Skeleton,
+    reference: &Clip,
+    p: &Prepared,
+    budget: f32,
+    shell: f32,
+    level: CompressLevel,
+) -> Result<Option<Outcome>, Error> {
+    let p = p;
     let target = 0.97 * budget;
     let n = skeleton.len();
     let ones = vec![1.0f32; n];
@@ -934,12 +983,13 @@ pub(super) fn compress_fallback(
     grid: Grid,
     budget: f32,
     shell: f32,
+    layout: CompactLayout,
 ) -> Result<Outcome, Error> {
     let p = prepare(skeleton, reference, grid, budget, shell)?;
     let scale = vec![1.0; skeleton.len()];
     let mut out = assemble(reference, skeleton, &p, plan_all(&p, 1.0 / 256.0, &scale))?;
     out.dense = check(skeleton, &p, reference, &out.clip, shell, budget)?;
-    Ok(out)
+    in_layout(skeleton, reference, &p, budget, shell, out, layout)
 }
 
 #[cfg(test)]

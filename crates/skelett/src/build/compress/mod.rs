@@ -38,6 +38,7 @@ mod budget;
 mod compose4;
 pub(crate) mod encode;
 mod grid;
+pub(crate) mod lanes;
 mod metric;
 mod morph;
 pub(crate) mod seek;
@@ -77,9 +78,11 @@ pub struct CompressOptions {
     /// Resample the clip at this rate first (samples at `start + i / rate`), as ACL does when
     /// told a rate; `None`: the clip's own key rate.
     pub sample_rate: Option<f32>,
-    /// How the keys are laid out: [`CompactLayout::Stream`] (the default, the smallest) or
-    /// [`CompactLayout::Seek`] (larger; a random seek reads two keys per track directly).
-    /// Both hold the same keys, so the error report is the same.
+    /// How the keys are laid out: [`CompactLayout::Stream`] (the default, the smallest),
+    /// [`CompactLayout::Seek`] (larger; a random seek reads two keys per track directly;
+    /// the same keys, so the same error) or [`CompactLayout::Lanes`] (several times larger;
+    /// forward playback and seeks at about the keyed clip's speed; its values are rounded to
+    /// 16 bits, and the report measures the clip in this layout).
     pub layout: CompactLayout,
     /// How much time to spend for a smaller clip: [`CompressLevel::Smallest`] (the default)
     /// or [`CompressLevel::Fast`]. Both aim for the same bound and report what they measured
@@ -284,39 +287,41 @@ pub fn compress(
 
     // A grid too coarse for the source (cubic curves between sparse keys) cannot meet the
     // budget even keeping every frame: refine it.
-    let mut last = source;
-    let mut found = None;
-    for k in 0..4 {
-        let grid = match grid_at(rate * (1 << k) as f32) {
-            Ok(g) => g,
-            Err(e) if k == 0 => return Err(e),
-            Err(_) => break,
-        };
-        last = grid;
-        if let Some(r) = compress_on(skeleton, &reference, grid, budget, shell, options.level)? {
-            found = Some((grid, r));
-            break;
+    let attempt = |budget: f32| -> Result<(Grid, budget::Outcome), Error> {
+        let mut last = source;
+        for k in 0..4 {
+            let grid = match grid_at(rate * (1 << k) as f32) {
+                Ok(g) => g,
+                Err(e) if k == 0 => return Err(e),
+                Err(_) => break,
+            };
+            last = grid;
+            if let Some(r) = compress_on(
+                skeleton,
+                &reference,
+                grid,
+                budget,
+                shell,
+                options.level,
+                options.layout,
+            )? {
+                return Ok((grid, r));
+            }
         }
-    }
-    let (grid, out) = match found {
-        Some(f) => f,
         // Keep the finest attempt: the report says how far it is off.
-        None => (
-            last,
-            compress_fallback(skeleton, &reference, last, budget, shell)?,
-        ),
+        let out = compress_fallback(skeleton, &reference, last, budget, shell, options.layout)?;
+        Ok((last, out))
     };
+    let (mut grid, mut out) = attempt(budget)?;
+    // The lanes layout rounds the streamed clip's values: where that takes the clip over the
+    // budget, the streamed clip is made again within a smaller one (at most three times).
+    let mut shrink = 1.0;
+    while options.layout == CompactLayout::Lanes && out.dense.stats.max > budget && shrink > 0.6 {
+        shrink *= 0.85;
+        (grid, out) = attempt(budget * shrink)?;
+    }
     let mut compact = out.clip;
     compact.events = clip.events.clone();
-    if options.layout != CompactLayout::Stream {
-        compact = compact.with_compact_layout(options.layout).ok_or_else(|| {
-            bad(format!(
-                "the {:?} layout needs more than the 2^32 bits a compact clip can index: \
-                 split the clip",
-                options.layout
-            ))
-        })?;
-    }
     let report = CompressReport {
         source_rate: source.rate,
         sample_rate: grid.rate,

@@ -22,14 +22,20 @@ fn width(v: u32) -> u8 {
 }
 
 /// `c` in `layout`: a copy when it already is; `None` when the seekable data would pass
-/// the 2^32 bits a compact clip can index.
+/// the 2^32 bits a compact clip can index, or from the lanes layout to another.
 pub(crate) fn relayout(c: &Compact, layout: CompactLayout) -> Option<Compact> {
     if c.layout == layout {
         return Some(c.clone());
     }
-    let data = match layout {
-        CompactLayout::Seek => seek_from_stream(c),
-        CompactLayout::Stream => stream_from_seek(c),
+    let data = match (c.layout, layout) {
+        (CompactLayout::Stream, CompactLayout::Seek) => seek_from_stream(c),
+        (CompactLayout::Seek, CompactLayout::Stream) => stream_from_seek(c),
+        (CompactLayout::Stream, CompactLayout::Lanes) => return super::lanes::lanes_from_stream(c),
+        (CompactLayout::Seek, CompactLayout::Lanes) => {
+            return super::lanes::lanes_from_stream(&relayout(c, CompactLayout::Stream)?)
+        }
+        // The lanes layout's values are rounded: the streams cannot be rebuilt from them.
+        _ => return None,
     }?;
     let (segments, bits) = data;
     Some(Compact::new(

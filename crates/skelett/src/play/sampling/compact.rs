@@ -301,7 +301,7 @@ impl PairSlerp {
 /// in f32): a square root and seven multiply-adds, an order of magnitude cheaper than
 /// `atan2`.
 #[inline(always)]
-fn acos_0_1(d: f32) -> f32 {
+pub(crate) fn acos_0_1(d: f32) -> f32 {
     const A: [f32; 8] = ACOS_COEF;
     let mut p = A[7];
     for &a in A[..7].iter().rev() {
@@ -324,7 +324,7 @@ pub(super) const ACOS_COEF: [f32; 8] = [
 
 /// `sin(x)` for `x` in `[0, pi]`, from the `[0, pi/2]` polynomial by symmetry.
 #[inline(always)]
-fn sin_0_pi(x: f32) -> f32 {
+pub(crate) fn sin_0_pi(x: f32) -> f32 {
     let x = if x > std::f32::consts::FRAC_PI_2 {
         std::f32::consts::PI - x
     } else {
@@ -345,6 +345,13 @@ pub(crate) fn pair_slerp(track: &CompactTrack, a: Vec4, b: Vec4) -> PairSlerp {
     if d >= track.nlerp_dot {
         return PairSlerp::default();
     }
+    slerp_of_dot(d)
+}
+
+/// [`pair_slerp`] past its nlerp test: the slerp of two unit 4-vectors whose dot product is
+/// `d` (shared with the lanes layout's sampler, `compact_lanes.rs`).
+#[inline(always)]
+pub(crate) fn slerp_of_dot(d: f32) -> PairSlerp {
     let d = d.clamp(-1.0, 1.0);
     let angle = if d >= 0.0 {
         acos_0_1(d)
@@ -375,7 +382,7 @@ pub(crate) fn interpolate(a: Vec4, b: Vec4, seg: PairSlerp, u: f32) -> Vec4 {
 
 /// `1 / span` for spans of whole frames (the common case), else the division.
 #[inline(always)]
-pub(super) fn reciprocal(span: f32) -> f32 {
+pub(crate) fn reciprocal(span: f32) -> f32 {
     const R: [f32; SEG_LEN as usize + 1] = {
         let mut r = [0f32; SEG_LEN as usize + 1];
         let mut i = 1;
@@ -538,7 +545,7 @@ fn value(tr: &CompactTrack, cur: &TrackCursor, x: f32) -> Vec4 {
 /// path (`compact_avx.rs` takes the same `max` and `min`).
 #[inline(always)]
 #[allow(clippy::manual_clamp)]
-pub(super) fn unit_span(dx: f32, inv: f32) -> f32 {
+pub(crate) fn unit_span(dx: f32, inv: f32) -> f32 {
     (dx * inv).max(0.0).min(1.0)
 }
 

@@ -462,6 +462,7 @@ mod tests {
                 constants: Box::new([]),
                 keys: Box::new([]),
                 layout: CompactLayout::Seek,
+                lanes: None,
             };
             let mut at = Located::default();
             for (lane, &(_, _, _, d0, d1, neg, q, hold, span)) in lanes.iter().enumerate() {

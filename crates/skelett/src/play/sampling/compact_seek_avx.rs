@@ -144,7 +144,7 @@ unsafe fn load(r: &[f32; BATCH]) -> __m256 {
 
 /// glam's `Vec4::dot` on eight lanes: `(x·x' + z·z') + (y·y' + w·w')`.
 #[inline(always)]
-unsafe fn dot8(a: [__m256; 4], b: [__m256; 4]) -> __m256 {
+pub(super) unsafe fn dot8(a: [__m256; 4], b: [__m256; 4]) -> __m256 {
     _mm256_add_ps(
         _mm256_add_ps(_mm256_mul_ps(a[0], b[0]), _mm256_mul_ps(a[2], b[2])),
         _mm256_add_ps(_mm256_mul_ps(a[1], b[1]), _mm256_mul_ps(a[3], b[3])),
@@ -153,7 +153,7 @@ unsafe fn dot8(a: [__m256; 4], b: [__m256; 4]) -> __m256 {
 
 /// glam's `Vec4::normalize_or(Vec4::W)` on eight lanes.
 #[inline(always)]
-unsafe fn normalize_or_w(v: [__m256; 4]) -> [__m256; 4] {
+pub(super) unsafe fn normalize_or_w(v: [__m256; 4]) -> [__m256; 4] {
     let rcp = _mm256_div_ps(_mm256_set1_ps(1.0), _mm256_sqrt_ps(dot8(v, v)));
     // Finite and positive (NaN compares false).
     let ok = _mm256_and_ps(
@@ -222,7 +222,6 @@ unsafe fn dequantize8(
 #[inline(always)]
 unsafe fn pair_slerp8(a: [__m256; 4], b: [__m256; 4], t: &Tracks) -> (__m256, __m256) {
     let zero = _mm256_setzero_ps();
-    let one = _mm256_set1_ps(1.0);
     let d = dot8(a, b);
     // Slerp where the track may and `d >= nlerp_dot` fails (NaN included).
     let nlerp = _mm256_or_ps(
@@ -233,6 +232,20 @@ unsafe fn pair_slerp8(a: [__m256; 4], b: [__m256; 4], t: &Tracks) -> (__m256, __
         // No lane slerps (nearly always between the close keys of dense motion capture).
         return (zero, zero);
     }
+    let (angle, inv_sin) = angle8(d);
+    (
+        _mm256_blendv_ps(angle, zero, nlerp),
+        _mm256_blendv_ps(inv_sin, zero, nlerp),
+    )
+}
+
+/// `compact::pair_slerp` past its nlerp test, on eight lanes: slerp's angle for the dot
+/// product `d` of two unit 4-vectors, and `1 / sin(angle)` (shared with the lanes layout's
+/// sampler, `compact_lanes.rs`).
+#[inline(always)]
+pub(super) unsafe fn angle8(d: __m256) -> (__m256, __m256) {
+    let zero = _mm256_setzero_ps();
+    let one = _mm256_set1_ps(1.0);
     // `f32::clamp(-1, 1)`: NaN stays NaN.
     let minus_one = _mm256_set1_ps(-1.0);
     let d = _mm256_blendv_ps(d, minus_one, _mm256_cmp_ps::<_CMP_LT_OQ>(d, minus_one));
@@ -255,9 +268,5 @@ unsafe fn pair_slerp8(a: [__m256; 4], b: [__m256; 4], t: &Tracks) -> (__m256, __
     );
     let angle = _mm256_max_ps(angle, _mm256_set1_ps(1e-3));
     let s = _mm256_max_ps(sin_0_pi8(angle), _mm256_set1_ps(1e-6));
-    let inv_sin = _mm256_div_ps(one, s);
-    (
-        _mm256_blendv_ps(angle, zero, nlerp),
-        _mm256_blendv_ps(inv_sin, zero, nlerp),
-    )
+    (angle, _mm256_div_ps(one, s))
 }

@@ -33,6 +33,7 @@
 
 pub(crate) mod compact;
 mod compact_avx;
+pub(crate) mod compact_lanes;
 pub(crate) mod compact_seek;
 mod compact_seek_avx;
 mod keyed;
@@ -426,6 +427,16 @@ fn dispatch(clip: &Clip, time: f32, search: Search<'_>, pose: &mut [Transform]) 
                 let (k, u) = locate_fresh(keys.track_times(tr), time);
                 keys.eval_track(tr, k as usize, u, time, &mut pose[0]);
             }
+        }
+        (Storage::Compact(c), search) if c.layout == CompactLayout::Lanes => {
+            let only = match search {
+                Search::Joint(joint) => Some(joint),
+                _ => {
+                    copy_static(clip, pose);
+                    None
+                }
+            };
+            compact_lanes::sample_tracks(c, time - clip.start, only, pose);
         }
         (Storage::Compact(c), search) if c.layout == CompactLayout::Seek => {
             let only = match search {

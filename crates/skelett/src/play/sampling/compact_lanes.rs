@@ -1,0 +1,508 @@
+//! Sampling a compact clip in the lanes layout (`clip/compact_lanes.rs`): the time's key pair
+//! found by two table lookups, then, per block of eight tracks, each row's two keys
+//! dequantised and interpolated on eight lanes (AVX2 and FMA) and written to the pose as the
+//! keyed clip's lanes write theirs.
+//!
+//! ```text
+//! time ─▶ frame position x ─▶ key k (key_of_frame), u ─▶ segment j = k / SEG, i = k % SEG
+//! per block: per row: smallest + step * (q[i] + (q[i+1] - q[i]) * u)   (STEP: u = 0, or 1
+//!            at the last key)
+//!            rotations normalised (the identity where the length is not positive finite)
+//! ```
+//!
+//! The portable path performs each lane's operations in the same order with the same fused
+//! multiply-adds (`f32::mul_add`), so both give the same bits (`lanes_and_portable_paths_give_the_same_bits` compares them). No state
+//! is kept between samples: a seek costs what the next frame does.
+
+use glam::{Quat, Vec4};
+
+use crate::clip::compact::Compact;
+use crate::clip::compact_lanes::{PackedBlock, PackedLanes, LANE_SEG};
+use crate::clip::lanes::LANES;
+use crate::{JointIndex, Target, Transform};
+
+/// Where a sample at frame position `x` reads: the key, and the fraction to the next.
+#[inline(always)]
+fn locate(c: &Compact, p: &PackedLanes, x: f32) -> (usize, f32) {
+    let keys = p.pos.len();
+    let f = (x as usize).min(c.frames as usize - 1);
+    let mut k = (p.key_of_frame[f] as usize).min(keys - 2);
+    // Points inside a frame (a slerped pair's) follow the frame's first key.
+    while k + 2 < keys && p.pos[k + 1] <= x {
+        k += 1;
+    }
+    // At the last key, exactly 1 (the product with the reciprocal may round below it, and a
+    // STEP track must hold the last key there).
+    if x >= p.pos[k + 1] {
+        return (k, 1.0);
+    }
+    (k, super::compact::unit_span(x - p.pos[k], p.inv[k]))
+}
+
+/// Samples every track of `c` (in the lanes layout) at `t_from_start` into `pose`, whose
+/// static joints the caller set; with `only`, that joint's tracks alone, into `pose[0]`.
+pub(crate) fn sample_tracks(
+    c: &Compact,
+    t_from_start: f32,
+    only: Option<JointIndex>,
+    pose: &mut [Transform],
+) {
+    let Some(p) = c.lanes.as_deref() else {
+        return;
+    };
+    if p.pos.len() < 2 {
+        return;
+    }
+    let (k, u) = locate(c, p, c.pos_of(t_from_start));
+    #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+    if crate::play::simd::avx2_fma() {
+        // SAFETY: AVX2 and FMA were just detected; `p` was built or checked for `c`
+        // (`PackedLanes::new` sizes the ranges and keys for every block and segment;
+        // `from_bytes` checks joints against the clip's tracks), `j` and `i` come from
+        // `locate`, and `pose` holds the clip's joints (checked by the public functions;
+        // indexing checks again). `lanes_and_portable_paths_give_the_same_bits` runs it.
+        unsafe { avx::sample(p, k, u, only, pose) };
+        return;
+    }
+    sample_portable(p, k, u, only, pose);
+}
+
+/// [`sample_tracks`] one lane at a time.
+fn sample_portable(
+    p: &PackedLanes,
+    k: usize,
+    u: f32,
+    only: Option<JointIndex>,
+    pose: &mut [Transform],
+) {
+    for (n, b) in p.blocks.iter().enumerate() {
+        if only.is_some_and(|o| !b.block.joints.contains(&o)) {
+            continue;
+        }
+        let v = block_values(p, n, b, k, u);
+        for l in 0..b.block.count as usize {
+            let joint = b.block.joints[l];
+            let slot = match only {
+                Some(o) if o == joint => 0,
+                Some(_) => continue,
+                None => joint as usize,
+            };
+            write(b.block.target, v[l], &mut pose[slot]);
+        }
+    }
+}
+
+/// The eight lanes' values of block `b` (the `n`th) at key `k` and fraction `u` (rotations
+/// not yet normalised), one lane at a time. Without slerped lanes each row is lerped as
+/// integers, then dequantised: `((b - a) * u + a) * step + smallest`; with some, both keys
+/// are dequantised, `(b - a) * u + a` lerps and slerped lanes take
+/// [`crate::play::sampling::compact::interpolate`]'s arc between the normalised keys.
+fn block_values(p: &PackedLanes, n: usize, b: &PackedBlock, k: usize, u: f32) -> [Vec4; LANES] {
+    let (j, i) = (k / LANE_SEG, k % LANE_SEG);
+    let rows = b.rows();
+    let r0 = b.first_range as usize + j * rows * 2;
+    let q0 = b.first_q as usize + (j * (LANE_SEG + 1) + i) * rows;
+    let u = step_u(b.step, u);
+    let slerp = p.slerp[n * p.pos.len() + k];
+    std::array::from_fn(|l| {
+        let (mut va, mut vb, mut v) = ([0f32; 4], [0f32; 4], [0f32; 4]);
+        for r in 0..rows {
+            let (lo, step) = (p.ranges[r0 + 2 * r].0[l], p.ranges[r0 + 2 * r + 1].0[l]);
+            let a = f32::from(p.q[q0 + r][l]);
+            let b = f32::from(p.q[q0 + rows + r][l]);
+            if slerp == 0 {
+                v[r] = (b - a).mul_add(u, a).mul_add(step, lo);
+            } else {
+                va[r] = a.mul_add(step, lo);
+                vb[r] = b.mul_add(step, lo);
+                v[r] = (vb[r] - va[r]).mul_add(u, va[r]);
+            }
+        }
+        if slerp & (1 << l) != 0 {
+            let (a, b) = (Vec4::from_array(va), Vec4::from_array(vb));
+            let d = a.normalize_or(Vec4::W).dot(b.normalize_or(Vec4::W));
+            // `interpolate` normalises the keys itself, as the eight-lane path does once.
+            return super::compact::interpolate(a, b, super::compact::slerp_of_dot(d), u);
+        }
+        Vec4::from_array(v)
+    })
+}
+
+/// The fraction a block interpolates with: `u`, or for STEP tracks the key at or before the
+/// time (0, or 1 at the clip's last key, where `u` reaches 1).
+#[inline(always)]
+fn step_u(step: bool, u: f32) -> f32 {
+    if !step {
+        u
+    } else if u >= 1.0 {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// One lane's value into its transform: rotations normalised as the eight-lane path does.
+fn write(target: Target, v: Vec4, out: &mut Transform) {
+    match target {
+        Target::Rotation => {
+            let l = (v.x * v.x + v.z * v.z) + (v.y * v.y + v.w * v.w);
+            out.rotation = if (f32::MIN_POSITIVE..=f32::MAX).contains(&l) {
+                Quat::from_vec4(v * (1.0 / l.sqrt()))
+            } else {
+                Quat::IDENTITY
+            };
+        }
+        Target::Translation => out.translation = v.truncate(),
+        Target::Scale => out.scale = v.truncate(),
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+mod avx {
+    use std::arch::x86_64::*;
+
+    use super::*;
+    use crate::play::sampling::compact_avx::sin_0_pi8;
+    use crate::play::sampling::compact_seek_avx::{angle8, dot8, normalize_or_w};
+    use crate::play::sampling::lanes::{store_rotations, store_vectors};
+
+    /// [`super::sample_tracks`] eight lanes at a time, each lane [`super::block_values`]'s
+    /// operations in its order.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 and FMA; `k` from [`super::locate`] for `p`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn sample(
+        p: &PackedLanes,
+        k: usize,
+        u: f32,
+        only: Option<JointIndex>,
+        pose: &mut [Transform],
+    ) {
+        let (j, i) = (k / LANE_SEG, k % LANE_SEG);
+        let keys = p.pos.len();
+        for (n, b) in p.blocks.iter().enumerate() {
+            if only.is_some_and(|o| !b.block.joints.contains(&o)) {
+                continue;
+            }
+            let rows = b.rows();
+            let r0 = b.first_range as usize + j * rows * 2;
+            let q0 = b.first_q as usize + (j * (LANE_SEG + 1) + i) * rows;
+            let ranges = &p.ranges[r0..r0 + 2 * rows];
+            let q = &p.q[q0..q0 + 2 * rows];
+            let uv = _mm256_set1_ps(step_u(b.step, u));
+            let slerp = p.slerp[n * keys + k];
+            let mut v = [_mm256_setzero_ps(); 4];
+            if slerp == 0 {
+                for r in 0..rows {
+                    v[r] = lerped(ranges, q, rows, r, uv);
+                }
+            } else {
+                v = slerped(ranges, q, slerp, uv);
+            }
+            match b.block.target {
+                Target::Rotation => {
+                    let n = normalise(v);
+                    if only.is_some() {
+                        write_only(b, n, only, pose);
+                    } else {
+                        store_rotations(&b.block.joints, b.block.mask, n, pose);
+                    }
+                }
+                _ if only.is_some() => write_only(b, v, only, pose),
+                Target::Scale => store_vectors(
+                    &b.block.joints,
+                    b.block.mask,
+                    [v[0], v[1], v[2]],
+                    pose,
+                    |t| &mut t.scale,
+                ),
+                Target::Translation => store_vectors(
+                    &b.block.joints,
+                    b.block.mask,
+                    [v[0], v[1], v[2]],
+                    pose,
+                    |t| &mut t.translation,
+                ),
+            }
+        }
+    }
+
+    /// The lane of `b` that animates `only` (values already final) into `pose[0]`.
+    #[inline(always)]
+    unsafe fn write_only(
+        b: &PackedBlock,
+        v: [__m256; 4],
+        only: Option<JointIndex>,
+        pose: &mut [Transform],
+    ) {
+        let mut lanes = [[0f32; LANES]; 4];
+        for (row, reg) in lanes.iter_mut().zip(v) {
+            // SAFETY: eight f32 into an array of eight.
+            _mm256_storeu_ps(row.as_mut_ptr(), reg);
+        }
+        for l in 0..b.block.count as usize {
+            if Some(b.block.joints[l]) == only {
+                let v = Vec4::new(lanes[0][l], lanes[1][l], lanes[2][l], lanes[3][l]);
+                match b.block.target {
+                    Target::Rotation => pose[0].rotation = Quat::from_vec4(v),
+                    Target::Translation => pose[0].translation = v.truncate(),
+                    Target::Scale => pose[0].scale = v.truncate(),
+                }
+            }
+        }
+    }
+
+    /// A rotation block with slerped lanes: both keys dequantised, lerped, and the lanes of
+    /// `slerp` replaced by the arc between the normalised keys.
+    #[inline(always)]
+    unsafe fn slerped(
+        ranges: &[crate::clip::lanes::Row],
+        q: &[[u16; LANES]],
+        slerp: u8,
+        u: __m256,
+    ) -> [__m256; 4] {
+        let mut a = [_mm256_setzero_ps(); 4];
+        let mut b = [_mm256_setzero_ps(); 4];
+        let mut v = [_mm256_setzero_ps(); 4];
+        for r in 0..4 {
+            // SAFETY: as in `lerped`.
+            let lo = _mm256_load_ps(ranges[2 * r].0.as_ptr());
+            let step = _mm256_load_ps(ranges[2 * r + 1].0.as_ptr());
+            a[r] = _mm256_fmadd_ps(ints(&q[r]), step, lo);
+            b[r] = _mm256_fmadd_ps(ints(&q[4 + r]), step, lo);
+            v[r] = _mm256_fmadd_ps(_mm256_sub_ps(b[r], a[r]), u, a[r]);
+        }
+        let (a, b) = (normalize_or_w(a), normalize_or_w(b));
+        let (angle, inv_sin) = angle8(dot8(a, b));
+        let one = _mm256_set1_ps(1.0);
+        let w0 = _mm256_mul_ps(
+            sin_0_pi8(_mm256_mul_ps(_mm256_sub_ps(one, u), angle)),
+            inv_sin,
+        );
+        let w1 = _mm256_mul_ps(sin_0_pi8(_mm256_mul_ps(u, angle)), inv_sin);
+        let bits = _mm256_set_epi32(128, 64, 32, 16, 8, 4, 2, 1);
+        let on = _mm256_castsi256_ps(_mm256_cmpeq_epi32(
+            _mm256_and_si256(_mm256_set1_epi32(i32::from(slerp)), bits),
+            bits,
+        ));
+        for r in 0..4 {
+            let arc = _mm256_add_ps(_mm256_mul_ps(a[r], w0), _mm256_mul_ps(b[r], w1));
+            v[r] = _mm256_blendv_ps(v[r], arc, on);
+        }
+        v
+    }
+
+    /// Eight u16 as f32.
+    #[inline(always)]
+    unsafe fn ints(q: &[u16; LANES]) -> __m256 {
+        // SAFETY: eight u16 (16 bytes), read unaligned.
+        _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(_mm_loadu_si128(
+            q.as_ptr() as *const __m128i
+        )))
+    }
+
+    /// Row `r` of eight lanes lerped as integers, then dequantised: `(b - a) * u + a`, then
+    /// `* step + smallest`, both fused.
+    #[inline(always)]
+    unsafe fn lerped(
+        ranges: &[crate::clip::lanes::Row],
+        q: &[[u16; LANES]],
+        rows: usize,
+        r: usize,
+        u: __m256,
+    ) -> __m256 {
+        // SAFETY: `Row` is eight f32 aligned to 32 bytes; indexing checks the ranges.
+        let lo = _mm256_load_ps(ranges[2 * r].0.as_ptr());
+        let step = _mm256_load_ps(ranges[2 * r + 1].0.as_ptr());
+        let (a, b) = (ints(&q[r]), ints(&q[rows + r]));
+        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_sub_ps(b, a), u, a), step, lo)
+    }
+
+    /// Eight rotations normalised as [`super::write`] normalises one.
+    #[inline(always)]
+    unsafe fn normalise(v: [__m256; 4]) -> [__m256; 4] {
+        let [x, y, z, w] = v;
+        let l = _mm256_add_ps(
+            _mm256_add_ps(_mm256_mul_ps(x, x), _mm256_mul_ps(z, z)),
+            _mm256_add_ps(_mm256_mul_ps(y, y), _mm256_mul_ps(w, w)),
+        );
+        let inv = _mm256_div_ps(_mm256_set1_ps(1.0), _mm256_sqrt_ps(l));
+        let ok = _mm256_and_ps(
+            _mm256_cmp_ps::<_CMP_GE_OQ>(l, _mm256_set1_ps(f32::MIN_POSITIVE)),
+            _mm256_cmp_ps::<_CMP_LE_OQ>(l, _mm256_set1_ps(f32::MAX)),
+        );
+        [
+            _mm256_and_ps(ok, _mm256_mul_ps(x, inv)),
+            _mm256_and_ps(ok, _mm256_mul_ps(y, inv)),
+            _mm256_and_ps(ok, _mm256_mul_ps(z, inv)),
+            _mm256_blendv_ps(_mm256_set1_ps(1.0), _mm256_mul_ps(w, inv), ok),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build::compress::lanes::lanes_from_stream;
+    use crate::compress::encode::{TrackInput, SUB_AT};
+    use crate::play::sampling::compact::tests::{clip_of, get, values};
+    use crate::play::sampling::compact::{sample_tracks_uncached, CompactCache};
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(100))]
+
+        /// A streamed clip in the lanes layout samples within the 16-bit rounding of the
+        /// streamed clip (slerped pairs included) at frames, between them and outside the
+        /// clip; the eight-lane and portable paths give the same bits, and one joint alone is
+        /// that joint of the whole pose.
+        #[test]
+        fn lanes_and_portable_paths_give_the_same_bits(
+            frames in 2usize..120,
+            kinds in proptest::collection::vec((0u8..3, any::<bool>()), 1..20),
+            last_span in prop_oneof![Just(1.0f32), 0.05f32..1.0],
+            seed in proptest::collection::vec(-1.0f32..1.0, 3..9),
+            swing in 1.0f32..8.0,
+            tol in 1e-4f32..1e-1,
+            times in proptest::collection::vec(-0.1f32..1.1, 1..40),
+        ) {
+            let tracks: Vec<(Target, bool, Vec<Vec4>)> = kinds
+                .iter()
+                .enumerate()
+                .map(|(i, &(kind, step))| {
+                    let target = [Target::Rotation, Target::Translation, Target::Scale][usize::from(kind)];
+                    // Larger swings: key pairs far apart, which the encoder slerps.
+                    let seed: Vec<f32> = seed.iter().map(|s| s * swing).collect();
+                    (target, step, values(target, &seed[i % seed.len()..], frames))
+                })
+                .collect();
+            let tols = vec![tol; frames];
+            let pos: Vec<f32> = (0..frames)
+                .map(|f| if f + 1 == frames { (frames - 2) as f32 + last_span } else { f as f32 })
+                .collect();
+            let mids: Vec<Vec<Vec4>> = tracks
+                .iter()
+                .map(|(_, step, raw)| {
+                    raw.windows(2)
+                        .flat_map(|w| SUB_AT.map(|u| if *step { w[0] } else { w[0] + (w[1] - w[0]) * u }))
+                        .collect()
+                })
+                .collect();
+            let inputs: Vec<TrackInput<'_>> = tracks
+                .iter()
+                .zip(&mids)
+                .enumerate()
+                .map(|(i, ((target, step, raw), mid))| TrackInput {
+                    joint: i as JointIndex, target: *target, step: *step, raw, raw_sub: mid,
+                    tol: &tols, rest: Vec4::new(100.0, 0.0, 0.0, 1.0), units: None,
+                })
+                .collect();
+            let stream = clip_of(&inputs, &pos, frames as u32, last_span);
+            let lanes = lanes_from_stream(&stream).unwrap();
+            let p = lanes.lanes.as_deref().unwrap();
+            let mut cache = CompactCache::default();
+            cache.reset(&stream);
+            let n = tracks.len();
+            let (mut want, mut eight, mut one) = (
+                vec![Transform::IDENTITY; n],
+                vec![Transform::IDENTITY; n],
+                vec![Transform::IDENTITY; n],
+            );
+            let mut single = [Transform::IDENTITY];
+            // Each track's largest magnitude, for the rounding's bound.
+            let reach: Vec<f32> = tracks
+                .iter()
+                .map(|(_, _, raw)| raw.iter().map(|v| v.abs().max_element()).fold(1.0, f32::max))
+                .collect();
+            let grid: Vec<f32> = (0..frames).map(|f| f as f32 / 30.0).collect();
+            let end = ((frames - 2) as f32 + last_span) / 30.0;
+            for t in grid.into_iter().chain(times.iter().map(|u| u * end)) {
+                sample_tracks_uncached(&stream, t, None, &mut want);
+                sample_tracks(&lanes, t, None, &mut eight);
+                if p.pos.len() >= 2 {
+                    let (k, u) = locate(&lanes, p, lanes.pos_of(t));
+                    sample_portable(p, k, u, None, &mut one);
+                }
+                for tr in lanes.tracks.iter() {
+                    let j = tr.joint as usize;
+                    let bits = |x: &[Transform], j: usize| get(tr.target, &x[j]).to_array().map(f32::to_bits);
+                    prop_assert_eq!(bits(&eight, j), bits(&one, j), "t {} track {}", t, j);
+                    sample_tracks(&lanes, t, Some(tr.joint), &mut single);
+                    prop_assert_eq!(bits(&single, 0), bits(&eight, j), "t {} joint {} alone", t, j);
+                    let (a, mut b) = (get(tr.target, &want[j]), get(tr.target, &eight[j]));
+                    if tr.target == Target::Rotation && a.dot(b) < 0.0 {
+                        b = -b;
+                    }
+                    let gap = (a - b).abs().max_element();
+                    prop_assert!(
+                        gap <= 1e-4 * reach[j],
+                        "t {} track {} ({:?}, step {}): stream {} lanes {}", t, j, tr.target, tr.step, a, b
+                    );
+                }
+            }
+        }
+    }
+
+    /// The stored form reads back to the same layout, and damaged forms are refused with a
+    /// message, never a panic.
+    #[test]
+    fn stored_lanes_read_back_and_damage_is_refused() {
+        let frames = 70usize;
+        let raw = values(Target::Rotation, &[0.9, -0.4, 0.7], frames);
+        let mids: Vec<Vec4> = raw
+            .windows(2)
+            .flat_map(|w| SUB_AT.map(|u| w[0] + (w[1] - w[0]) * u))
+            .collect();
+        let tols = vec![1e-3f32; frames];
+        let pos: Vec<f32> = (0..frames).map(|f| f as f32).collect();
+        let input = TrackInput {
+            joint: 0,
+            target: Target::Rotation,
+            step: false,
+            raw: &raw,
+            raw_sub: &mids,
+            tol: &tols,
+            rest: Vec4::W,
+            units: None,
+        };
+        let stream = clip_of(&[input], &pos, frames as u32, 1.0);
+        let lanes = lanes_from_stream(&stream).unwrap();
+        let p = lanes.lanes.as_deref().unwrap();
+        let tracks = [(0, Target::Rotation, false)];
+        let bytes = p.to_bytes();
+        assert_eq!(bytes.len(), p.stored_bytes());
+        let back = PackedLanes::from_bytes(&bytes, &tracks, frames as u32, 1.0).unwrap();
+        assert_eq!(&back, p);
+        // Every byte changed, and every length cut: refused or a layout that samples.
+        let mut refused = 0;
+        for i in 0..bytes.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut b = bytes.clone();
+                b[i] ^= flip;
+                match PackedLanes::from_bytes(&b, &tracks, frames as u32, 1.0) {
+                    Err(e) => {
+                        assert!(!e.is_empty());
+                        refused += 1;
+                    }
+                    Ok(l) => {
+                        let c = Compact::with_lanes(&stream, l);
+                        let mut pose = [Transform::IDENTITY];
+                        for t in [0.0, 0.5, 1.0, 2.3] {
+                            sample_tracks(&c, t, None, &mut pose);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(refused > 0);
+        for len in 0..bytes.len() {
+            assert!(PackedLanes::from_bytes(&bytes[..len], &tracks, frames as u32, 1.0).is_err());
+        }
+        // A lane that names no track, and a track in no lane.
+        assert!(PackedLanes::from_bytes(&bytes, &[(1, Target::Rotation, false)], 70, 1.0).is_err());
+        assert!(
+            PackedLanes::from_bytes(&bytes, &[(0, Target::Translation, false)], 70, 1.0).is_err()
+        );
+    }
+}
