@@ -71,6 +71,14 @@ cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
 cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
   compress "$data/gltf/RiggedFigure.glb" "$here/corpus/native_import/RiggedFigure_seekable.skl" \
   --seekable >/dev/null
+# And in the lanes layout (version 7, clip kind 3).
+cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
+  compress "$tmp/01_01_100.bvh" "$here/corpus/native_import/01_01_100_lanes.skl" \
+  --cm-per-unit 6.822 --lanes >/dev/null
+for f in RiggedFigure Fox; do
+  cargo run -q --release --manifest-path "$here/../Cargo.toml" -p skelett-cli -- \
+    compress "$data/gltf/$f.glb" "$here/corpus/native_import/${f}_lanes.skl" --lanes >/dev/null
+done
 rm -rf "$tmp"
 # RAM + NUL + RAA pairs written by the CLI, in the article's layout and the counted one, and
 # the article's layout without its headings.

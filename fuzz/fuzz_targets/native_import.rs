@@ -2,7 +2,7 @@
 //! payload's real length and CRC-32 so that mutations reach the parser, which must refuse
 //! them (or load a valid asset) without panicking or allocating what counts claim; whatever
 //! loads is sampled, with and without a cache and one joint alone (compact clips' decoders,
-//! both layouts, included).
+//! every layout, included).
 #![no_main]
 
 use std::path::Path;

@@ -322,6 +322,7 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool) -> Result<()> {
         if let Some(rate) = c.compact_rate {
             let layout = match c.compact_layout {
                 Some("seek") => ", seekable layout",
+                Some("lanes") => ", lanes layout",
                 _ => "",
             };
             outln!(

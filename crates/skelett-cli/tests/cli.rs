@@ -377,21 +377,23 @@ fn convert_files_and_folders() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// `skelett compress --seekable` writes the seekable layout (same errors, larger), `--fast`
-/// skips the loosening (within the budget, never smaller), and `skelett bench` on a
-/// compressed file measures both layouts, with their sizes.
+/// `skelett compress --seekable` writes the seekable layout (same errors, larger), `--lanes`
+/// the lanes layout (within the budget as measured in it, larger still), `--fast` skips the
+/// loosening (within the budget, never smaller), and `skelett bench` on a compressed file
+/// measures every layout, with their sizes.
 #[test]
 fn compress_seekable_and_bench_both_layouts() {
     let dir = std::env::temp_dir().join(format!("skelett-seekable-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let fox = data("gltf/Fox.glb");
     let (stream, seek) = (dir.join("stream.skl"), dir.join("seek.skl"));
-    let fast = dir.join("fast.skl");
+    let (fast, lanes) = (dir.join("fast.skl"), dir.join("lanes.skl"));
     let mut reports = Vec::new();
     for (out, extra) in [
         (&stream, None),
         (&seek, Some("--seekable")),
         (&fast, Some("--fast")),
+        (&lanes, Some("--lanes")),
     ] {
         let mut args = vec![
             "compress",
@@ -419,6 +421,23 @@ fn compress_seekable_and_bench_both_layouts() {
     assert_eq!(said(&reports[0]), ("smallest".into(), "stream".into()));
     assert_eq!(said(&reports[1]), ("smallest".into(), "seek".into()));
     assert_eq!(said(&reports[2]), ("fast".into(), "stream".into()));
+    assert_eq!(said(&reports[3]), ("smallest".into(), "lanes".into()));
+    assert!(sizes[1] < sizes[3], "{sizes:?}");
+    assert!(
+        reports[3]["max_error_cm"].as_f64().unwrap() <= 0.01,
+        "{}",
+        reports[3]
+    );
+    let (ok, out, err) = skelett(&["inspect", lanes.to_str().unwrap()]);
+    assert!(ok && out.contains("lanes layout"), "{err}{out}");
+    let (ok, _, err) = skelett(&[
+        "compress",
+        "--seekable",
+        "--lanes",
+        fox.to_str().unwrap(),
+        "x.skl",
+    ]);
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
     assert!(
         reports[2]["max_error_cm"].as_f64().unwrap() <= 0.01,
         "{}",
@@ -434,17 +453,16 @@ fn compress_seekable_and_bench_both_layouts() {
     assert!(ok, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     let rows = v["clips"].as_array().unwrap();
-    // Each of the three clips in its own layout, then converted to the other.
-    assert_eq!(rows.len(), 6, "{rows:?}");
-    for pair in rows.chunks(2) {
-        assert_eq!(pair[0]["storage"], "compact, seekable");
-        assert_eq!(pair[1]["storage"], "compact");
-        assert_eq!(pair[0]["clip"], pair[1]["clip"]);
-        assert!(
-            pair[1]["bytes"].as_u64() < pair[0]["bytes"].as_u64(),
-            "{pair:?}"
-        );
-        assert!(pair[0]["seek_ns_per_joint"].as_f64().unwrap() > 0.0);
+    // Each of the three clips in its own layout, then converted to the others.
+    assert_eq!(rows.len(), 9, "{rows:?}");
+    for three in rows.chunks(3) {
+        assert_eq!(three[0]["storage"], "compact, seekable");
+        assert_eq!(three[1]["storage"], "compact");
+        assert_eq!(three[2]["storage"], "compact, lanes");
+        assert!(three.iter().all(|r| r["clip"] == three[0]["clip"]));
+        let bytes = |i: usize| three[i]["bytes"].as_u64().unwrap();
+        assert!(bytes(1) < bytes(0) && bytes(0) < bytes(2), "{three:?}");
+        assert!(three[0]["seek_ns_per_joint"].as_f64().unwrap() > 0.0);
     }
     std::fs::remove_dir_all(&dir).ok();
 }

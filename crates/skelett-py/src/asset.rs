@@ -260,6 +260,8 @@ impl Asset {
     /// three fifths to three quarters of the time on motion capture, 7% larger, the same error bound
     /// (`max_error_cm`, measured as for the default).
     #[pyo3(signature = (error_cm = 0.01, shell_cm = 3.0, cm_per_unit = None, seekable = false, fast = false, lanes = false))]
+    // Python's keyword arguments, one parameter each.
+    #[allow(clippy::too_many_arguments)]
     fn compress<'py>(
         &self,
         py: Python<'py>,

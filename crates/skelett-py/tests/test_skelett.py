@@ -312,6 +312,21 @@ def test_convert_and_compress(tmp_path):
         converted = a.with_compact_layout("seek")
         assert converted.size_bytes == b.size_bytes
         assert (converted.sample_local(times) == b.sample_local(times)).all()
+    # The lanes layout: within the budget as measured in it, larger, close to the streamed
+    # samples (16-bit keys), and not convertible back.
+    lanes, lanes_reports = fox.compress(error_cm=0.01, lanes=True)
+    for r, s in zip(reports, lanes_reports):
+        assert s["max_error_cm"] <= 0.01 + 1e-6
+        assert s["compressed_bytes"] > r["compressed_bytes"]
+    for a, b in zip(compressed.clips, lanes.clips):
+        assert b.compact_layout == "lanes"
+        times = [a.start, a.start + 0.37, a.start + a.duration]
+        assert abs(a.sample_local(times) - b.sample_local(times)).max() < 1e-2
+        with pytest.raises(ValueError):
+            b.with_compact_layout("stream")
+    assert compressed.clips[0].with_compact_layout("lanes").compact_layout == "lanes"
+    with pytest.raises(ValueError):
+        fox.compress(seekable=True, lanes=True)
     assert fox.clips[0].compact_layout is None
     with pytest.raises(ValueError):
         fox.clips[0].with_compact_layout("seek")

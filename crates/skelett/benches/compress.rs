@@ -1,6 +1,6 @@
-//! Sampling compact clips, in the streamed (`compact/`) and seekable (`seekable/`) layouts,
-//! beside the same clips with keys (`keys/`; criterion), on real clips from
-//! `../shared/data`, compressed at 0.01 cm (ACL's default metric).
+//! Sampling compact clips, in the streamed (`compact/`), seekable (`seekable/`) and lanes
+//! (`lanes/`) layouts, beside the same clips with keys (`keys/`; criterion), on real clips
+//! from `../shared/data`, compressed at 0.01 cm (ACL's default metric).
 //!
 //! Throughput is the skeleton's joint count, so ns/joint = 1000 / (Melem/s). Workloads:
 //! - `forward_60hz`: one character playing the clip at 60 Hz (warm caches and cursors);
@@ -165,10 +165,23 @@ fn bench_compact(c: &mut Criterion) {
             report.raw_bytes as f64 / seekable.size_bytes() as f64,
             seekable.size_bytes()
         );
-        let (small, seekable) = (Arc::new(small), Arc::new(seekable));
+        let lanes = small
+            .with_compact_layout(CompactLayout::Lanes)
+            .expect("a compact clip");
+        eprintln!(
+            "{label}: lanes layout {:.2}:1, {} bytes",
+            report.raw_bytes as f64 / lanes.size_bytes() as f64,
+            lanes.size_bytes()
+        );
+        let (small, seekable, lanes) = (Arc::new(small), Arc::new(seekable), Arc::new(lanes));
         let mut group = c.benchmark_group(label);
         group.throughput(Throughput::Elements(skeleton.len() as u64));
-        for (kind, clip) in [("keys", &raw), ("compact", &small), ("seekable", &seekable)] {
+        for (kind, clip) in [
+            ("keys", &raw),
+            ("compact", &small),
+            ("seekable", &seekable),
+            ("lanes", &lanes),
+        ] {
             let mut pose = Pose::rest(skeleton);
             let mut cache = SamplingCache::for_clip(clip);
             // 60 Hz, and a low update rate (or fast playback): 8 frames per sample at 120 fps.

@@ -233,7 +233,12 @@ impl PackedLanes {
             .collect();
         let end = grid_frames.saturating_sub(2) as f32 + last_span;
         if let (Some(&first), Some(&last)) = (pos.first(), pos.last()) {
-            if first != 0.0 || last != end || pos.windows(2).any(|w| !(w[0] < w[1])) {
+            if first != 0.0
+                || last != end
+                || pos
+                    .windows(2)
+                    .any(|w| w[0].partial_cmp(&w[1]) != Some(std::cmp::Ordering::Less))
+            {
                 return Err(format!(
                     "lane key positions must increase from 0 to the last frame's {end}"
                 ));

@@ -564,14 +564,13 @@ fn search_and_tighten(
     shell: f32,
     level: CompressLevel,
 ) -> Result<Option<Outcome>, Error> {
-    let p = p;
     let target = 0.97 * budget;
     let n = skeleton.len();
     let ones = vec![1.0f32; n];
     // An attempt's largest error at the check times; one over the target stops the
     // measurement (the search needs only an estimate there: at least the target).
     let attempt = |m: f32| -> Result<(Outcome, f32), Error> {
-        let mut out = assemble(reference, skeleton, &p, plan_all(&p, m, &ones))?;
+        let mut out = assemble(reference, skeleton, p, plan_all(p, m, &ones))?;
         let mut errors = vec![0f32; p.check_times.len().div_ceil(metric::CHUNK) * n];
         let complete = metric::measure_joints(
             skeleton,
@@ -594,7 +593,7 @@ fn search_and_tighten(
     let tight = Tighten {
         skeleton,
         reference,
-        p: &p,
+        p,
         shell,
         budget,
     };
@@ -604,7 +603,7 @@ fn search_and_tighten(
     // (checking the search's clip before loosening it measured the clip twice).
     if level == CompressLevel::Smallest {
         let (loose, loose_scale) =
-            loosen(skeleton, reference, &p, shell, target, lo_m, &ones, &found)?;
+            loosen(skeleton, reference, p, shell, target, lo_m, &ones, &found)?;
         if loose.clip.size_bytes() < found.clip.size_bytes() {
             match tight.run(loose, lo_m, loose_scale)? {
                 // Within the budget at once: smaller than the search's clip, which the fast

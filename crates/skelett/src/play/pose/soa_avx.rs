@@ -48,6 +48,8 @@ pub(super) unsafe fn blend(poses: &[&[SoaBlock]], w: &[f32], out: &mut (impl Sin
 
 /// [`blend`] of `M` inputs, each block's operations those of [`blend_any`] in its order.
 #[inline(always)]
+// `b` indexes every input's blocks and the sink's, `k` the inputs and their weights.
+#[allow(clippy::needless_range_loop)]
 unsafe fn blend_fixed<const M: usize>(
     poses: [&&[SoaBlock]; M],
     w: [f32; M],

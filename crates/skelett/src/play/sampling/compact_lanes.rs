@@ -80,14 +80,14 @@ fn sample_portable(
             continue;
         }
         let v = block_values(p, n, b, k, u);
-        for l in 0..b.block.count as usize {
-            let joint = b.block.joints[l];
+        let lanes = b.block.joints.iter().zip(v).take(b.block.count as usize);
+        for (&joint, v) in lanes {
             let slot = match only {
                 Some(o) if o == joint => 0,
                 Some(_) => continue,
                 None => joint as usize,
             };
-            write(b.block.target, v[l], &mut pose[slot]);
+            write(b.block.target, v, &mut pose[slot]);
         }
     }
 }
@@ -194,8 +194,8 @@ mod avx {
             let slerp = p.slerp[n * keys + k];
             let mut v = [_mm256_setzero_ps(); 4];
             if slerp == 0 {
-                for r in 0..rows {
-                    v[r] = lerped(ranges, q, rows, r, uv);
+                for (r, v) in v.iter_mut().enumerate().take(rows) {
+                    *v = lerped(ranges, q, rows, r, uv);
                 }
             } else {
                 v = slerped(ranges, q, slerp, uv);
@@ -241,8 +241,14 @@ mod avx {
             // SAFETY: eight f32 into an array of eight.
             _mm256_storeu_ps(row.as_mut_ptr(), reg);
         }
-        for l in 0..b.block.count as usize {
-            if Some(b.block.joints[l]) == only {
+        for (l, &joint) in b
+            .block
+            .joints
+            .iter()
+            .enumerate()
+            .take(b.block.count as usize)
+        {
+            if Some(joint) == only {
                 let v = Vec4::new(lanes[0][l], lanes[1][l], lanes[2][l], lanes[3][l]);
                 match b.block.target {
                     Target::Rotation => pose[0].rotation = Quat::from_vec4(v),
