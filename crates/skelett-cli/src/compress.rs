@@ -298,10 +298,15 @@ fn text(out: &mut String, f: &FileReport) {
     }
     for (name, r) in &f.clips {
         if r.max_error_cm > r.error_cm {
+            let why = if f.layout == CompactLayout::Lanes {
+                "the lanes layout rounds keys to 16 bits, which this budget does not leave \
+                 room for: the streamed or seekable layout keeps it"
+            } else {
+                "f32 precision at this size, or a source that jumps between samples"
+            };
             outln!(
                 out,
-                "  warning: {name} could not be kept within the budget (f32 precision at this \
-                 size, or a source that jumps between samples): {:.5} cm at {} s",
+                "  warning: {name} could not be kept within the budget ({why}): {:.5} cm at {} s",
                 r.max_error_cm,
                 r.worst_time
             );

@@ -234,6 +234,34 @@ fn lanes_follow(skeleton: &Skeleton, c: &Clip, name: &str) -> usize {
             }
         }
     }
+    // What reads a clip's keys (conversion to other formats, additive and looping clips,
+    // rebinding) reads the lanes' keys: decompressed, the clip samples as the lanes do
+    // (slerp where the lanes nlerp within 1e-6 of the arc), and scaled, its translations
+    // scale.
+    let keyed = lanes.decompressed();
+    assert!(
+        !keyed.is_compact() && keyed.track_count() == lanes.track_count(),
+        "{name}"
+    );
+    let scaled = lanes.scaled(2.0);
+    let (mut d, mut s2) = (Pose::rest(skeleton), Pose::rest(skeleton));
+    for &t in times.iter().step_by(5) {
+        sample_uncached(&lanes, t, &mut b).unwrap();
+        sample_uncached(&keyed, t, &mut d).unwrap();
+        sample_uncached(&scaled, t, &mut s2).unwrap();
+        for j in 0..n {
+            let (x, y, z) = (b[j], d[j], s2[j]);
+            assert!(
+                x.rotation.dot(y.rotation).abs() > 1.0 - 1e-6
+                    && (x.translation - y.translation).abs().max_element() <= 1e-4 * reach[j],
+                "{name}: t={t} joint {j}: {x:?} in lanes, {y:?} decompressed"
+            );
+            assert!(
+                (x.translation * 2.0 - z.translation).abs().max_element() <= 1e-5 * reach[j],
+                "{name}: t={t} joint {j}: {x:?} in lanes, {z:?} scaled by 2"
+            );
+        }
+    }
     lanes.size_bytes()
 }
 

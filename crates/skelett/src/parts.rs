@@ -397,12 +397,15 @@ impl Clip {
         if !(p.last_span > 0.0 && p.last_span <= 1.0) {
             return Err(bad(format!("last frame span {}", p.last_span)));
         }
-        // The seekable reader finds keys by frame index, the streamed one by position: they
-        // agree while every frame is an exact f32, as on every grid the compressor makes.
-        if p.layout == CompactLayout::Seek && p.frames > crate::compress::MAX_FRAMES {
+        // The seekable and lanes readers find keys by frame index, the streamed one by
+        // position: they agree while every frame is an exact f32, as on every grid the
+        // compressor makes.
+        // The lanes layout's table is sized by its keys, and it too finds keys by frame.
+        if p.layout != CompactLayout::Stream && p.frames > crate::compress::MAX_FRAMES {
             return Err(bad(format!(
-                "{} grid frames in the seekable layout (at most {})",
+                "{} grid frames in the {:?} layout (at most {})",
                 p.frames,
+                p.layout,
                 crate::compress::MAX_FRAMES
             )));
         }

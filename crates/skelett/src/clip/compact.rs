@@ -66,10 +66,13 @@ pub enum CompactLayout {
     Seek,
     /// Eight tracks side by side on one timeline, every value a 16-bit integer on its
     /// segment's range (`clip/compact_lanes.rs`): forward playback and seeks read two keys
-    /// of eight tracks with aligned loads, keeping no state per character, at a small multiple
-    /// of the keyed clip's time, for a clip several times larger than the streamed layout.
-    /// The rounding to 16 bits changes the values, so [`crate::compress::compress`]
-    /// measures the clip again in this layout; it cannot be turned back into the others.
+    /// of eight tracks with two 16-byte loads per component, keeping no state per
+    /// character, at about the keyed clip's time (more where sparse keys are slerped), for
+    /// a clip several times larger than the streamed layout (and, for clips of a few keys,
+    /// possibly larger than raw). The rounding to 16 bits changes the values, so
+    /// [`crate::compress::compress`] measures the clip again in this layout; it has a floor
+    /// (about 1/65535 of each component's span over 16 keys), so budgets far below 0.01 cm
+    /// may not be met (the report says so). It cannot be turned back into the others.
     Lanes,
 }
 
@@ -436,6 +439,9 @@ impl Compact {
             if c.1 == Target::Translation {
                 c.2 *= factor;
             }
+        }
+        if let Some(lanes) = &mut self.lanes {
+            lanes.scale_translations(factor);
         }
     }
 

@@ -67,13 +67,17 @@ pub(crate) struct PackedLanes {
     pub(crate) pos: Box<[f32]>,
     /// `1 / (pos[k + 1] - pos[k])` per key pair.
     pub(crate) inv: Box<[f32]>,
-    /// Per grid frame, the last key at or before it (a slerped pair's points between
-    /// frames are found by stepping on from it).
-    pub(crate) key_of_frame: Box<[u32]>,
+    /// Per [`PackedLanes::frames_per_entry`] grid frames, the last key at or before the
+    /// first of them (a sample steps on from it to its own key). At most four entries per
+    /// key, so the table's size follows the data's, not the clip's length.
+    pub(crate) key_at: Box<[u32]>,
+    /// Grid frames per entry of `key_at` (1 where keys are dense).
+    pub(crate) frames_per_entry: u32,
     pub(crate) blocks: Box<[PackedBlock]>,
     /// Per block, per segment, per row: the smallest value, then the step.
     pub(crate) ranges: Box<[Row]>,
-    /// Per block, per segment, per key (`LANE_SEG + 1`), per row: eight integers.
+    /// Per block, per segment, per key (`LANE_SEG + 1`; the last segment only its own), per
+    /// row: eight integers.
     pub(crate) q: Box<[[u16; LANES]]>,
     /// Per block, per key: the lanes whose pair from it to the next key is slerped.
     pub(crate) slerp: Box<[u8]>,
@@ -94,6 +98,17 @@ impl PackedLanes {
     #[inline(always)]
     pub(crate) fn segments_for(keys: usize) -> usize {
         keys.saturating_sub(1).div_ceil(LANE_SEG).max(1)
+    }
+
+    /// Key slots per block of a timeline of `keys` keys: `LANE_SEG + 1` per segment but the
+    /// last, which holds the keys left.
+    #[inline(always)]
+    pub(crate) fn key_slots(keys: usize) -> usize {
+        if keys < 2 {
+            return 0;
+        }
+        let full = Self::segments_for(keys) - 1;
+        full * (LANE_SEG + 1) + keys - full * LANE_SEG
     }
 
     /// The layout from its stored parts, with the derived tables; `None` where the sizes do
@@ -127,7 +142,7 @@ impl PackedLanes {
                 first_q: u32::try_from(k).ok()?,
             });
             r += segs * rows * 2;
-            k += segs * (LANE_SEG + 1) * rows;
+            k += Self::key_slots(pos.len()) * rows;
         }
         if r != ranges.len() || k != q.len() || slerp.len() != specs.len() * pos.len() {
             return None;
@@ -136,10 +151,11 @@ impl PackedLanes {
             .windows(2)
             .map(|w| crate::play::sampling::compact::reciprocal(w[1] - w[0]))
             .collect::<Vec<f32>>();
-        let mut key_of_frame = vec![0u32; grid_frames as usize];
+        let per = grid_frames.div_ceil(4 * pos.len().max(1) as u32).max(1);
+        let mut key_at = vec![0u32; grid_frames.div_ceil(per) as usize];
         let mut key = 0usize;
-        for (f, slot) in key_of_frame.iter_mut().enumerate() {
-            while key + 1 < pos.len() && pos[key + 1] <= f as f32 {
+        for (e, slot) in key_at.iter_mut().enumerate() {
+            while key + 1 < pos.len() && pos[key + 1] <= (e as u64 * u64::from(per)) as f32 {
                 key += 1;
             }
             *slot = key as u32;
@@ -147,12 +163,49 @@ impl PackedLanes {
         Some(PackedLanes {
             pos: pos.into(),
             inv: inv.into(),
-            key_of_frame: key_of_frame.into(),
+            key_at: key_at.into(),
+            frames_per_entry: per,
             blocks: blocks.into(),
             ranges: ranges.into(),
             q: q.into(),
             slerp: slerp.into(),
         })
+    }
+
+    /// Multiplies every translation by `factor` (each segment's smallest value and step).
+    pub(crate) fn scale_translations(&mut self, factor: f32) {
+        let segs = Self::segments_for(self.pos.len());
+        for b in self.blocks.iter() {
+            if b.block.target != Target::Translation {
+                continue;
+            }
+            let first = b.first_range as usize;
+            for row in &mut self.ranges[first..first + segs * 3 * 2] {
+                for v in &mut row.0 {
+                    *v *= factor;
+                }
+            }
+        }
+    }
+
+    /// The value of block `b`'s lane `l` at key `k`, as the sampler dequantises it (x, y, z
+    /// and w for rotations, not normalised; x, y, z, 0 otherwise).
+    pub(crate) fn key_value(&self, b: &PackedBlock, l: usize, k: usize) -> glam::Vec4 {
+        let segs = Self::segments_for(self.pos.len());
+        let j = (k / LANE_SEG).min(segs - 1);
+        let i = k - j * LANE_SEG;
+        let rows = b.rows();
+        let r0 = b.first_range as usize + j * rows * 2;
+        let q0 = b.first_q as usize + (j * (LANE_SEG + 1) + i) * rows;
+        let mut v = [0f32; 4];
+        for (r, out) in v.iter_mut().enumerate().take(rows) {
+            let (lo, step) = (
+                self.ranges[r0 + 2 * r].0[l],
+                self.ranges[r0 + 2 * r + 1].0[l],
+            );
+            *out = f32::from(self.q[q0 + r][l]).mul_add(step, lo);
+        }
+        glam::Vec4::from_array(v)
     }
 
     /// Bytes as stored ([`PackedLanes::to_bytes`]'s length).
@@ -294,7 +347,7 @@ impl PackedLanes {
         let nranges: usize = specs.iter().map(|s| segs * rows(s.target) * 2).sum();
         let nq: usize = specs
             .iter()
-            .map(|s| segs * (LANE_SEG + 1) * rows(s.target))
+            .map(|s| Self::key_slots(keys) * rows(s.target))
             .sum();
         let raw = take(nranges * 32, "the ranges")?;
         let ranges: Vec<Row> = raw

@@ -33,7 +33,8 @@ const STEPS: f64 = 65535.0;
 /// `c` (streamed) in the lanes layout; `None` for another layout, or where the layout would
 /// need more keys or blocks than it can index.
 pub(crate) fn lanes_from_stream(c: &Compact) -> Option<Compact> {
-    if c.layout != CompactLayout::Stream {
+    // Keys are found by frame (`PackedLanes::key_at`): frames must be exact in f32.
+    if c.layout != CompactLayout::Stream || c.frames > crate::compress::MAX_FRAMES {
         return None;
     }
     // Each track's keys: (frame, value).
@@ -163,7 +164,13 @@ pub(crate) fn lanes_from_stream(c: &Compact) -> Option<Compact> {
                 ranges.push(Row(lo[r]));
                 ranges.push(Row(step[r]));
             }
-            for i in 0..=LANE_SEG {
+            // The last segment holds only the keys left.
+            let slots = if j + 1 == segs {
+                PackedLanes::key_slots(pos.len()) - j * (LANE_SEG + 1)
+            } else {
+                LANE_SEG + 1
+            };
+            for i in 0..slots {
                 for r in 0..rows {
                     q.push(std::array::from_fn(|l| {
                         let v = f64::from(values[lanes[l]][at(i)][r]);

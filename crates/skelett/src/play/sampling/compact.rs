@@ -684,6 +684,28 @@ pub(crate) fn sample_tracks_uncached(
     }
 }
 
+/// Appends key (`t`, `v`) of `tr` to a decoded channel: times of the last two frames can
+/// coincide in f32 only for a last span far below a frame (the later key wins), and a
+/// rotation pair more than 180 degrees apart gets its midpoint as a key.
+fn push_key(tr: &CompactTrack, times: &mut Vec<f32>, values: &mut Vec<Vec4>, t: f32, v: Vec4) {
+    if times.last().is_some_and(|&last| t <= last) {
+        times.pop();
+        values.pop();
+    }
+    if let (Some(&t0), Some(&v0)) = (times.last(), values.last()) {
+        if tr.target == Target::Rotation && !tr.step && v0.dot(v) < 0.0 {
+            let mid = interpolate(v0, v, pair_slerp(tr, v0, v), 0.5);
+            let tm = 0.5 * (t0 + t);
+            if tm > t0 && tm < t {
+                times.push(tm);
+                values.push(mid.normalize_or(Vec4::W));
+            }
+        }
+    }
+    times.push(t);
+    values.push(v);
+}
+
 impl Compact {
     /// Every track's stored keys as a LINEAR or STEP channel at the grid's times (joints
     /// named by index), for [`crate::Clip::decompressed`]. A rotation pair more than 180
@@ -695,26 +717,26 @@ impl Compact {
         for tr in self.tracks.iter() {
             let mut times: Vec<f32> = Vec::new();
             let mut values: Vec<Vec4> = Vec::new();
-            let mut push = |t: f32, v: Vec4| {
-                // Times of the last two frames can coincide in f32 only for a last span far
-                // below a frame: the later key wins.
-                if times.last().is_some_and(|&last| t <= last) {
-                    times.pop();
-                    values.pop();
-                }
-                if let (Some(&t0), Some(&v0)) = (times.last(), values.last()) {
-                    if tr.target == Target::Rotation && !tr.step && v0.dot(v) < 0.0 {
-                        let mid = interpolate(v0, v, pair_slerp(tr, v0, v), 0.5);
-                        let tm = 0.5 * (t0 + t);
-                        if tm > t0 && tm < t {
-                            times.push(tm);
-                            values.push(mid.normalize_or(Vec4::W));
-                        }
+            let mut push = |t: f32, v: Vec4| push_key(tr, &mut times, &mut values, t, v);
+            if let Some(lanes) = &self.lanes {
+                // The lanes layout: the track's value at every key of the union timeline.
+                let last = lanes.pos.len().saturating_sub(1);
+                let found = lanes.blocks.iter().find_map(|b| {
+                    let n = b.block.count as usize;
+                    let same = b.block.target == tr.target && b.step == tr.step;
+                    let l = b.block.joints[..n].iter().position(|&j| j == tr.joint);
+                    l.filter(|_| same).map(|l| (b, l))
+                });
+                if let Some((b, l)) = found {
+                    for (k, &x) in lanes.pos.iter().enumerate() {
+                        let f = if k == last { self.frames - 1 } else { x as u32 };
+                        push(
+                            self.frame_time(start, duration, f),
+                            lanes.key_value(b, l, k),
+                        );
                     }
                 }
-                times.push(t);
-                values.push(v);
-            };
+            }
             for s in 0..self.segment_count() {
                 let p = pos[s as usize];
                 pos[s as usize] += self.track_bits(tr, s, p);

@@ -1,10 +1,11 @@
 //! Sampling a compact clip in the lanes layout (`clip/compact_lanes.rs`): the time's key pair
-//! found by two table lookups, then, per block of eight tracks, each row's two keys
+//! found by a table lookup (and a step or two on sparse tables), then, per block of eight tracks, each row's two keys
 //! dequantised and interpolated on eight lanes (AVX2 and FMA) and written to the pose as the
 //! keyed clip's lanes write theirs.
 //!
 //! ```text
-//! time ─▶ frame position x ─▶ key k (key_of_frame), u ─▶ segment j = k / SEG, i = k % SEG
+//! time ─▶ frame position x ─▶ key k (key_at, then stepping on), u ─▶ segment j = k / SEG,
+//!                                                                     i = k % SEG
 //! per block: per row: smallest + step * (q[i] + (q[i+1] - q[i]) * u)   (STEP: u = 0, or 1
 //!            at the last key)
 //!            rotations normalised (the identity where the length is not positive finite)
@@ -26,8 +27,9 @@ use crate::{JointIndex, Target, Transform};
 fn locate(c: &Compact, p: &PackedLanes, x: f32) -> (usize, f32) {
     let keys = p.pos.len();
     let f = (x as usize).min(c.frames as usize - 1);
-    let mut k = (p.key_of_frame[f] as usize).min(keys - 2);
-    // Points inside a frame (a slerped pair's) follow the frame's first key.
+    let e = (f / p.frames_per_entry as usize).min(p.key_at.len() - 1);
+    let mut k = (p.key_at[e] as usize).min(keys - 2);
+    // The table's entry may lie a few keys before x's (several frames per entry).
     while k + 2 < keys && p.pos[k + 1] <= x {
         k += 1;
     }
@@ -505,6 +507,17 @@ mod tests {
         for len in 0..bytes.len() {
             assert!(PackedLanes::from_bytes(&bytes[..len], &tracks, frames as u32, 1.0).is_err());
         }
+        // The key table follows the keys, not the clip's length: two keys on 2^24 frames.
+        let long = PackedLanes::new(
+            vec![0.0, 16_777_215.0],
+            &[],
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            1 << 24,
+        )
+        .unwrap();
+        assert!(long.key_at.len() <= 8, "{} entries", long.key_at.len());
         // A lane that names no track, and a track in no lane.
         assert!(PackedLanes::from_bytes(&bytes, &[(1, Target::Rotation, false)], 70, 1.0).is_err());
         assert!(
