@@ -54,26 +54,9 @@ pub(crate) fn lanes_from_stream(c: &Compact) -> Option<Compact> {
     if c.tracks.is_empty() {
         pos.clear();
     }
-    // Per track, whether its pair around each union interval is slerped.
-    let slerps: Vec<Vec<bool>> = c
-        .tracks
-        .iter()
-        .zip(&keys)
-        .map(|(tr, k)| {
-            let mut at = 0usize;
-            pos.iter()
-                .map(|&x| {
-                    while at + 1 < k.len() && c.frame_pos(k[at + 1].0) <= x {
-                        at += 1;
-                    }
-                    k.get(at + 1)
-                        .is_some_and(|&(_, v1)| pair_slerp(tr, k[at].1, v1).is_slerp())
-                })
-                .collect()
-        })
-        .collect();
-    // Every track's value at every union position.
-    let values: Vec<Vec<Vec4>> = c
+    // Every track's value at every union position, and whether its pair from there to the
+    // next position is slerped: one walk over its keys.
+    let (values, slerps): (Vec<Vec<Vec4>>, Vec<Vec<bool>>) = c
         .tracks
         .iter()
         .zip(&keys)
@@ -86,21 +69,24 @@ pub(crate) fn lanes_from_stream(c: &Compact) -> Option<Compact> {
                     }
                     let (f0, v0) = k[at];
                     let x0 = c.frame_pos(f0);
-                    match k.get(at + 1) {
-                        Some(&(f1, v1)) if !tr.step && x0 < x => {
+                    let next = k
+                        .get(at + 1)
+                        .map(|&(f1, v1)| (f1, v1, pair_slerp(tr, v0, v1)));
+                    let v = match next {
+                        Some((f1, v1, pair)) if !tr.step && x0 < x => {
                             let x1 = c.frame_pos(f1);
-                            let u = unit_span(x - x0, reciprocal(x1 - x0));
-                            interpolate(v0, v1, pair_slerp(tr, v0, v1), u)
+                            interpolate(v0, v1, pair, unit_span(x - x0, reciprocal(x1 - x0)))
                         }
                         _ => v0,
-                    }
+                    };
+                    // Components whose squares would be subnormal (exporters write 1e-20
+                    // for zero) made zero: subnormal arithmetic costs a hundred cycles.
+                    let v = Vec4::select(v.abs().cmplt(Vec4::splat(TINY)), Vec4::ZERO, v);
+                    (v, next.is_some_and(|n| n.2.is_slerp()))
                 })
-                // Components whose squares would be subnormal (exporters write 1e-20 for
-                // zero) made zero: subnormal arithmetic costs the CPU a hundred cycles.
-                .map(|v: Vec4| Vec4::select(v.abs().cmplt(Vec4::splat(TINY)), Vec4::ZERO, v))
-                .collect()
+                .unzip()
         })
-        .collect();
+        .unzip();
     // A slerped pair's finer keys are nlerped where that strays from the arc by at most
     // SLERP_GAP between them (dense motion capture: nearly everywhere), the cheaper path.
     let slerps: Vec<Vec<bool>> = slerps
