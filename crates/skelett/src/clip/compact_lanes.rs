@@ -13,6 +13,9 @@
 //!   keys:   per key, per row: q[8] u16;  value = smallest + q * step
 //! per block, per key: a byte, bit l set where lane l's pair from this key to the next is
 //!   slerped (the streamed layout's `pair_slerp` on the track's own keys)
+//! derived at load (not stored): the reciprocal of each key pair's span, a frame-to-key
+//!   table, and per rotation block with slerped pairs, per key slot, the pair's angle[8] f32
+//!   (half the size of the block's integers: 4.2 KB on Fox's Run, three blocks of 44 slots)
 //! ```
 //!
 //! A track's value at a union frame where it has no key of its own is what the streamed
@@ -40,6 +43,9 @@ pub(crate) struct PackedBlock {
     pub(crate) first_range: u32,
     /// The block's first entry of [`PackedLanes::q`].
     pub(crate) first_q: u32,
+    /// A rotation block some of whose keys slerp some lane: its first entry of
+    /// [`PackedLanes::arcs`].
+    pub(crate) first_arc: Option<u32>,
 }
 
 impl PackedBlock {
@@ -67,12 +73,12 @@ pub(crate) struct PackedLanes {
     pub(crate) pos: Box<[f32]>,
     /// `1 / (pos[k + 1] - pos[k])` per key pair.
     pub(crate) inv: Box<[f32]>,
-    /// Per [`PackedLanes::frames_per_entry`] grid frames, the last key at or before the
-    /// first of them (a sample steps on from it to its own key). At most four entries per
-    /// key, so the table's size follows the data's, not the clip's length.
+    /// Per `1 << entry_shift` grid frames, the last key at or before the first of them (a
+    /// sample steps on from it to its own key). At most four entries per key, so the
+    /// table's size follows the data's, not the clip's length.
     pub(crate) key_at: Box<[u32]>,
-    /// Grid frames per entry of `key_at` (1 where keys are dense).
-    pub(crate) frames_per_entry: u32,
+    /// Grid frames per entry of `key_at`, as a power of two (0 where keys are dense).
+    pub(crate) entry_shift: u32,
     pub(crate) blocks: Box<[PackedBlock]>,
     /// Per block, per segment, per row: the smallest value, then the step.
     pub(crate) ranges: Box<[Row]>,
@@ -81,6 +87,13 @@ pub(crate) struct PackedLanes {
     pub(crate) q: Box<[[u16; LANES]]>,
     /// Per block, per key: the lanes whose pair from it to the next key is slerped.
     pub(crate) slerp: Box<[u8]>,
+    /// Derived at load, not stored: per rotation block with slerped keys
+    /// ([`PackedBlock::first_arc`]), per key slot (as `q`), the angle between each lane's
+    /// normalised key there and at the next slot (0 at a segment's last slot). With it the
+    /// sampler's slerp needs no arc cosine, square roots or divisions of its own: that chain
+    /// was more than half of a sample of clips whose keys are far apart (Fox,
+    /// robot_quaternius). Half the size of the block's integers.
+    pub(crate) arcs: Box<[Row]>,
 }
 
 /// What a block is built from: its tracks' target, interpolation and joints.
@@ -140,6 +153,7 @@ impl PackedLanes {
                 step: s.step,
                 first_range: u32::try_from(r).ok()?,
                 first_q: u32::try_from(k).ok()?,
+                first_arc: None,
             });
             r += segs * rows * 2;
             k += Self::key_slots(pos.len()) * rows;
@@ -151,7 +165,11 @@ impl PackedLanes {
             .windows(2)
             .map(|w| crate::play::sampling::compact::reciprocal(w[1] - w[0]))
             .collect::<Vec<f32>>();
-        let per = grid_frames.div_ceil(4 * pos.len().max(1) as u32).max(1);
+        // A power of two, so that the sampler shifts instead of dividing.
+        let per = grid_frames
+            .div_ceil(4 * pos.len().max(1) as u32)
+            .max(1)
+            .next_power_of_two();
         let mut key_at = vec![0u32; grid_frames.div_ceil(per) as usize];
         let mut key = 0usize;
         for (e, slot) in key_at.iter_mut().enumerate() {
@@ -160,16 +178,47 @@ impl PackedLanes {
             }
             *slot = key as u32;
         }
-        Some(PackedLanes {
+        let mut lanes = PackedLanes {
             pos: pos.into(),
             inv: inv.into(),
             key_at: key_at.into(),
-            frames_per_entry: per,
+            entry_shift: per.trailing_zeros(),
             blocks: blocks.into(),
             ranges: ranges.into(),
             q: q.into(),
             slerp: slerp.into(),
-        })
+            arcs: Box::new([]),
+        };
+        lanes.arcs = lanes.derive_arcs()?;
+        Some(lanes)
+    }
+
+    /// [`PackedLanes::arcs`] from the stored parts, each block's first entry set.
+    fn derive_arcs(&mut self) -> Option<Box<[Row]>> {
+        let keys = self.pos.len();
+        let slots = Self::key_slots(keys);
+        let mut arcs = Vec::new();
+        for n in 0..self.blocks.len() {
+            let b = self.blocks[n];
+            let flags = &self.slerp[n * keys..(n + 1) * keys];
+            if b.block.target != Target::Rotation || flags.iter().all(|&f| f == 0) {
+                continue;
+            }
+            self.blocks[n].first_arc = Some(u32::try_from(arcs.len()).ok()?);
+            for s in 0..slots {
+                let (j, i) = (s / (LANE_SEG + 1), s % (LANE_SEG + 1));
+                let mut angle = Row::default();
+                if i < LANE_SEG && s + 1 < slots {
+                    for (l, out) in angle.0.iter_mut().enumerate() {
+                        let a = self.slot_value(&b, l, j, i).normalize_or(glam::Vec4::W);
+                        let c = self.slot_value(&b, l, j, i + 1).normalize_or(glam::Vec4::W);
+                        *out = crate::play::sampling::compact::slerp_of_dot(a.dot(c)).angle;
+                    }
+                }
+                arcs.push(angle);
+            }
+        }
+        Some(arcs.into())
     }
 
     /// Multiplies every translation by `factor` (each segment's smallest value and step).
@@ -193,7 +242,11 @@ impl PackedLanes {
     pub(crate) fn key_value(&self, b: &PackedBlock, l: usize, k: usize) -> glam::Vec4 {
         let segs = Self::segments_for(self.pos.len());
         let j = (k / LANE_SEG).min(segs - 1);
-        let i = k - j * LANE_SEG;
+        self.slot_value(b, l, j, k - j * LANE_SEG)
+    }
+
+    /// The value of block `b`'s lane `l` at key slot `i` of segment `j`, dequantised.
+    fn slot_value(&self, b: &PackedBlock, l: usize, j: usize, i: usize) -> glam::Vec4 {
         let rows = b.rows();
         let r0 = b.first_range as usize + j * rows * 2;
         let q0 = b.first_q as usize + (j * (LANE_SEG + 1) + i) * rows;

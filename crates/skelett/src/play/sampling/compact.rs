@@ -285,7 +285,7 @@ const _: () = {
 /// them with the source's signs so that the path is the source's).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PairSlerp {
-    pub(super) angle: f32,
+    pub(crate) angle: f32,
     pub(super) inv_sin: f32,
 }
 

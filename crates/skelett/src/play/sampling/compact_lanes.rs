@@ -8,12 +8,17 @@
 //!                                                                     i = k % SEG
 //! per block: per row: smallest + step * (q[i] + (q[i+1] - q[i]) * u)   (STEP: u = 0, or 1
 //!            at the last key)
+//!            slerped lanes: the arc between the dequantised keys, at the pair's angle
+//!            derived at load (`arc`)
 //!            rotations normalised (the identity where the length is not positive finite)
 //! ```
 //!
 //! The portable path performs each lane's operations in the same order with the same fused
-//! multiply-adds (`f32::mul_add`), so both give the same bits (`lanes_and_portable_paths_give_the_same_bits` compares them). No state
-//! is kept between samples: a seek costs what the next frame does.
+//! multiply-adds (`f32::mul_add`), so both give the same bits
+//! (`lanes_and_portable_paths_give_the_same_bits` compares them). Rotations are normalised
+//! as the streamed layout normalises them (`transform::inv_sqrt`: the SSE estimate and a
+//! Newton step), so, as there, Intel and AMD CPUs may differ in the last bits. No state is
+//! kept between samples: a seek costs what the next frame does.
 
 use glam::{Quat, Vec4};
 
@@ -22,17 +27,34 @@ use crate::clip::compact_lanes::{PackedBlock, PackedLanes, LANE_SEG};
 use crate::clip::lanes::LANES;
 use crate::{JointIndex, Target, Transform};
 
-/// Where a sample at frame position `x` reads: the key, and the fraction to the next.
+/// Where a sample at `t_from_start` reads: the key (the last at or before the time, at most
+/// the last but one), and the fraction to the next. With `hint`, the key the last sample
+/// read from, tried first along with the one after it, then updated.
+///
+/// The hint is what makes forward playback of small skeletons cheap: a sample whose key the
+/// branch predictor guesses from the hint starts loading the blocks' keys at once, where
+/// the table's path waits for the time's conversion to a frame, the table and the step on.
 #[inline(always)]
-fn locate(c: &Compact, p: &PackedLanes, x: f32) -> (usize, f32) {
+fn locate(c: &Compact, p: &PackedLanes, t_from_start: f32, hint: Option<&mut u32>) -> (usize, f32) {
     let keys = p.pos.len();
-    let f = (x as usize).min(c.frames as usize - 1);
-    let e = (f / p.frames_per_entry as usize).min(p.key_at.len() - 1);
-    let mut k = (p.key_at[e] as usize).min(keys - 2);
-    // The table's entry may lie a few keys before x's (several frames per entry).
-    while k + 2 < keys && p.pos[k + 1] <= x {
-        k += 1;
-    }
+    let x = c.pos_of(t_from_start);
+    // Key `k` holds `x` where the next key lies past it, or `k` is the last pair's.
+    let holds = |k: usize| p.pos[k] <= x && (k + 2 == keys || x < p.pos[k + 1]);
+    let k = match hint {
+        Some(h) => {
+            let last = (*h as usize).min(keys - 2);
+            let k = if holds(last) {
+                last
+            } else if last + 2 < keys && holds(last + 1) {
+                last + 1
+            } else {
+                from_table(c, p, t_from_start, x)
+            };
+            *h = k as u32;
+            k
+        }
+        None => from_table(c, p, t_from_start, x),
+    };
     // At the last key, exactly 1 (the product with the reciprocal may round below it, and a
     // STEP track must hold the last key there).
     if x >= p.pos[k + 1] {
@@ -41,12 +63,32 @@ fn locate(c: &Compact, p: &PackedLanes, x: f32) -> (usize, f32) {
     (k, super::compact::unit_span(x - p.pos[k], p.inv[k]))
 }
 
+/// [`locate`]'s key from the frame-to-key table: the entry of the time's frame, then on
+/// while the next key is at or before `x` (`pos_of(t_from_start)`).
+#[inline(always)]
+fn from_table(c: &Compact, p: &PackedLanes, t_from_start: f32, x: f32) -> usize {
+    let keys = p.pos.len();
+    // The table is read at the frame before snapping to a whole frame (`pos_of`), so that
+    // the two run side by side: the snapped position lies at most one frame on, and the
+    // entry of the frame before it still starts at or before its key.
+    let f = ((t_from_start * c.rate) as usize).min(c.frames as usize - 1);
+    let e = (f >> p.entry_shift).min(p.key_at.len() - 1);
+    let mut k = (p.key_at[e] as usize).min(keys - 2);
+    // The table's entry may lie a few keys before x's (several frames per entry).
+    while k + 2 < keys && p.pos[k + 1] <= x {
+        k += 1;
+    }
+    k
+}
+
 /// Samples every track of `c` (in the lanes layout) at `t_from_start` into `pose`, whose
-/// static joints the caller set; with `only`, that joint's tracks alone, into `pose[0]`.
+/// static joints the caller set; with `only`, that joint's tracks alone, into `pose[0]`;
+/// with `hint`, a sampling cache's last key (see [`locate`]).
 pub(crate) fn sample_tracks(
     c: &Compact,
     t_from_start: f32,
     only: Option<JointIndex>,
+    hint: Option<&mut u32>,
     pose: &mut [Transform],
 ) {
     let Some(p) = c.lanes.as_deref() else {
@@ -55,7 +97,7 @@ pub(crate) fn sample_tracks(
     if p.pos.len() < 2 {
         return;
     }
-    let (k, u) = locate(c, p, c.pos_of(t_from_start));
+    let (k, u) = locate(c, p, t_from_start, hint);
     #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
     if crate::play::simd::avx2_fma() {
         // SAFETY: AVX2 and FMA were just detected; `p` was built or checked for `c`
@@ -95,10 +137,10 @@ fn sample_portable(
 }
 
 /// The eight lanes' values of block `b` (the `n`th) at key `k` and fraction `u` (rotations
-/// not yet normalised), one lane at a time. Without slerped lanes each row is lerped as
-/// integers, then dequantised: `((b - a) * u + a) * step + smallest`; with some, both keys
-/// are dequantised, `(b - a) * u + a` lerps and slerped lanes take
-/// [`crate::play::sampling::compact::interpolate`]'s arc between the normalised keys.
+/// not yet normalised), one lane at a time. Each row is lerped as integers, then
+/// dequantised: `((b - a) * u + a) * step + smallest`; lanes the key slerps take [`arc`]
+/// between the dequantised keys instead (normalised by the caller, as every rotation is),
+/// with the pair's angle from [`PackedLanes::arcs`].
 fn block_values(p: &PackedLanes, n: usize, b: &PackedBlock, k: usize, u: f32) -> [Vec4; LANES] {
     let (j, i) = (k / LANE_SEG, k % LANE_SEG);
     let rows = b.rows();
@@ -112,22 +154,77 @@ fn block_values(p: &PackedLanes, n: usize, b: &PackedBlock, k: usize, u: f32) ->
             let (lo, step) = (p.ranges[r0 + 2 * r].0[l], p.ranges[r0 + 2 * r + 1].0[l]);
             let a = f32::from(p.q[q0 + r][l]);
             let b = f32::from(p.q[q0 + rows + r][l]);
-            if slerp == 0 {
-                v[r] = (b - a).mul_add(u, a).mul_add(step, lo);
-            } else {
-                va[r] = a.mul_add(step, lo);
-                vb[r] = b.mul_add(step, lo);
-                v[r] = (vb[r] - va[r]).mul_add(u, va[r]);
-            }
+            v[r] = (b - a).mul_add(u, a).mul_add(step, lo);
+            va[r] = a.mul_add(step, lo);
+            vb[r] = b.mul_add(step, lo);
         }
         if slerp & (1 << l) != 0 {
-            let (a, b) = (Vec4::from_array(va), Vec4::from_array(vb));
-            let d = a.normalize_or(Vec4::W).dot(b.normalize_or(Vec4::W));
-            // `interpolate` normalises the keys itself, as the eight-lane path does once.
-            return super::compact::interpolate(a, b, super::compact::slerp_of_dot(d), u);
+            let angle = p.arcs[b.first_arc.unwrap_or(0) as usize + j * (LANE_SEG + 1) + i].0[l];
+            return arc(Vec4::from_array(va), Vec4::from_array(vb), angle, u);
         }
         Vec4::from_array(v)
     })
+}
+
+/// The slerp at `u` of two dequantised rotation keys `a` and `b` the angle `angle` apart (as
+/// normalised), up to a positive factor that the caller's normalisation removes: `a * sin((1
+/// - u) angle) / |a| + b * sin(u angle) / |b|`, the arc between the normalised keys times
+/// `sin(angle)`.
+///
+/// Built for latency, since a sample waits on this chain once per block that slerps:
+/// - The angle comes from the table derived at load, not from an arc cosine of the keys'
+///   normalised dot product (two square roots and a division).
+/// - `1 / |a|` is the series `1 - δ/2 + 3δ²/8` of `δ = |a|² - 1`, not a square root and a
+///   division. The keys of a slerped pair lie on the arc the builder sampled, so only the
+///   16-bit rounding moves them off the unit sphere (`|δ|` below 2e-4, where the series is
+///   exact to f32 precision; on other data the result stays finite and is still
+///   normalised).
+/// - `sin` is the Taylor series of `transform::sin_0_half_pi` evaluated by Estrin's scheme
+///   with fused multiply-adds: three levels deep instead of five.
+///
+/// Each operation as the eight-lane path performs it, so both give the same bits.
+#[inline(always)]
+fn arc(a: Vec4, b: Vec4, angle: f32, u: f32) -> Vec4 {
+    let inv_norm = |v: Vec4| {
+        let d = ((v.x * v.x + v.z * v.z) + (v.y * v.y + v.w * v.w)) - 1.0;
+        INV_SQRT_SERIES[0]
+            .mul_add(d, INV_SQRT_SERIES[1])
+            .mul_add(d, 1.0)
+    };
+    let w0 = sin_0_pi((1.0 - u) * angle) * inv_norm(a);
+    let w1 = sin_0_pi(u * angle) * inv_norm(b);
+    a * w0 + b * w1
+}
+
+/// `1 / sqrt(1 + δ) ≈ 1 + δ * (-1/2 + δ * 3/8)`: the coefficients of `δ²` and `δ`.
+const INV_SQRT_SERIES: [f32; 2] = [0.375, -0.5];
+
+/// `sin(x) = x * P(x²)`: P's coefficients, the Taylor series to `x^11` (to about 2e-7 on
+/// `[0, pi/2]`).
+const SIN_SERIES: [f32; 6] = [
+    1.0,
+    -1.0 / 6.0,
+    1.0 / 120.0,
+    -1.0 / 5040.0,
+    1.0 / 362_880.0,
+    -1.0 / 39_916_800.0,
+];
+
+/// The smallest `x²` [`sin_0_pi`] evaluates its series at.
+const SIN_Z_MIN: f32 = 1e-9;
+
+/// `sin(x)` for `x` in `[0, pi]` (folded to `[0, pi/2]`), [`SIN_SERIES`] by Estrin's scheme.
+#[inline(always)]
+fn sin_0_pi(x: f32) -> f32 {
+    use std::f32::consts::{FRAC_PI_2, PI};
+    let x = if x > FRAC_PI_2 { PI - x } else { x };
+    let c = SIN_SERIES;
+    // At least 1e-9 (P is then 1 in f32 all the same), so that z^4 stays a normal float:
+    // subnormal products cost a microcode assist of a hundred cycles or more each.
+    let z = (x * x).max(SIN_Z_MIN);
+    let z2 = z * z;
+    let lo = c[3].mul_add(z, c[2]).mul_add(z2, c[1].mul_add(z, c[0]));
+    x * c[5].mul_add(z, c[4]).mul_add(z2 * z2, lo)
 }
 
 /// The fraction a block interpolates with: `u`, or for STEP tracks the key at or before the
@@ -147,9 +244,11 @@ fn step_u(step: bool, u: f32) -> f32 {
 fn write(target: Target, v: Vec4, out: &mut Transform) {
     match target {
         Target::Rotation => {
+            // As the streamed layout's `compact::write` (the SSE estimate refined by a Newton
+            // step, 5e-7 relative: a square root and a division took a quarter of a sample).
             let l = (v.x * v.x + v.z * v.z) + (v.y * v.y + v.w * v.w);
             out.rotation = if (f32::MIN_POSITIVE..=f32::MAX).contains(&l) {
-                Quat::from_vec4(v * (1.0 / l.sqrt()))
+                Quat::from_vec4(v * crate::transform::inv_sqrt(l))
             } else {
                 Quat::IDENTITY
             };
@@ -164,8 +263,8 @@ mod avx {
     use std::arch::x86_64::*;
 
     use super::*;
-    use crate::play::sampling::compact_avx::sin_0_pi8;
-    use crate::play::sampling::compact_seek_avx::{angle8, dot8, normalize_or_w};
+    use crate::play::sampling::compact_avx::normalize8;
+    use crate::play::sampling::compact_seek_avx::dot8;
     use crate::play::sampling::lanes::{store_rotations, store_vectors};
 
     /// [`super::sample_tracks`] eight lanes at a time, each lane [`super::block_values`]'s
@@ -193,18 +292,19 @@ mod avx {
             let ranges = &p.ranges[r0..r0 + 2 * rows];
             let q = &p.q[q0..q0 + 2 * rows];
             let uv = _mm256_set1_ps(step_u(b.step, u));
-            let slerp = p.slerp[n * keys + k];
             let mut v = [_mm256_setzero_ps(); 4];
-            if slerp == 0 {
+            let slerp = p.slerp[n * keys + k];
+            if let (Some(first), true) = (b.first_arc, slerp != 0) {
+                let angle = &p.arcs[first as usize + j * (LANE_SEG + 1) + i];
+                v = slerped(ranges, q, slerp, angle, uv);
+            } else {
                 for (r, v) in v.iter_mut().enumerate().take(rows) {
                     *v = lerped(ranges, q, rows, r, uv);
                 }
-            } else {
-                v = slerped(ranges, q, slerp, uv);
             }
             match b.block.target {
                 Target::Rotation => {
-                    let n = normalise(v);
+                    let n = normalize8(v);
                     if only.is_some() {
                         write_only(b, n, only, pose);
                     } else {
@@ -261,13 +361,15 @@ mod avx {
         }
     }
 
-    /// A rotation block with slerped lanes: both keys dequantised, lerped, and the lanes of
-    /// `slerp` replaced by the arc between the normalised keys.
+    /// A rotation block some of whose keys slerp: the rows lerped as [`lerped`] lerps them,
+    /// and the lanes of `slerp` (none at some keys) replaced by [`super::arc`] on eight
+    /// lanes, with the angles `angle`.
     #[inline(always)]
     unsafe fn slerped(
         ranges: &[crate::clip::lanes::Row],
         q: &[[u16; LANES]],
         slerp: u8,
+        angle: &crate::clip::lanes::Row,
         u: __m256,
     ) -> [__m256; 4] {
         let mut a = [_mm256_setzero_ps(); 4];
@@ -277,18 +379,19 @@ mod avx {
             // SAFETY: as in `lerped`.
             let lo = _mm256_load_ps(ranges[2 * r].0.as_ptr());
             let step = _mm256_load_ps(ranges[2 * r + 1].0.as_ptr());
-            a[r] = _mm256_fmadd_ps(ints(&q[r]), step, lo);
-            b[r] = _mm256_fmadd_ps(ints(&q[4 + r]), step, lo);
-            v[r] = _mm256_fmadd_ps(_mm256_sub_ps(b[r], a[r]), u, a[r]);
+            let (qa, qb) = (ints(&q[r]), ints(&q[4 + r]));
+            a[r] = _mm256_fmadd_ps(qa, step, lo);
+            b[r] = _mm256_fmadd_ps(qb, step, lo);
+            v[r] = _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_sub_ps(qb, qa), u, qa), step, lo);
         }
-        let (a, b) = (normalize_or_w(a), normalize_or_w(b));
-        let (angle, inv_sin) = angle8(dot8(a, b));
         let one = _mm256_set1_ps(1.0);
+        // SAFETY: a `Row` is eight f32 aligned to 32 bytes.
+        let angle = _mm256_load_ps(angle.0.as_ptr());
         let w0 = _mm256_mul_ps(
             sin_0_pi8(_mm256_mul_ps(_mm256_sub_ps(one, u), angle)),
-            inv_sin,
+            inv_norm(a),
         );
-        let w1 = _mm256_mul_ps(sin_0_pi8(_mm256_mul_ps(u, angle)), inv_sin);
+        let w1 = _mm256_mul_ps(sin_0_pi8(_mm256_mul_ps(u, angle)), inv_norm(b));
         let bits = _mm256_set_epi32(128, 64, 32, 16, 8, 4, 2, 1);
         let on = _mm256_castsi256_ps(_mm256_cmpeq_epi32(
             _mm256_and_si256(_mm256_set1_epi32(i32::from(slerp)), bits),
@@ -299,6 +402,37 @@ mod avx {
             v[r] = _mm256_blendv_ps(v[r], arc, on);
         }
         v
+    }
+
+    /// `1 / |v|` of eight near-unit 4-vectors, as [`super::arc`] computes it (a plain
+    /// function: closures do not inherit the caller's target features).
+    #[inline(always)]
+    unsafe fn inv_norm(v: [__m256; 4]) -> __m256 {
+        let one = _mm256_set1_ps(1.0);
+        let d = _mm256_sub_ps(dot8(v, v), one);
+        let c = INV_SQRT_SERIES;
+        _mm256_fmadd_ps(fma_c(c[0], d, c[1]), d, one)
+    }
+
+    /// `c1 * x + c0`, fused, `c` broadcast.
+    #[inline(always)]
+    unsafe fn fma_c(c1: f32, x: __m256, c0: f32) -> __m256 {
+        _mm256_fmadd_ps(_mm256_set1_ps(c1), x, _mm256_set1_ps(c0))
+    }
+
+    /// [`super::sin_0_pi`] on eight lanes.
+    #[inline(always)]
+    unsafe fn sin_0_pi8(x: __m256) -> __m256 {
+        use std::f32::consts::{FRAC_PI_2, PI};
+        let past = _mm256_cmp_ps::<_CMP_GT_OQ>(x, _mm256_set1_ps(FRAC_PI_2));
+        let x = _mm256_blendv_ps(x, _mm256_sub_ps(_mm256_set1_ps(PI), x), past);
+        let c = SIN_SERIES;
+        // `f32::max(x * x, SIN_Z_MIN)`: x * x is never NaN here but where x is.
+        let z = _mm256_max_ps(_mm256_mul_ps(x, x), _mm256_set1_ps(SIN_Z_MIN));
+        let z2 = _mm256_mul_ps(z, z);
+        let lo = _mm256_fmadd_ps(fma_c(c[3], z, c[2]), z2, fma_c(c[1], z, c[0]));
+        let p = _mm256_fmadd_ps(fma_c(c[5], z, c[4]), _mm256_mul_ps(z2, z2), lo);
+        _mm256_mul_ps(x, p)
     }
 
     /// Eight u16 as f32.
@@ -325,27 +459,6 @@ mod avx {
         let step = _mm256_load_ps(ranges[2 * r + 1].0.as_ptr());
         let (a, b) = (ints(&q[r]), ints(&q[rows + r]));
         _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_sub_ps(b, a), u, a), step, lo)
-    }
-
-    /// Eight rotations normalised as [`super::write`] normalises one.
-    #[inline(always)]
-    unsafe fn normalise(v: [__m256; 4]) -> [__m256; 4] {
-        let [x, y, z, w] = v;
-        let l = _mm256_add_ps(
-            _mm256_add_ps(_mm256_mul_ps(x, x), _mm256_mul_ps(z, z)),
-            _mm256_add_ps(_mm256_mul_ps(y, y), _mm256_mul_ps(w, w)),
-        );
-        let inv = _mm256_div_ps(_mm256_set1_ps(1.0), _mm256_sqrt_ps(l));
-        let ok = _mm256_and_ps(
-            _mm256_cmp_ps::<_CMP_GE_OQ>(l, _mm256_set1_ps(f32::MIN_POSITIVE)),
-            _mm256_cmp_ps::<_CMP_LE_OQ>(l, _mm256_set1_ps(f32::MAX)),
-        );
-        [
-            _mm256_and_ps(ok, _mm256_mul_ps(x, inv)),
-            _mm256_and_ps(ok, _mm256_mul_ps(y, inv)),
-            _mm256_and_ps(ok, _mm256_mul_ps(z, inv)),
-            _mm256_blendv_ps(_mm256_set1_ps(1.0), _mm256_mul_ps(w, inv), ok),
-        ]
     }
 }
 
@@ -409,6 +522,26 @@ mod tests {
             let stream = clip_of(&inputs, &pos, frames as u32, last_span);
             let lanes = lanes_from_stream(&stream).unwrap();
             let p = lanes.lanes.as_deref().unwrap();
+            // The angles derived at load: those of slerped pairs, as acos in f64 gives them
+            // (`key_value` reads a segment's last key from the next segment: 1e-4).
+            let keys = p.pos.len();
+            for (n, b) in p.blocks.iter().enumerate() {
+                let flags = &p.slerp[n * keys..(n + 1) * keys];
+                let Some(first) = b.first_arc else {
+                    prop_assert!(flags.iter().all(|&f| f == 0));
+                    continue;
+                };
+                for (k, &f) in flags.iter().enumerate().take(keys.saturating_sub(1)) {
+                    for l in (0..LANES).filter(|l| f & (1 << l) != 0) {
+                        let slot = first as usize + (k / LANE_SEG) * (LANE_SEG + 1) + k % LANE_SEG;
+                        let a = p.key_value(b, l, k).as_dvec4().normalize();
+                        let c = p.key_value(b, l, k + 1).as_dvec4().normalize();
+                        let want = a.dot(c).clamp(-1.0, 1.0).acos().max(1e-3);
+                        let got = f64::from(p.arcs[slot].0[l]);
+                        prop_assert!((got - want).abs() < 1e-4, "key {} lane {}: {} against {}", k, l, got, want);
+                    }
+                }
+            }
             let mut cache = CompactCache::default();
             cache.reset(&stream);
             let n = tracks.len();
@@ -425,18 +558,24 @@ mod tests {
                 .collect();
             let grid: Vec<f32> = (0..frames).map(|f| f as f32 / 30.0).collect();
             let end = ((frames - 2) as f32 + last_span) / 30.0;
+            // A hint carried from sample to sample, as a sampling cache carries it: forward
+            // over the grid (the hint's key or the next), then at random times (misses).
+            let (mut hint, mut hinted) = (0u32, vec![Transform::IDENTITY; n]);
             for t in grid.into_iter().chain(times.iter().map(|u| u * end)) {
                 sample_tracks_uncached(&stream, t, None, &mut want);
-                sample_tracks(&lanes, t, None, &mut eight);
+                sample_tracks(&lanes, t, None, None, &mut eight);
+                sample_tracks(&lanes, t, None, Some(&mut hint), &mut hinted);
                 if p.pos.len() >= 2 {
-                    let (k, u) = locate(&lanes, p, lanes.pos_of(t));
+                    let (k, u) = locate(&lanes, p, t, None);
+                    prop_assert_eq!(hint as usize, k, "t {}", t);
                     sample_portable(p, k, u, None, &mut one);
                 }
                 for tr in lanes.tracks.iter() {
                     let j = tr.joint as usize;
                     let bits = |x: &[Transform], j: usize| get(tr.target, &x[j]).to_array().map(f32::to_bits);
                     prop_assert_eq!(bits(&eight, j), bits(&one, j), "t {} track {}", t, j);
-                    sample_tracks(&lanes, t, Some(tr.joint), &mut single);
+                    prop_assert_eq!(bits(&hinted, j), bits(&eight, j), "t {} track {} hinted", t, j);
+                    sample_tracks(&lanes, t, Some(tr.joint), None, &mut single);
                     prop_assert_eq!(bits(&single, 0), bits(&eight, j), "t {} joint {} alone", t, j);
                     let (a, mut b) = (get(tr.target, &want[j]), get(tr.target, &eight[j]));
                     if tr.target == Target::Rotation && a.dot(b) < 0.0 {
@@ -497,7 +636,7 @@ mod tests {
                         let c = Compact::with_lanes(&stream, l);
                         let mut pose = [Transform::IDENTITY];
                         for t in [0.0, 0.5, 1.0, 2.3] {
-                            sample_tracks(&c, t, None, &mut pose);
+                            sample_tracks(&c, t, None, None, &mut pose);
                         }
                     }
                 }

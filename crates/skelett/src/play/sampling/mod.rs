@@ -194,6 +194,8 @@ pub struct SamplingCache {
     at: Vec<(u32, f32)>,
     /// For compact clips: decoded keys and decoders per track.
     compact: compact::CompactCache,
+    /// For compact clips in the lanes layout: the key the last sample read from.
+    lanes_key: u32,
 }
 
 impl SamplingCache {
@@ -262,6 +264,7 @@ impl SamplingCache {
             self.cursors.clear();
             self.cursors.resize(timelines, Cursor::default());
             self.union = Cursor::default();
+            self.lanes_key = 0;
             self.at.clear();
             self.at.resize(timelines, (0, 0.0));
         }
@@ -429,14 +432,18 @@ fn dispatch(clip: &Clip, time: f32, search: Search<'_>, pose: &mut [Transform]) 
             }
         }
         (Storage::Compact(c), search) if c.layout == CompactLayout::Lanes => {
-            let only = match search {
-                Search::Joint(joint) => Some(joint),
-                _ => {
+            let (only, hint) = match search {
+                Search::Joint(joint) => (Some(joint), None),
+                Search::Cached(cache) => {
                     copy_static(clip, pose);
-                    None
+                    (None, Some(&mut cache.lanes_key))
+                }
+                Search::Fresh => {
+                    copy_static(clip, pose);
+                    (None, None)
                 }
             };
-            compact_lanes::sample_tracks(c, time - clip.start, only, pose);
+            compact_lanes::sample_tracks(c, time - clip.start, only, hint, pose);
         }
         (Storage::Compact(c), search) if c.layout == CompactLayout::Seek => {
             let only = match search {
