@@ -536,7 +536,7 @@ impl Compact {
 /// `x.round()` (half away from zero) without a call: x86-64's baseline has no rounding
 /// instruction, so `f32::round` calls libm's `roundf`, a fifth of a sample's time-to-key
 /// chain. Adding the largest float below 0.5 (with `x`'s sign) and truncating rounds as
-/// `round` does for every `x`; the truncation converts to an integer and back below 2^23,
+/// `round` does for every `x` (up to the sign of a zero result); the truncation converts to an integer and back below 2^23,
 /// where floats still have a fraction (NaN stays NaN).
 #[inline(always)]
 pub(crate) fn round(x: f32) -> f32 {
@@ -558,8 +558,13 @@ mod tests {
         #[test]
         fn round_is_f32_round(bits in any::<u32>(), n in -9_000_000i32..9_000_000) {
             let edge = [0.5f32, f32::from_bits(0x3eff_ffff), 8_388_607.5, 8_388_608.0, 4_194_303.5];
-            let mut xs = vec![f32::from_bits(bits), n as f32 + 0.5, n as f32, n as f32 / 7.0];
-            xs.extend(edge.iter().flat_map(|&e| [e, -e]));
+            let half = n as f32 + 0.5;
+            let mut xs = vec![f32::from_bits(bits), half, n as f32, n as f32 / 7.0];
+            // The floats on either side of each half, where adding the constant could carry.
+            xs.extend([half.next_up(), half.next_down()]);
+            xs.extend(edge.iter().flat_map(|&e| [e, e.next_up(), e.next_down()]));
+            let mut xs: Vec<f32> = xs.iter().flat_map(|&x| [x, -x]).collect();
+            xs.extend([f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 4_194_304.0, 16_777_216.5]);
             for x in xs {
                 let (a, b) = (super::round(x), x.round());
                 prop_assert!(a == b || (a.is_nan() && b.is_nan()), "{x}: {a} against {b}");

@@ -77,7 +77,8 @@ pub(crate) struct PackedLanes {
     /// sample steps on from it to its own key). At most four entries per key, so the
     /// table's size follows the data's, not the clip's length.
     pub(crate) key_at: Box<[u32]>,
-    /// Grid frames per entry of `key_at`, as a power of two (0 where keys are dense).
+    /// The base-2 logarithm of the grid frames per entry of `key_at` (0 where keys are
+    /// dense: an entry per frame).
     pub(crate) entry_shift: u32,
     pub(crate) blocks: Box<[PackedBlock]>,
     /// Per block, per segment, per row: the smallest value, then the step.

@@ -17,8 +17,10 @@
 //! multiply-adds (`f32::mul_add`), so both give the same bits
 //! (`lanes_and_portable_paths_give_the_same_bits` compares them). Rotations are normalised
 //! as the streamed layout normalises them (`transform::inv_sqrt`: the SSE estimate and a
-//! Newton step), so, as there, Intel and AMD CPUs may differ in the last bits. No state is
-//! kept between samples: a seek costs what the next frame does.
+//! Newton step), so, as there, Intel and AMD CPUs may differ in the last bits. The only
+//! state is optional: a `SamplingCache` keeps the key the last sample read, which the next
+//! tries first (forward playback then finds its key without the table); a seek costs one
+//! missed guess and the table's lookup, and gives the same bits either way.
 
 use glam::{Quat, Vec4};
 
@@ -147,7 +149,11 @@ fn block_values(p: &PackedLanes, n: usize, b: &PackedBlock, k: usize, u: f32) ->
     let r0 = b.first_range as usize + j * rows * 2;
     let q0 = b.first_q as usize + (j * (LANE_SEG + 1) + i) * rows;
     let u = step_u(b.step, u);
-    let slerp = p.slerp[n * p.pos.len() + k];
+    // As the eight-lane path: slerped lanes only in blocks with derived angles.
+    let (slerp, first_arc) = match b.first_arc {
+        Some(first) => (p.slerp[n * p.pos.len() + k], first as usize),
+        None => (0, 0),
+    };
     std::array::from_fn(|l| {
         let (mut va, mut vb, mut v) = ([0f32; 4], [0f32; 4], [0f32; 4]);
         for r in 0..rows {
@@ -159,7 +165,7 @@ fn block_values(p: &PackedLanes, n: usize, b: &PackedBlock, k: usize, u: f32) ->
             vb[r] = b.mul_add(step, lo);
         }
         if slerp & (1 << l) != 0 {
-            let angle = p.arcs[b.first_arc.unwrap_or(0) as usize + j * (LANE_SEG + 1) + i].0[l];
+            let angle = p.arcs[first_arc + j * (LANE_SEG + 1) + i].0[l];
             return arc(Vec4::from_array(va), Vec4::from_array(vb), angle, u);
         }
         Vec4::from_array(v)
@@ -177,8 +183,9 @@ fn block_values(p: &PackedLanes, n: usize, b: &PackedBlock, k: usize, u: f32) ->
 /// - `1 / |a|` is the series `1 - δ/2 + 3δ²/8` of `δ = |a|² - 1`, not a square root and a
 ///   division. The keys of a slerped pair lie on the arc the builder sampled, so only the
 ///   16-bit rounding moves them off the unit sphere (`|δ|` below 2e-4, where the series is
-///   exact to f32 precision; on other data the result stays finite and is still
-///   normalised).
+///   exact to f32 precision). On keys far off the unit sphere, which only damaged data has,
+///   the result leaves the arc, or becomes the identity where the series overflows (no
+///   panic).
 /// - `sin` is the Taylor series of `transform::sin_0_half_pi` evaluated by Estrin's scheme
 ///   with fused multiply-adds: three levels deep instead of five.
 ///
