@@ -7,8 +7,10 @@
 //!
 //! - forward: the clip played at 60 Hz from start to end, through a warm sampling cache;
 //! - seek: pseudo-random times over the clip (every sample a jump); a compressed clip is
-//!   measured in both layouts (the file's and the other, converted), with their sizes, so
-//!   that the trade-off shows on the user's own data;
+//!   measured in every layout (the file's and the others it converts to), with their sizes,
+//!   so that the trade-off shows on the user's own data; with `--compress`, each keyed clip
+//!   is compressed (default options) and its forms follow it, each with its forward and
+//!   seek time over the keyed clip's;
 //! - local-to-model: the whole skeleton from a sampled pose;
 //! - palette: skin 0's matrices (model x inverse bind);
 //! - blend: two and three sampled poses blended with equal weights, as slices of transforms
@@ -40,7 +42,7 @@ use crate::Result;
 #[derive(Serialize)]
 struct Row {
     clip: String,
-    /// "keys", "compact" (the streamed layout) or "compact, seekable".
+    /// "keys", "compact" (the streamed layout), "compact, seekable" or "compact, lanes".
     storage: &'static str,
     /// What the clip's keys take ([`Clip::size_bytes`]).
     bytes: usize,
@@ -48,6 +50,10 @@ struct Row {
     animated_channels: usize,
     forward_ns_per_joint: f64,
     seek_ns_per_joint: f64,
+    /// With `--compress`, for the forms of a keyed clip: forward and seek time over the
+    /// keyed clip's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    over_keys: Option<[f64; 2]>,
 }
 
 #[derive(Serialize)]
@@ -232,7 +238,13 @@ pub fn seek_times(clip: &Clip) -> Vec<f32> {
 }
 
 /// Runs `skelett bench`.
-pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> Result<()> {
+pub fn run(
+    out: &mut String,
+    file: Option<&Path>,
+    json: bool,
+    rounds: usize,
+    compress: bool,
+) -> Result<()> {
     let (asset, source) = crate::load(file)?;
     let skeleton = &asset.skeleton;
     let n = skeleton.len();
@@ -241,7 +253,8 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
     let mut rows = Vec::new();
     // Compressed clips in every layout: the file's, then the others it converts to (a clip
     // in the lanes layout converts to none).
-    let mut measured: Vec<(std::sync::Arc<Clip>, &'static str)> = Vec::new();
+    // With `--compress`, a keyed clip's compressed forms follow it, each with its index.
+    let mut measured: Vec<(std::sync::Arc<Clip>, &'static str, Option<usize>)> = Vec::new();
     for clip in &asset.clips {
         let storage = |c: &Clip| match c.compact_layout() {
             None => "keys",
@@ -249,10 +262,30 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
             Some(CompactLayout::Seek) => "compact, seekable",
             Some(CompactLayout::Lanes) => "compact, lanes",
         };
-        measured.push((clip.clone(), storage(clip)));
-        let Some(own) = clip.compact_layout() else {
+        let keyed = measured.len();
+        measured.push((clip.clone(), storage(clip), None));
+        let small = match clip.compact_layout() {
+            None if compress => {
+                let options = skelett::compress::CompressOptions {
+                    declared_cm_per_unit: asset.model_cm_per_unit(),
+                    ..Default::default()
+                };
+                match skelett::compress::compress(skeleton, clip, &options) {
+                    Ok((small, _)) => small,
+                    // A clip that does not compress (no keys) is measured as keys only.
+                    Err(_) => continue,
+                }
+            }
+            _ => (**clip).clone(),
+        };
+        let Some(own) = small.compact_layout() else {
             continue;
         };
+        let from_keys = clip.compact_layout().is_none().then_some(keyed);
+        if from_keys.is_some() {
+            let s = storage(&small);
+            measured.push((std::sync::Arc::new(small.clone()), s, from_keys));
+        }
         for layout in [
             CompactLayout::Stream,
             CompactLayout::Seek,
@@ -261,13 +294,13 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
             if layout == own {
                 continue;
             }
-            if let Some(o) = clip.with_compact_layout(layout) {
+            if let Some(o) = small.with_compact_layout(layout) {
                 let s = storage(&o);
-                measured.push((std::sync::Arc::new(o), s));
+                measured.push((std::sync::Arc::new(o), s, from_keys));
             }
         }
     }
-    for (clip, storage) in &measured {
+    for (clip, storage, keyed) in &measured {
         let clip = &**clip;
         let mut cache = SamplingCache::for_clip(clip);
         let fwd = forward_times(clip);
@@ -292,6 +325,13 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
             animated_channels: clip.track_count(),
             forward_ns_per_joint: forward / n as f64,
             seek_ns_per_joint: seek / n as f64,
+            over_keys: keyed.map(|k| {
+                let keys: &Row = &rows[k];
+                [
+                    forward / n as f64 / keys.forward_ns_per_joint,
+                    seek / n as f64 / keys.seek_ns_per_joint,
+                ]
+            }),
         });
     }
     if let Some(clip) = asset.clips.first() {
@@ -474,9 +514,13 @@ pub fn run(out: &mut String, file: Option<&Path>, json: bool, rounds: usize) -> 
             "seek ns/j"
         );
         for r in &report.clips {
+            let over = match r.over_keys {
+                Some([f, s]) => format!("  {f:.2}x / {s:.2}x keys"),
+                None => String::new(),
+            };
             outln!(
                 out,
-                "  {:<28} {:<18} {:>10} {:>9} {:>14.2} {:>14.2}",
+                "  {:<28} {:<18} {:>10} {:>9} {:>14.2} {:>14.2}{over}",
                 r.clip,
                 r.storage,
                 r.bytes,

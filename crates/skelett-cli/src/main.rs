@@ -460,6 +460,11 @@ enum Command {
         /// With --scaling: also draw the figures as an SVG plot to this file.
         #[arg(long, requires = "scaling")]
         plot: Option<PathBuf>,
+        /// Also compress each keyed clip (default options, the file's unit) and measure it
+        /// in every layout beside its keys, with each form's forward and seek time over the
+        /// keyed clip's (the rows are measured one after the other).
+        #[arg(long, conflicts_with = "scaling")]
+        compress: bool,
     },
 }
 
@@ -811,6 +816,7 @@ fn main() -> ExitCode {
             rounds,
             scaling: true,
             plot,
+            ..
         } => scaling::run(
             &mut out,
             file.as_deref(),
@@ -819,8 +825,18 @@ fn main() -> ExitCode {
             plot.as_deref(),
         ),
         Command::Bench {
-            file, json, rounds, ..
-        } => bench::run(&mut out, file.as_deref(), json, rounds.max(3) as usize),
+            file,
+            json,
+            rounds,
+            compress,
+            ..
+        } => bench::run(
+            &mut out,
+            file.as_deref(),
+            json,
+            rounds.max(3) as usize,
+            compress,
+        ),
     };
     // A closed pipe (`skelett inspect | head`) is not an error worth a panic.
     use std::io::Write as _;

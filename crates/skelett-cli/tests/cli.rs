@@ -217,6 +217,64 @@ fn bad_files_fail_with_the_file_named() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `bench --compress`: each keyed clip, then its compressed forms in every layout, each
+/// with its time over the keyed clip's; the keyed rows carry no ratio.
+#[test]
+fn bench_compress_measures_every_layout_beside_the_keys() {
+    let file = data("gltf/RiggedSimple.glb");
+    let args = [
+        "bench",
+        file.to_str().unwrap(),
+        "--compress",
+        "--json",
+        "--rounds",
+        "3",
+    ];
+    let (ok, out, err) = skelett(&args);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let rows = v["clips"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    let storages: Vec<&str> = rows
+        .iter()
+        .map(|r| r["storage"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        storages,
+        ["keys", "compact", "compact, seekable", "compact, lanes"]
+    );
+    assert!(rows[0].get("over_keys").is_none(), "{}", rows[0]);
+    for r in &rows[1..] {
+        assert_eq!(r["clip"], rows[0]["clip"]);
+        let over = r["over_keys"].as_array().unwrap();
+        for (i, field) in ["forward_ns_per_joint", "seek_ns_per_joint"]
+            .iter()
+            .enumerate()
+        {
+            let want = r[field].as_f64().unwrap() / rows[0][field].as_f64().unwrap();
+            let got = over[i].as_f64().unwrap();
+            assert!(
+                (got - want).abs() <= 1e-9 * want,
+                "{field}: {got} against {want}"
+            );
+        }
+        assert!(
+            r["bytes"].as_u64().unwrap() < rows[0]["bytes"].as_u64().unwrap(),
+            "{r}"
+        );
+    }
+    let (ok, out, err) = skelett(&[
+        "bench",
+        file.to_str().unwrap(),
+        "--compress",
+        "--rounds",
+        "3",
+    ]);
+    assert!(ok && out.contains("x keys"), "{err}{out}");
+    let (ok, _, err) = skelett(&["bench", "--compress", "--scaling"]);
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
+}
+
 #[test]
 fn bench_reports_every_clip() {
     let (ok, out, err) = skelett(&["bench", "--json", "--rounds", "3"]);
