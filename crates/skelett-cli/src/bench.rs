@@ -271,12 +271,12 @@ pub fn run(
                     ..Default::default()
                 };
                 match skelett::compress::compress(skeleton, clip, &options) {
-                    Ok((small, _)) => small,
+                    Ok((small, _)) => std::sync::Arc::new(small),
                     // A clip that does not compress (no keys) is measured as keys only.
                     Err(_) => continue,
                 }
             }
-            _ => (**clip).clone(),
+            _ => clip.clone(),
         };
         let Some(own) = small.compact_layout() else {
             continue;
@@ -284,7 +284,7 @@ pub fn run(
         let from_keys = clip.compact_layout().is_none().then_some(keyed);
         if from_keys.is_some() {
             let s = storage(&small);
-            measured.push((std::sync::Arc::new(small.clone()), s, from_keys));
+            measured.push((small.clone(), s, from_keys));
         }
         for layout in [
             CompactLayout::Stream,

@@ -536,8 +536,8 @@ impl Compact {
 /// `x.round()` (half away from zero) without a call: x86-64's baseline has no rounding
 /// instruction, so `f32::round` calls libm's `roundf`, a fifth of a sample's time-to-key
 /// chain. Adding the largest float below 0.5 (with `x`'s sign) and truncating rounds as
-/// `round` does for every `x` (up to the sign of a zero result); the truncation converts to an integer and back below 2^23,
-/// where floats still have a fraction (NaN stays NaN).
+/// `round` does for every `x` (up to the sign of a zero result); the truncation converts to
+/// an integer and back below 2^23, where floats still have a fraction (NaN stays NaN).
 #[inline(always)]
 pub(crate) fn round(x: f32) -> f32 {
     let t = x + f32::from_bits(0x3eff_ffff).copysign(x);

@@ -194,6 +194,20 @@ impl PackedLanes {
         Some(lanes)
     }
 
+    /// The index of key `k`'s slot among a block's slots (in `q`, per row, and in
+    /// [`PackedLanes::arcs`]): segment `k / LANE_SEG`'s slots, then `k`'s place in it.
+    #[inline(always)]
+    pub(crate) fn slot(k: usize) -> usize {
+        (k / LANE_SEG) * (LANE_SEG + 1) + k % LANE_SEG
+    }
+
+    /// The angles derived for block `b`'s key pairs from key `k`, where the block slerps
+    /// some pair.
+    #[inline(always)]
+    pub(crate) fn angles(&self, b: &PackedBlock, k: usize) -> Option<&Row> {
+        Some(&self.arcs[b.first_arc? as usize + Self::slot(k)])
+    }
+
     /// [`PackedLanes::arcs`] from the stored parts, each block's first entry set.
     fn derive_arcs(&mut self) -> Option<Box<[Row]>> {
         let keys = self.pos.len();

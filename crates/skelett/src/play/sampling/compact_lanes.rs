@@ -144,15 +144,16 @@ fn sample_portable(
 /// between the dequantised keys instead (normalised by the caller, as every rotation is),
 /// with the pair's angle from [`PackedLanes::arcs`].
 fn block_values(p: &PackedLanes, n: usize, b: &PackedBlock, k: usize, u: f32) -> [Vec4; LANES] {
-    let (j, i) = (k / LANE_SEG, k % LANE_SEG);
+    let j = k / LANE_SEG;
     let rows = b.rows();
     let r0 = b.first_range as usize + j * rows * 2;
-    let q0 = b.first_q as usize + (j * (LANE_SEG + 1) + i) * rows;
+    let q0 = b.first_q as usize + PackedLanes::slot(k) * rows;
     let u = step_u(b.step, u);
     // As the eight-lane path: slerped lanes only in blocks with derived angles.
-    let (slerp, first_arc) = match b.first_arc {
-        Some(first) => (p.slerp[n * p.pos.len() + k], first as usize),
-        None => (0, 0),
+    let angles = p.angles(b, k);
+    let slerp = match angles {
+        Some(_) => p.slerp[n * p.pos.len() + k],
+        None => 0,
     };
     std::array::from_fn(|l| {
         let (mut va, mut vb, mut v) = ([0f32; 4], [0f32; 4], [0f32; 4]);
@@ -164,9 +165,8 @@ fn block_values(p: &PackedLanes, n: usize, b: &PackedBlock, k: usize, u: f32) ->
             va[r] = a.mul_add(step, lo);
             vb[r] = b.mul_add(step, lo);
         }
-        if slerp & (1 << l) != 0 {
-            let angle = p.arcs[first_arc + j * (LANE_SEG + 1) + i].0[l];
-            return arc(Vec4::from_array(va), Vec4::from_array(vb), angle, u);
+        if let (Some(angles), true) = (angles, slerp & (1 << l) != 0) {
+            return arc(Vec4::from_array(va), Vec4::from_array(vb), angles.0[l], u);
         }
         Vec4::from_array(v)
     })
@@ -287,7 +287,7 @@ mod avx {
         only: Option<JointIndex>,
         pose: &mut [Transform],
     ) {
-        let (j, i) = (k / LANE_SEG, k % LANE_SEG);
+        let j = k / LANE_SEG;
         let keys = p.pos.len();
         for (n, b) in p.blocks.iter().enumerate() {
             if only.is_some_and(|o| !b.block.joints.contains(&o)) {
@@ -295,15 +295,14 @@ mod avx {
             }
             let rows = b.rows();
             let r0 = b.first_range as usize + j * rows * 2;
-            let q0 = b.first_q as usize + (j * (LANE_SEG + 1) + i) * rows;
+            let q0 = b.first_q as usize + PackedLanes::slot(k) * rows;
             let ranges = &p.ranges[r0..r0 + 2 * rows];
             let q = &p.q[q0..q0 + 2 * rows];
             let uv = _mm256_set1_ps(step_u(b.step, u));
             let mut v = [_mm256_setzero_ps(); 4];
             let slerp = p.slerp[n * keys + k];
-            if let (Some(first), true) = (b.first_arc, slerp != 0) {
-                let angle = &p.arcs[first as usize + j * (LANE_SEG + 1) + i];
-                v = slerped(ranges, q, slerp, angle, uv);
+            if let (Some(angles), true) = (p.angles(b, k), slerp != 0) {
+                v = slerped(ranges, q, slerp, angles, uv);
             } else {
                 for (r, v) in v.iter_mut().enumerate().take(rows) {
                     *v = lerped(ranges, q, rows, r, uv);
