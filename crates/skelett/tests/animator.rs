@@ -1423,3 +1423,79 @@ fn blend_of_players(sk: &Skeleton, players: &[(&Player, f32)]) -> (Vec<Pose>, Po
     blend(&inputs, sk.rest_pose(), &mut out).unwrap();
     (samples, out)
 }
+
+/// Where the first layer covers everything, its output is the pose (the update copies
+/// nothing); whatever comes after must still see and change the pose as if it were the
+/// animator's own: layers removed below it, model matrices, modifiers and root motion that
+/// write the pose, and an inertial transition afterwards (whose history is the layer's
+/// outputs, which those writes must leave alone). The truth is the clips' closed form.
+#[test]
+fn a_pose_held_by_a_layer_output_behaves_as_the_animators_own() {
+    let s = one_joint();
+    let x = |a: &Animator| a.pose()[0].translation.x;
+    // Layer 0 plays nothing; layer 1 covers everything: its output is the pose.
+    let mut a = Animator::new(s.clone());
+    let top = a.add_layer(BlendMode::Override, 1.0, None).unwrap();
+    a.play(top, slide(&s, 1.0, 0.0, 10.0, &[]), PlayOptions::default())
+        .unwrap();
+    a.update(0.3);
+    assert!((x(&a) - 3.0).abs() < 1e-5, "{}", x(&a));
+    // Removing the empty layer below moves the layer that holds the pose: the pose stays.
+    a.remove_layer(0).unwrap();
+    assert!(
+        (x(&a) - 3.0).abs() < 1e-5,
+        "after removing a layer: {}",
+        x(&a)
+    );
+    a.update(0.2);
+    assert!((x(&a) - 5.0).abs() < 1e-5, "{}", x(&a));
+    a.update_model();
+    assert!(
+        (a.model()[0].w_axis.x - 5.0).abs() < 1e-5,
+        "model of the pose"
+    );
+    // An additive layer on top blends onto the covering layer's output.
+    let add = a.add_layer(BlendMode::Additive, 1.0, None).unwrap();
+    a.play(add, slide(&s, 1.0, 1.0, 1.0, &[]), PlayOptions::default())
+        .unwrap();
+    a.update(0.1);
+    assert!((x(&a) - 7.0).abs() < 1e-5, "6 + 1 additive: {}", x(&a));
+    a.remove_layer(add).unwrap();
+
+    // Root motion strips the root's horizontal translation from the pose (the covering
+    // layer's output is copied out first): x stays 0 while the clip slides, through an
+    // inertial transition too, where an animator without root motion sees the slide.
+    let run = |root: bool| {
+        let mut a = Animator::new(s.clone());
+        if root {
+            a.set_root_motion(Some(RootMotionConfig::default()))
+                .unwrap();
+        }
+        a.play(0, slide(&s, 1.0, 0.0, 10.0, &[]), PlayOptions::default())
+            .unwrap();
+        let mut xs = Vec::new();
+        for _ in 0..3 {
+            a.update(0.1);
+            xs.push(x(&a));
+        }
+        a.inertialize(
+            0,
+            slide(&s, 1.0, 2.0, 2.0, &[]),
+            0.5,
+            PlayOptions::default(),
+        )
+        .unwrap();
+        for _ in 0..10 {
+            a.update(0.05);
+            xs.push(x(&a));
+        }
+        xs
+    };
+    let (plain, stripped) = (run(false), run(true));
+    assert!((plain[2] - 3.0).abs() < 1e-5, "{plain:?}");
+    assert!(plain.iter().any(|x| x.abs() > 1.0), "{plain:?}");
+    assert!(
+        stripped.iter().all(|x| x.abs() < 1e-5),
+        "stripped: {stripped:?}"
+    );
+}

@@ -21,6 +21,7 @@ impl Animator {
             skeleton,
             layers,
             pose,
+            pose_in,
             identity,
             morph: morph_weights,
             morph_zero,
@@ -30,6 +31,8 @@ impl Animator {
         let rest = skeleton.rest_pose();
         let morph = skeleton.morph_channel_count() > 0;
         let mut first = true;
+        // The pose is made again from nothing below.
+        *pose_in = None;
         for li in 0..layers.len() {
             let l = &mut layers[li];
             if !l.enabled {
@@ -120,16 +123,26 @@ impl Animator {
             l.cur = next;
             l.last_dt = dt;
             l.produced = true;
-            let mask = l.mask.as_ref().map(|m| m.weights());
-            let output = &l.outputs[next];
             // Slots fading in on an empty layer sum to less than 1: the layer then counts
             // for that much less, so a cross-fade from nothing starts from what is below.
             let total: f32 = l.slots.iter().map(|s| s.weight).sum();
             let weight = l.weight * total.min(1.0);
-            let covers = first && l.mode == BlendMode::Override && weight >= 1.0 && mask.is_none();
+            let covers =
+                first && l.mode == BlendMode::Override && weight >= 1.0 && l.mask.is_none();
+            if !covers && !first {
+                // Blending onto the pose that a layer below holds: copied out first.
+                if let Some((layer, output)) = pose_in.take() {
+                    pose.copy_from_slice(&layers[layer].outputs[output]);
+                }
+            }
+            let l = &layers[li];
+            let mask = l.mask.as_ref().map(|m| m.weights());
+            let output = &l.outputs[next];
             if covers {
-                // The first layer covers everything: no rest pose underneath.
-                pose.copy_from_slice(output);
+                // The first layer covers everything: no rest pose underneath, and its
+                // output is the pose until something blends, strips or modifies it
+                // (`Animator::own_pose` copies it then).
+                *pose_in = Some((li, next));
             } else {
                 if first {
                     pose.copy_from_slice(rest);

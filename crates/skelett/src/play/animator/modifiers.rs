@@ -330,6 +330,7 @@ impl Animator {
 
     /// Recomputes [`Animator::model`] from [`Animator::pose`].
     pub fn update_model(&mut self) {
+        self.own_pose();
         let _ = local_to_model(&self.skeleton, &self.pose, 0, &mut self.model);
     }
 
@@ -359,6 +360,8 @@ impl Animator {
         if !any {
             return;
         }
+        // The modifiers write the pose: out of the layer output that may hold it.
+        self.own_pose();
         let _ = local_to_model(&self.skeleton, &self.pose, 0, &mut self.model);
         let skeleton = &*self.skeleton;
         let layer0 = self.layers.first().filter(|l| l.enabled);
