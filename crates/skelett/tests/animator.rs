@@ -1499,3 +1499,138 @@ fn a_pose_held_by_a_layer_output_behaves_as_the_animators_own() {
         "stripped: {stripped:?}"
     );
 }
+
+/// Skeletons of eight joints or more sample their slots into blocks that the updating
+/// thread shares between all its animators. Animators of three skeletons (43, 24 and 19
+/// joints), each cross-fading between two clips (CesiumMan into its one clip at another
+/// phase) and the robot with a third clip on a second layer, updated in turn on one thread,
+/// give at every update the bits each gives updated alone on a thread of its own, which
+/// shares its blocks with nobody.
+#[test]
+fn animators_sharing_a_threads_slot_blocks_give_their_own_poses() {
+    let setups: [(&str, &str, &str); 3] = [
+        (
+            "gltf/robot_quaternius.glb",
+            "Robot_Walking",
+            "Robot_Running",
+        ),
+        ("gltf/Fox.glb", "Walk", "Run"),
+        ("gltf/CesiumMan.glb", "0", "0"),
+    ];
+    let make = |(file, a, b): (&str, &str, &str)| {
+        let asset = skelett_io::load(data(file)).unwrap();
+        let mut anim = Animator::new(asset.skeleton.clone());
+        anim.play(0, asset.clip(a).unwrap().clone(), PlayOptions::default())
+            .unwrap();
+        let later = PlayOptions {
+            start: 0.3,
+            ..Default::default()
+        };
+        anim.crossfade(0, asset.clip(b).unwrap().clone(), 2.0, Curve::Linear, later)
+            .unwrap();
+        if file.contains("robot") {
+            let wave = anim.add_layer(BlendMode::Override, 0.5, None).unwrap();
+            let idle = asset.clip("Robot_Idle").unwrap().clone();
+            anim.play(wave, idle.clone(), PlayOptions::default())
+                .unwrap();
+            anim.crossfade(wave, idle, 1.0, Curve::Linear, later)
+                .unwrap();
+        }
+        anim
+    };
+    let steps = 40;
+    let run_alone = |setup| {
+        std::thread::spawn(move || {
+            let mut anim = make(setup);
+            (0..steps)
+                .map(|_| {
+                    anim.update(1.0 / 30.0);
+                    anim.pose().to_vec()
+                })
+                .collect::<Vec<_>>()
+        })
+        .join()
+        .unwrap()
+    };
+    let alone: Vec<Vec<Vec<Transform>>> = setups.iter().map(|&s| run_alone(s)).collect();
+    let mut together: Vec<Animator> = setups.iter().map(|&s| make(s)).collect();
+    for step in 0..steps {
+        for (i, anim) in together.iter_mut().enumerate() {
+            anim.update(1.0 / 30.0);
+            assert_eq!(
+                anim.pose(),
+                &alone[i][step][..],
+                "{} step {step}",
+                setups[i].0
+            );
+        }
+    }
+    // The cross-fades were under way: both clips of a layer sampled and blended.
+    assert!(together.iter().all(|a| a.players(0).len() == 2));
+}
+
+/// The shared slot blocks remember which clip's static joints they hold; two animators
+/// whose clips hold a joint still at different values (a one-key channel), cross-fading on
+/// one thread in turn, each keep their own clip's value there.
+#[test]
+fn shared_slot_blocks_keep_each_clips_static_joints() {
+    let s = Arc::new(
+        RawSkeleton {
+            joints: (0..9)
+                .map(|i| RawJoint {
+                    name: format!("j{i}"),
+                    parent: (i > 0).then(|| i - 1),
+                    rest: Transform::IDENTITY,
+                })
+                .collect(),
+            ..Default::default()
+        }
+        .build()
+        .unwrap(),
+    );
+    // j0 slides; j5 holds still at x = `held` (one key).
+    let clip = |held: f32| {
+        Arc::new(
+            RawClip {
+                name: format!("held{held}"),
+                start: 0.0,
+                duration: 1.0,
+                channels: vec![
+                    RawChannel {
+                        joint: "j0".into(),
+                        target: Target::Translation,
+                        interpolation: Interpolation::Linear,
+                        times: vec![0.0, 1.0],
+                        values: RawValues::Vec3(vec![Vec3::ZERO, Vec3::Y]),
+                    },
+                    RawChannel {
+                        joint: "j5".into(),
+                        target: Target::Translation,
+                        interpolation: Interpolation::Linear,
+                        times: vec![0.0],
+                        values: RawValues::Vec3(vec![Vec3::X * held]),
+                    },
+                ],
+            }
+            .build(&s)
+            .unwrap(),
+        )
+    };
+    let mut anims: Vec<Animator> = [1.0f32, 2.0]
+        .iter()
+        .map(|&held| {
+            let mut a = Animator::new(s.clone());
+            a.play(0, clip(held), PlayOptions::default()).unwrap();
+            a.crossfade(0, clip(held), 5.0, Curve::Linear, PlayOptions::default())
+                .unwrap();
+            a
+        })
+        .collect();
+    for _ in 0..5 {
+        for (a, held) in anims.iter_mut().zip([1.0f32, 2.0]) {
+            a.update(0.1);
+            assert_eq!(a.players(0).len(), 2, "cross-fading");
+            assert_eq!(a.pose()[5].translation, Vec3::X * held);
+        }
+    }
+}

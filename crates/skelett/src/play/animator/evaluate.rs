@@ -1,7 +1,8 @@
 //! Evaluating layers: each layer samples its slots, blends them by weight (a blend space
 //! blends its two neighbouring clips; on skeletons of eight joints or more the slots are
 //! sampled and blended in blocks of eight joints, structure of arrays, with the slice
-//! blend's bits), applies a pending or running inertial transition, and
+//! blend's bits, in blocks the updating thread shares between its animators), applies a
+//! pending or running inertial transition, and
 //! the layers are combined over the rest pose by override or additive blending with their
 //! masks, into the animator's local pose.
 
@@ -10,7 +11,16 @@ use super::{Animator, BlendMode};
 use crate::play::pose::blend_soa_to_rows;
 use crate::play::sampling::writes_blocks;
 use crate::pose::{apply_additive, blend, blend_override, BlendInput, SoaBlendInput};
-use crate::Transform;
+use crate::{SoaPose, Transform};
+use std::cell::RefCell;
+
+thread_local! {
+    /// The slot poses in blocks of every animator this thread updates ([`SlotPoses`]): each
+    /// update samples its slots into them and blends them out again, so nothing in them
+    /// outlives an update but the identity of the clip whose static joints a block holds
+    /// (`SoaPose`'s own bookkeeping, valid for any animator that samples that clip).
+    static SLOT_BLOCKS: RefCell<Vec<SoaPose>> = const { RefCell::new(Vec::new()) };
+}
 
 impl Animator {
     /// Samples and blends every layer and combines them over the rest pose.
@@ -61,7 +71,17 @@ impl Animator {
                 sample_slot(&mut l.slots[0].source, output, extra);
             } else {
                 match &mut l.slot_poses {
-                    SlotPoses::Blocks(bufs) => {
+                    SlotPoses::Blocks => SLOT_BLOCKS.with_borrow_mut(|bufs| {
+                        // All of them at the thread's first update (no allocation later
+                        // unless a larger skeleton comes), each sized for this skeleton.
+                        if bufs.len() < MAX_SLOTS {
+                            bufs.resize_with(MAX_SLOTS, || SoaPose::identity(rest.len()));
+                        }
+                        for buf in &mut bufs[..l.slots.len()] {
+                            if buf.len() != rest.len() {
+                                buf.reset_len(rest.len());
+                            }
+                        }
                         for (s, buf) in l.slots.iter_mut().zip(bufs.iter_mut()) {
                             match &mut s.source {
                                 Source::Clip(p) if writes_blocks(&p.clip) => p.sample_soa(buf),
@@ -77,7 +97,7 @@ impl Animator {
                                 weight: l.slots.get(i).map_or(0.0, |s| s.weight),
                             });
                         let _ = blend_soa_to_rows(&inputs[..l.slots.len()], neutral, output);
-                    }
+                    }),
                     SlotPoses::Rows(bufs) => {
                         for (s, buf) in l.slots.iter_mut().zip(bufs.iter_mut()) {
                             sample_slot(&mut s.source, buf, extra);

@@ -145,6 +145,16 @@ impl SoaPose {
         pose
     }
 
+    /// Makes the pose `len` joints long, its blocks reused (allocating only to grow past
+    /// the largest it has held); the contents are identities where new blocks were added
+    /// and otherwise what they were, and no clip's static joints count as written.
+    pub(crate) fn reset_len(&mut self, len: usize) {
+        self.blocks
+            .resize(len.div_ceil(SOA_LANES), SoaBlock::IDENTITY);
+        self.len = len;
+        self.statics = 0;
+    }
+
     /// The staging buffer, `n` transforms long (allocated on the first call only).
     pub(crate) fn take_staging(&mut self, n: usize) -> Vec<Transform> {
         let mut staging = std::mem::take(&mut self.staging);
