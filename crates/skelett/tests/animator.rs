@@ -1426,9 +1426,10 @@ fn blend_of_players(sk: &Skeleton, players: &[(&Player, f32)]) -> (Vec<Pose>, Po
 
 /// Where the first layer covers everything, its output is the pose (the update copies
 /// nothing); whatever comes after must still see and change the pose as if it were the
-/// animator's own: layers removed below it, model matrices, modifiers and root motion that
-/// write the pose, and an inertial transition afterwards (whose history is the layer's
-/// outputs, which those writes must leave alone). The truth is the clips' closed form.
+/// animator's own: a layer removed below it, the model matrices, an additive layer blended
+/// onto it, and root motion stripping it, through an inertial transition too. (Modifiers
+/// writing it: `modifiers_run_after_blending_with_fading_weights`.) The truth is the clips'
+/// closed form.
 #[test]
 fn a_pose_held_by_a_layer_output_behaves_as_the_animators_own() {
     let s = one_joint();
@@ -1503,18 +1504,20 @@ fn a_pose_held_by_a_layer_output_behaves_as_the_animators_own() {
 /// Skeletons of eight joints or more sample their slots into blocks that the updating
 /// thread shares between all its animators. Animators of three skeletons (43, 24 and 19
 /// joints), each cross-fading between two clips (CesiumMan into its one clip at another
-/// phase) and the robot with a third clip on a second layer, updated in turn on one thread,
-/// give at every update the bits each gives updated alone on a thread of its own, which
-/// shares its blocks with nobody.
+/// phase; a second Fox the other way round, so that same-sized animators with other clips
+/// follow each other), the robot with a third clip on a second layer, updated in turn on one
+/// thread, give at every update the bits each gives updated alone on a thread of its own,
+/// which shares its blocks with nobody.
 #[test]
 fn animators_sharing_a_threads_slot_blocks_give_their_own_poses() {
-    let setups: [(&str, &str, &str); 3] = [
+    let setups: [(&str, &str, &str); 4] = [
         (
             "gltf/robot_quaternius.glb",
             "Robot_Walking",
             "Robot_Running",
         ),
         ("gltf/Fox.glb", "Walk", "Run"),
+        ("gltf/Fox.glb", "Run", "Walk"),
         ("gltf/CesiumMan.glb", "0", "0"),
     ];
     let make = |(file, a, b): (&str, &str, &str)| {

@@ -85,7 +85,8 @@ pub(crate) struct Layer {
     /// Tagged sources that left the layer, kept for reuse (see [`Slot::tag`]).
     pub(crate) spare: Vec<(u32, Source)>,
     pub(super) queue: Vec<Queued>,
-    /// Where the slots are sampled before they are blended, one pose per slot.
+    /// Where the slots are sampled before they are blended: rows of the layer's own on
+    /// skeletons under eight joints, else the updating thread's blocks.
     pub(super) slot_poses: SlotPoses,
     /// Poses as rows for what does not sample into blocks: `scratch[0]` takes such a slot
     /// (a tree, a blend space, a compact clip) before its copy into blocks, `scratch[1]` a

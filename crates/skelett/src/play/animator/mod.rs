@@ -38,7 +38,9 @@
 //! The animator writes a local pose ([`Animator::pose`]); the caller runs
 //! [`crate::local_to_model`] and [`crate::skinning_palette`]. Clips and the skeleton stay
 //! shared behind `Arc`; after the layers are set up, an update allocates nothing (event and
-//! scratch buffers are reused).
+//! scratch buffers are reused), except a thread's first update of a skeleton larger than
+//! any it has updated before (the slot blocks it shares between its animators, see
+//! `layer::SlotPoses`, are made or grown then, once).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -115,7 +117,7 @@ pub struct Animator {
     /// layer that covered everything (override, full weight, no mask) with nothing blended,
     /// stripped or modified after it. Its output then is the pose, and the update does not
     /// copy it (a pose's worth of memory written and read less per character and frame:
-    /// 2-6 % of a character's update). Anything about to change that output or the layers'
+    /// 3-6 % of a character's update). Anything about to change that output or the layers'
     /// order, or to write `pose`, copies it first ([`Animator::own_pose`]).
     pose_in: Option<(usize, usize)>,
     identity: Vec<Transform>,

@@ -18,7 +18,8 @@
 //! A state's motion is a tagged source on its layer; a source that leaves the layer is
 //! kept and reused the next time the state is entered, and one is made for every state
 //! when the instance is made, so updates allocate nothing (a state re-entered while its
-//! last run still fades out gets a second source once).
+//! last run still fades out gets a second source once; a thread's first update of a
+//! skeleton larger than any before makes the animator's per-thread slot blocks).
 
 use std::sync::Arc;
 
