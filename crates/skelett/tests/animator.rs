@@ -1630,7 +1630,12 @@ fn shared_slot_blocks_keep_each_clips_static_joints() {
         for (a, held) in anims.iter_mut().zip([1.0f32, 2.0]) {
             a.update(0.1);
             assert_eq!(a.players(0).len(), 2, "cross-fading");
-            assert_eq!(a.pose()[5].translation, Vec3::X * held);
+            // Both slots hold the same value there: their blend is it, to rounding.
+            let got = a.pose()[5].translation;
+            assert!(
+                (got - Vec3::X * held).length() < 1e-6,
+                "{got} against {held}"
+            );
         }
     }
 }

@@ -104,6 +104,19 @@ use self::player::Crossing;
 use crate::pose::JointMask;
 use crate::{Error, Pose, Skeleton, Transform};
 
+/// The last update's pose: the layer output `pose_in` names, else `pose` ([`Animator::pose`];
+/// a function of the fields, so that it can be read while another field is written).
+fn held_pose<'a>(
+    layers: &'a [Layer],
+    pose: &'a [Transform],
+    pose_in: Option<(usize, usize)>,
+) -> &'a [Transform] {
+    match pose_in {
+        Some((layer, output)) => &layers[layer].outputs[output],
+        None => pose,
+    }
+}
+
 /// Per-character animation state: layers of players, transitions, sync groups, events and
 /// root motion. See the [module docs](self).
 #[derive(Clone, Debug)]
@@ -370,10 +383,7 @@ impl Animator {
 
     /// The pose of the last update (local transforms).
     pub fn pose(&self) -> &[Transform] {
-        match self.pose_in {
-            Some((layer, output)) => &self.layers[layer].outputs[output],
-            None => &self.pose,
-        }
+        held_pose(&self.layers, &self.pose, self.pose_in)
     }
 
     /// Copies the pose into `pose` where a layer output holds it ([`Animator::pose_in`]),

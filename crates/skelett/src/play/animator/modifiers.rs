@@ -330,8 +330,9 @@ impl Animator {
 
     /// Recomputes [`Animator::model`] from [`Animator::pose`].
     pub fn update_model(&mut self) {
-        self.own_pose();
-        let _ = local_to_model(&self.skeleton, &self.pose, 0, &mut self.model);
+        // Read where it is held: only reading, no copy out.
+        let pose = super::held_pose(&self.layers, &self.pose, self.pose_in);
+        let _ = local_to_model(&self.skeleton, pose, 0, &mut self.model);
     }
 
     fn modifier_slot(&mut self, index: usize) -> Result<&mut Slot, Error> {
