@@ -405,6 +405,9 @@ fn lanes_layout_stays_within_the_budget() {
         ("gltf/Fox.glb", "Run", Some(1.0)),
         ("gltf/CesiumMan.glb", "0", Some(100.0)),
         ("x/Testwuson.X", "0", None),
+        // A 4 m reach under an armature scaled by 100: the 16-bit rounding alone takes most
+        // of the budget, so the streamed clip under it must be made much tighter.
+        ("fbx/huesitos.fbx", "0", None),
     ] {
         let asset = skelett_io::load(common::data(file)).unwrap();
         let clip = asset.clip(clip).unwrap();
