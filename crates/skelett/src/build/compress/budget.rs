@@ -506,26 +506,32 @@ pub(super) fn check(
 /// The largest budget multiplier whose clip measures within the budget, at
 /// [`CompressLevel::Smallest`] loosened joint by joint, then tightened where the dense
 /// measurement finds more; `None` if even the smallest multiplier does not measure within
-/// it (the grid is too coarse).
+/// it (the grid is too coarse). `report_budget` is the budget whose bins the lanes layout's
+/// measurement counts its errors in (`budget` itself, or the user's where `budget` was
+/// tightened for the lanes layout's rounding: every clip of a run shares its bins).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn compress_on(
     skeleton: &Skeleton,
     reference: &Clip,
     grid: Grid,
     budget: f32,
+    report_budget: f32,
     shell: f32,
     level: CompressLevel,
     layout: CompactLayout,
 ) -> Result<Option<Outcome>, Error> {
     let p = prepare(skeleton, reference, grid, budget, shell)?;
     match search_and_tighten(skeleton, reference, &p, budget, shell, level)? {
-        Some(out) => in_layout(skeleton, reference, &p, budget, shell, out, layout).map(Some),
+        Some(out) => {
+            in_layout(skeleton, reference, &p, report_budget, shell, out, layout).map(Some)
+        }
         None => Ok(None),
     }
 }
 
 /// `out` (streamed) in `layout`. The lanes layout rounds the values, so its clip is measured
-/// again at the dense times: the report is the clip as it plays. `None` where the layout
-/// cannot index the clip.
+/// again at the dense times (the histogram's bins those of `budget`): the report is the clip
+/// as it plays. `None` where the layout cannot index the clip.
 fn in_layout(
     skeleton: &Skeleton,
     reference: &Clip,

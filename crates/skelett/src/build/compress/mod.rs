@@ -302,6 +302,7 @@ pub fn compress(
                 &reference,
                 grid,
                 budget,
+                budget,
                 shell,
                 options.level,
                 options.layout,
@@ -328,11 +329,14 @@ pub fn compress(
             break;
         }
         let tighter = budget * shrink;
+        // Measured in the run's bins (the user's budget), so that every clip's histogram
+        // adds up with the others'.
         let Some(o) = compress_on(
             skeleton,
             &reference,
             grid,
             tighter,
+            budget,
             shell,
             options.level,
             options.layout,
