@@ -475,13 +475,7 @@ impl Compact {
     #[inline(always)]
     pub fn pos_of(&self, t_from_start: f32) -> f32 {
         let end = self.frame_pos(self.frames - 1);
-        let x = t_from_start * self.rate;
-        let whole = round(x);
-        let x = if (x - whole).abs() <= (x.abs() * 8.0 * f32::EPSILON).max(1e-4) {
-            whole
-        } else {
-            x
-        };
+        let x = self.snap(t_from_start * self.rate);
         // NaN compares false: it lands on 0 (the first frame), as NaN times do everywhere.
         if x >= end {
             end
@@ -490,6 +484,32 @@ impl Compact {
             x
         } else {
             0.0
+        }
+    }
+
+    /// `x` (a position in frames), or the whole frame within f32 rounding of it: `pos_of`
+    /// before its clamp to the grid. The tolerance grows with `x` (f32's relative rounding),
+    /// so that frame times computed in f32 land on their frame all along a long clip.
+    ///
+    /// On clips of at most [`FAST_SNAP_FRAMES`] frames, the nearest whole number is taken by
+    /// adding and subtracting 1.5 * 2^23 (two additions where [`round`] takes five
+    /// dependent steps). That rounds halves to even where `round` rounds them away from
+    /// zero, which decides nothing: below 2^19 a half is never within the tolerance (it is
+    /// under 0.5 there), and a position past 2^19 (where the sum can be off too) is past the
+    /// clip's last frame, before snapping and after, so `pos_of` clamps it to the same end.
+    /// Every sample waits on this chain (the lanes layout's interpolation fraction
+    /// directly).
+    #[inline(always)]
+    pub(crate) fn snap(&self, x: f32) -> f32 {
+        let whole = if self.frames <= FAST_SNAP_FRAMES {
+            (x + ROUND_MAGIC) - ROUND_MAGIC
+        } else {
+            round(x)
+        };
+        if (x - whole).abs() <= (x.abs() * 8.0 * f32::EPSILON).max(1e-4) {
+            whole
+        } else {
+            x
         }
     }
 
@@ -533,6 +553,15 @@ impl Compact {
     }
 }
 
+/// The clips [`Compact::snap`] rounds by [`ROUND_MAGIC`]: at most 2^19 frames (2.4 hours
+/// at 60 frames per second).
+pub(crate) const FAST_SNAP_FRAMES: u32 = 1 << 19;
+
+/// 1.5 * 2^23: adding it to an `f32` below 2^22 in magnitude leaves no fraction bits, so
+/// `(x + ROUND_MAGIC) - ROUND_MAGIC` is `x` rounded to the nearest whole number, halves to
+/// even.
+const ROUND_MAGIC: f32 = 12_582_912.0;
+
 /// `x.round()` (half away from zero) without a call: x86-64's baseline has no rounding
 /// instruction, so `f32::round` calls libm's `roundf`, a fifth of a sample's time-to-key
 /// chain. Adding the largest float below 0.5 (with `x`'s sign) and truncating rounds as
@@ -568,6 +597,44 @@ mod tests {
             for x in xs {
                 let (a, b) = (super::round(x), x.round());
                 prop_assert!(a == b || (a.is_nan() && b.is_nan()), "{x}: {a} against {b}");
+            }
+        }
+
+        /// `pos_of` gives the bits of its definition with `f32::round` (the frame within
+        /// f32 rounding of the position, clamped to the grid) on clips on either side of
+        /// `FAST_SNAP_FRAMES`: at whole frames and halves, a tolerance on either side of
+        /// them, anywhere, and far past both ends.
+        #[test]
+        fn pos_of_snaps_as_round_does(
+            frames in prop_oneof![2u32..40, 40u32..2_000_000],
+            rate in prop_oneof![Just(30.0f32), Just(120.0005), 1.0f32..1000.0],
+            last_span in 0.01f32..=1.0,
+            f in 0u32..2_000_000,
+            bits in any::<u32>(),
+        ) {
+            let c = super::Compact::new(
+                super::CompactLayout::Stream, rate, frames, last_span,
+                vec![], vec![], vec![], vec![0; 8],
+            );
+            let reference = |t: f32| {
+                let end = (frames.saturating_sub(2)) as f32 + last_span;
+                let x = t * rate;
+                let whole = x.round();
+                let x = if (x - whole).abs() <= (x.abs() * 8.0 * f32::EPSILON).max(1e-4) { whole } else { x };
+                if x >= end { end } else if x > 0.0 { x } else { 0.0 }
+            };
+            let f = (f % (frames + 8)) as f32;
+            let mut ts = vec![f32::from_bits(bits), f / rate, (f + 0.5) / rate, -f / rate];
+            for d in [1e-4f32, 2e-4, 8.0 * f32::EPSILON * f, 1e-3, 0.49] {
+                ts.extend([(f + d) / rate, (f - d) / rate]);
+            }
+            ts.extend([1e9, -1e9, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e-30, -0.0]);
+            for t in ts {
+                let ts: Vec<f32> = [t, t.next_up(), t.next_down()].into();
+                for t in ts {
+                    let (a, b) = (c.pos_of(t), reference(t));
+                    prop_assert_eq!(a.to_bits(), b.to_bits(), "t {} frames {}", t, frames);
+                }
             }
         }
     }

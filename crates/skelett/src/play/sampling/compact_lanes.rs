@@ -57,12 +57,18 @@ fn locate(c: &Compact, p: &PackedLanes, t_from_start: f32, hint: Option<&mut u32
         }
         None => from_table(c, p, t_from_start, x),
     };
+    // The fraction from the snapped position before its clamp to the grid
+    // (`Compact::snap`): every block's interpolation waits on the fraction, and the clamp's
+    // comparisons and selects would lengthen that chain, while the key comes from a
+    // predicted branch. The same fraction as from `x`: past either end it is clamped to 0
+    // or 1 all the same, and on the last pair `snapped` reaches the end where `x` does.
+    let snapped = c.snap(t_from_start * c.rate);
     // At the last key, exactly 1 (the product with the reciprocal may round below it, and a
     // STEP track must hold the last key there).
-    if x >= p.pos[k + 1] {
+    if snapped >= p.pos[k + 1] {
         return (k, 1.0);
     }
-    (k, super::compact::unit_span(x - p.pos[k], p.inv[k]))
+    (k, super::compact::unit_span(snapped - p.pos[k], p.inv[k]))
 }
 
 /// [`locate`]'s key from the frame-to-key table: the entry of the time's frame, then on
