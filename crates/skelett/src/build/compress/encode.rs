@@ -23,7 +23,9 @@
 //! does not depend on the tolerances (a quantisation's integers and decoded values) and the
 //! answers that the new tolerances keep (a key pair that fit still fits at tolerances no
 //! smaller, one that did not still does not at tolerances no larger), so a plan is the same
-//! with or without it, and sooner with it.
+//! with or without it, and sooner with it. Of the neighbouring keys' pairs, which every
+//! encode tests, it keeps the errors themselves (`Quantised::adjacent`): one tolerance
+//! decides such a pair, so any plan's answer is a comparison.
 
 use glam::Vec4;
 
@@ -246,6 +248,8 @@ struct Remembered {
     quant: Quantization,
     q: Vec<[i32; 4]>,
     deq: Vec<Vec4>,
+    /// [`Quantised::adjacent`]: errors, not answers, so good at any tolerances.
+    adjacent: Vec<[f32; 2]>,
     layers: Vec<Layer>,
 }
 
@@ -288,6 +292,7 @@ impl TrackMemory {
                 quant: qd.quant,
                 q: qd.q,
                 deq: qd.deq,
+                adjacent: qd.adjacent,
                 layers,
             },
         );
@@ -299,7 +304,7 @@ impl TrackMemory {
                 .iter()
                 .map(|l| l.spans.len() + 4 * l.tol.len())
                 .sum();
-            32 * r.q.len() + layers
+            32 * r.q.len() + 8 * r.adjacent.len() + layers
         };
         while self.quants.iter().map(bytes).sum::<usize>() > self.cap {
             let Some(last) = self.quants.last_mut() else {
@@ -585,6 +590,15 @@ struct Quantised {
     deq: Vec<Vec4>,
     /// Every frame within its tolerance (quantisation alone, every key kept).
     frames_fit: bool,
+    /// Per frame interval `f`: the largest error at its points between frames ([`SUB_AT`])
+    /// of keys `f` and `f + 1` interpolated by nlerp (`[0]`) and by slerp (`[1]`), as
+    /// [`Quantised::fits`] measures them; [`UNMEASURED`] until asked, [`NO_POINTS`] where
+    /// the input has none. Such a pair fits where this error is within the one tolerance
+    /// of its points (`Quantised::adjacent_fits`), so, unlike `spans`' answers, it holds at
+    /// any tolerances: each encode tests every neighbouring pair (quantisation alone must
+    /// fit), and every plan that meets this quantisation compares instead of measuring.
+    /// A NaN error stays NaN and fails, as the points' comparisons would.
+    adjacent: Vec<[f32; 2]>,
     /// Per key pair `(a, b)` at `a * SPANS + b - a` (`b - a` up to [`SEG_LEN`]): whether
     /// interpolating them stays within tolerance at every frame and point between, by nlerp
     /// (bits 0 and 1: known, fits) and by slerp (bits 2 and 3). The thresholds only decide
@@ -612,7 +626,7 @@ impl Quantised {
         known: Option<Remembered>,
     ) -> Self {
         let rot = input.target == Target::Rotation;
-        let (q, deq, prior) = match known {
+        let (q, deq, adjacent, prior) = match known {
             Some(r) => {
                 let prior = r
                     .layers
@@ -623,7 +637,7 @@ impl Quantised {
                         (l, looser, tighter)
                     })
                     .collect();
-                (r.q, r.deq, prior)
+                (r.q, r.deq, r.adjacent, prior)
             }
             None => {
                 let track = quant.track(input, 2.0);
@@ -637,7 +651,8 @@ impl Quantised {
                         track.dequantize(*q, drop, negative)
                     })
                     .collect();
-                (q, deq, Vec::new())
+                let adjacent = vec![[UNMEASURED; 2]; q.len().saturating_sub(1)];
+                (q, deq, adjacent, Vec::new())
             }
         };
         // Rejected where an error exceeds its tolerance (a NaN does not).
@@ -653,6 +668,7 @@ impl Quantised {
             q,
             deq,
             frames_fit,
+            adjacent,
             spans,
             lowest_nlerp: f32::INFINITY,
             prior,
@@ -720,6 +736,69 @@ impl Quantised {
     }
 }
 
+impl Quantised {
+    /// [`Quantised::fits`] for keys `f` and `f + 1`, with the same answer: their error from
+    /// [`Quantised::adjacent`] (measured on first use) against the tolerance of the
+    /// interval's points.
+    fn adjacent_fits(
+        &mut self,
+        input: &Input<'_>,
+        track: &CompactTrack,
+        frame_pos: &[f32],
+        f: usize,
+    ) -> bool {
+        let (a, b) = (f, f + 1);
+        let deq = &self.deq;
+        // As `fits` decides and records it.
+        let slerp = track.target == Target::Rotation && !track.step && {
+            let d = deq[a].dot(deq[b]);
+            let nlerp = d >= track.nlerp_dot;
+            if nlerp {
+                self.lowest_nlerp = self.lowest_nlerp.min(d);
+            }
+            !nlerp
+        };
+        let known = self.adjacent[f][usize::from(slerp)];
+        let error = if known == UNMEASURED {
+            let seg = pair_slerp(track, deq[a], deq[b]);
+            debug_assert_eq!(seg.is_slerp(), slerp);
+            // As `fits` measures the pair: four points at a time where it would.
+            let four = cfg!(target_arch = "x86_64")
+                && track.target == Target::Rotation
+                && !input.step
+                && !seg.is_slerp()
+                && input.sub_unit.len() >= b * SUB;
+            let e = if four {
+                let (pa, span) = (frame_pos[a], frame_pos[b] - frame_pos[a]);
+                let e = nlerp_errors(input, frame_pos, deq[a], deq[b], pa, span, f);
+                worst(worst(e.x, e.y), e.z)
+            } else {
+                mid_error(input, track, deq, a, b, seg, frame_pos, f).unwrap_or(NO_POINTS)
+            };
+            self.adjacent[f][usize::from(slerp)] = e;
+            e
+        } else {
+            known
+        };
+        error == NO_POINTS || error <= input.tol[f].min(input.tol[f + 1])
+    }
+}
+
+/// [`Quantised::adjacent`] not yet measured (errors are never negative).
+const UNMEASURED: f32 = -1.0;
+/// [`Quantised::adjacent`] of an interval without points between frames: it fits.
+const NO_POINTS: f32 = f32::NEG_INFINITY;
+
+/// The larger of two errors, NaN where either is (a NaN error fails every comparison).
+#[inline(always)]
+fn worst(a: f32, b: f32) -> f32 {
+    if a.is_nan() || b.is_nan() {
+        f32::NAN
+    } else {
+        a.max(b)
+    }
+}
+
 /// [`Quantised::fits`] point by point: the frames inside the span, then the points between
 /// frames.
 fn fits_one_by_one(
@@ -773,47 +852,9 @@ fn fits_nlerp(
     a: usize,
     b: usize,
 ) -> bool {
-    let d = kb - ka;
     let (pa, span) = (frame_pos[a], frame_pos[b] - frame_pos[a]);
-    let at = Vec4::new(SUB_AT[0], SUB_AT[1], SUB_AT[2], 0.0);
     (a..b).all(|f| {
-        // Positions: the between-frame points as `fits_mid` computes them, then the frame.
-        let (p0, p1) = (frame_pos[f], frame_pos[f + 1]);
-        let x = Vec4::splat(p0) + Vec4::splat(p1 - p0) * at;
-        let x = Vec4::new(x.x, x.y, x.z, p1);
-        let u = (x - Vec4::splat(pa)) / Vec4::splat(span);
-        // a + (b - a) * u, per component.
-        let v = [
-            Vec4::splat(ka.x) + Vec4::splat(d.x) * u,
-            Vec4::splat(ka.y) + Vec4::splat(d.y) * u,
-            Vec4::splat(ka.z) + Vec4::splat(d.z) * u,
-            Vec4::splat(ka.w) + Vec4::splat(d.w) * u,
-        ];
-        // normalize_or(W): glam's dot product order, 1 / sqrt, the fallback.
-        let dot = (v[0] * v[0] + v[2] * v[2]) + (v[1] * v[1] + v[3] * v[3]);
-        let rcp = Vec4::ONE / sqrt4(dot);
-        let ok = Vec4::ZERO.cmplt(rcp) & rcp.cmplt(Vec4::INFINITY);
-        let n = [
-            Vec4::select(ok, v[0] * rcp, Vec4::ZERO),
-            Vec4::select(ok, v[1] * rcp, Vec4::ZERO),
-            Vec4::select(ok, v[2] * rcp, Vec4::ZERO),
-            Vec4::select(ok, v[3] * rcp, Vec4::ONE),
-        ];
-        // The raw values, one point per lane (the frame's in the last).
-        let sub = &input.sub_unit[f * SUB..f * SUB + SUB];
-        let r = glam::Mat4::from_cols(sub[0], sub[1], sub[2], input.raw_unit[f + 1]).transpose();
-        let r = [r.x_axis, r.y_axis, r.z_axis, r.w_axis];
-        let m = [n[0] - r[0], n[1] - r[1], n[2] - r[2], n[3] - r[3]];
-        let p = [n[0] + r[0], n[1] + r[1], n[2] + r[2], n[3] + r[3]];
-        let dm = (m[0] * m[0] + m[2] * m[2]) + (m[1] * m[1] + m[3] * m[3]);
-        let dp = (p[0] * p[0] + p[2] * p[2]) + (p[1] * p[1] + p[3] * p[3]);
-        // f32::min (a NaN loses), then the root.
-        let smaller = Vec4::select(
-            dm.is_nan_mask(),
-            dp,
-            Vec4::select(dp.is_nan_mask(), dm, dm.min(dp)),
-        );
-        let error = sqrt4(smaller);
+        let error = nlerp_errors(input, frame_pos, ka, kb, pa, span, f);
         let tol_mid = input.tol[f].min(input.tol[f + 1]);
         // The frame's lane counts inside the span only (the last interval's frame is `b`).
         let tol_frame = if f + 1 < b {
@@ -825,6 +866,61 @@ fn fits_nlerp(
         let skip = glam::BVec4A::new(false, false, false, f + 1 >= b);
         (pass | skip).all()
     })
+}
+
+/// The errors of keys `ka` and `kb` (at `frame_pos` `pa` and `pa + span`) interpolated by
+/// nlerp at the points between frames of interval `f` ([`SUB_AT`], lanes x, y, z) and at
+/// its second frame (lane w), each as [`fits_mid`] and [`fits_one_by_one`] compute them
+/// (glam's SSE2 arithmetic, repeated on four lanes).
+#[inline(always)]
+fn nlerp_errors(
+    input: &Input<'_>,
+    frame_pos: &[f32],
+    ka: Vec4,
+    kb: Vec4,
+    pa: f32,
+    span: f32,
+    f: usize,
+) -> Vec4 {
+    let d = kb - ka;
+    let at = Vec4::new(SUB_AT[0], SUB_AT[1], SUB_AT[2], 0.0);
+    // Positions: the between-frame points as `fits_mid` computes them, then the frame.
+    let (p0, p1) = (frame_pos[f], frame_pos[f + 1]);
+    let x = Vec4::splat(p0) + Vec4::splat(p1 - p0) * at;
+    let x = Vec4::new(x.x, x.y, x.z, p1);
+    let u = (x - Vec4::splat(pa)) / Vec4::splat(span);
+    // a + (b - a) * u, per component.
+    let v = [
+        Vec4::splat(ka.x) + Vec4::splat(d.x) * u,
+        Vec4::splat(ka.y) + Vec4::splat(d.y) * u,
+        Vec4::splat(ka.z) + Vec4::splat(d.z) * u,
+        Vec4::splat(ka.w) + Vec4::splat(d.w) * u,
+    ];
+    // normalize_or(W): glam's dot product order, 1 / sqrt, the fallback.
+    let dot = (v[0] * v[0] + v[2] * v[2]) + (v[1] * v[1] + v[3] * v[3]);
+    let rcp = Vec4::ONE / sqrt4(dot);
+    let ok = Vec4::ZERO.cmplt(rcp) & rcp.cmplt(Vec4::INFINITY);
+    let n = [
+        Vec4::select(ok, v[0] * rcp, Vec4::ZERO),
+        Vec4::select(ok, v[1] * rcp, Vec4::ZERO),
+        Vec4::select(ok, v[2] * rcp, Vec4::ZERO),
+        Vec4::select(ok, v[3] * rcp, Vec4::ONE),
+    ];
+    // The raw values, one point per lane (the frame's in the last).
+    let sub = &input.sub_unit[f * SUB..f * SUB + SUB];
+    let r = glam::Mat4::from_cols(sub[0], sub[1], sub[2], input.raw_unit[f + 1]).transpose();
+    let r = [r.x_axis, r.y_axis, r.z_axis, r.w_axis];
+    let m = [n[0] - r[0], n[1] - r[1], n[2] - r[2], n[3] - r[3]];
+    let p = [n[0] + r[0], n[1] + r[1], n[2] + r[2], n[3] + r[3]];
+    let dm = (m[0] * m[0] + m[2] * m[2]) + (m[1] * m[1] + m[3] * m[3]);
+    let dp = (p[0] * p[0] + p[2] * p[2]) + (p[1] * p[1] + p[3] * p[3]);
+    // f32::min (a NaN loses), then the root.
+    let smaller = Vec4::select(
+        dm.is_nan_mask(),
+        dp,
+        Vec4::select(dp.is_nan_mask(), dm, dm.min(dp)),
+    );
+    sqrt4(smaller)
 }
 
 /// Key pairs remembered per first key in [`Quantised::spans`].
@@ -842,7 +938,7 @@ fn encode(
     let track = qd.quant.track(input, nlerp_dot);
     // Quantisation alone must fit, with every frame kept (midpoints included).
     let pairs = qd.q.len().saturating_sub(1);
-    if !qd.frames_fit || !(0..pairs).all(|f| qd.fits(input, &track, frame_pos, f, f + 1)) {
+    if !qd.frames_fit || !(0..pairs).all(|f| qd.adjacent_fits(input, &track, frame_pos, f)) {
         return None;
     }
     Some(encode_with(input, frame_pos, drops, track, qd, true))
@@ -996,13 +1092,30 @@ fn fits_mid(
     frame_pos: &[f32],
     f: usize,
 ) -> bool {
-    let Some(raw) = input.sub_unit.get(f * SUB..(f + 1) * SUB) else {
-        return true;
-    };
+    match mid_error(input, track, deq, a, b, seg, frame_pos, f) {
+        Some(error) => error <= input.tol[f].min(input.tol[f + 1]),
+        None => true,
+    }
+}
+
+/// The largest error of keys `a` and `b` interpolated at the points inside frame interval
+/// `f` (NaN where any is NaN); `None` where the input has no points there.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn mid_error(
+    input: &Input<'_>,
+    track: &CompactTrack,
+    deq: &[Vec4],
+    a: usize,
+    b: usize,
+    seg: PairSlerp,
+    frame_pos: &[f32],
+    f: usize,
+) -> Option<f32> {
+    let raw = input.sub_unit.get(f * SUB..(f + 1) * SUB)?;
     let rot = track.target == Target::Rotation;
-    let tol = input.tol[f].min(input.tol[f + 1]);
     let seg = (!input.step).then_some(seg);
-    raw.iter().zip(SUB_AT).all(|(&raw, at)| {
+    let errors = raw.iter().zip(SUB_AT).map(|(&raw, at)| {
         let v = match seg {
             None => deq[a],
             Some(seg) => {
@@ -1011,8 +1124,9 @@ fn fits_mid(
                 interpolate(deq[a], deq[b], seg, u)
             }
         };
-        error_to(rot, v, raw) <= tol
-    })
+        error_to(rot, v, raw)
+    });
+    Some(errors.fold(0.0, worst))
 }
 
 /// Zigzag: signed to unsigned, small magnitudes small.
@@ -1272,6 +1386,86 @@ mod tests {
                 if len > 1 || edge == a || edge == b {
                     proptest::prop_assert_eq!(one, expect || worst == 0.0);
                 }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Neighbouring keys' pairs, decided from their remembered errors
+        /// (`Quantised::adjacent_fits`), answer as `Quantised::fits` measuring them afresh
+        /// does: over three rounds of tolerances with the errors kept from one round to the
+        /// next (through `TrackMemory`), on rotations (by nlerp and slerp) and translations,
+        /// stepped or not; in the last round one interval's tolerances sit exactly on its
+        /// remembered error (fits) and on the float below it (does not).
+        #[test]
+        fn neighbouring_pairs_answer_as_fits_does(
+            raw in proptest::collection::vec(proptest::array::uniform4(-1.0f32..1.0), 8..24),
+            sub_noise in proptest::collection::vec(-0.05f32..0.05, 24 * SUB),
+            rot in proptest::bool::ANY,
+            step in proptest::bool::ANY,
+            dot in proptest::sample::select(vec![0.5f32, 0.99, 0.9999, 2.0]),
+            tols in proptest::collection::vec(proptest::collection::vec(0.0f32..0.3, 24), 3),
+            edge in 0usize..22,
+            bits in 3u8..9,
+        ) {
+            let n = raw.len();
+            let raw: Vec<Vec4> = raw
+                .iter()
+                .map(|v| {
+                    let v = Vec4::from_array(*v);
+                    if rot { v.normalize_or(Vec4::W) } else { v.truncate().extend(0.0) }
+                })
+                .collect();
+            let raw_sub: Vec<Vec4> = (0..(n - 1) * SUB)
+                .map(|i| raw[i / SUB].lerp(raw[i / SUB + 1], SUB_AT[i % SUB]) + Vec4::splat(sub_noise[i]))
+                .collect();
+            let frame_pos: Vec<f32> = (0..n).map(|f| f as f32 * 1.0001).collect();
+            let target = if rot { Target::Rotation } else { Target::Translation };
+            let values = continuous(rot, &raw);
+            let drops = drops(rot, &values);
+            let steps = ((1u32 << bits) - 1) as f32;
+            let quant = Quantization { bits: [bits; 4], min: [-1.0; 4], scale: [2.0 / steps; 4] };
+            let edge = edge.min(n - 2);
+            let mut memory = TrackMemory::new(usize::MAX);
+            for (round, tol) in tols.iter().enumerate() {
+                let tol = tol[..n].to_vec();
+                let src = TrackInput {
+                    joint: 0, target, step, raw: &raw, raw_sub: &raw_sub, tol: &tol, rest: Vec4::W,
+                    units: None,
+                };
+                let input = Input::new(&src);
+                let track = quant.track(&input, dot);
+                let known = memory.take(&quant);
+                proptest::prop_assert_eq!(known.is_some(), round > 0);
+                let mut kept = Quantised::with(&input, &values, &drops, quant, true, known);
+                let mut edge_cases = vec![None];
+                if round == 2 {
+                    let slerp = rot && !step && kept.deq[edge].dot(kept.deq[edge + 1]) < dot;
+                    let e = kept.adjacent[edge][usize::from(slerp)];
+                    proptest::prop_assert!(e != UNMEASURED, "measured in an earlier round");
+                    if e.is_finite() && e > 0.0 {
+                        edge_cases = vec![Some((e, true)), Some((e.next_down(), false))];
+                    }
+                }
+                for case in edge_cases {
+                    let mut tol = tol.clone();
+                    if let Some((t, _)) = case {
+                        tol[edge] = t;
+                        tol[edge + 1] = t;
+                    }
+                    let src = TrackInput { tol: &tol, units: None, ..src };
+                    let input = Input::new(&src);
+                    let mut fresh = Quantised::with(&input, &values, &drops, quant, false, None);
+                    for f in 0..n - 1 {
+                        let measured = fresh.fits(&input, &track, &frame_pos, f, f + 1);
+                        let remembered = kept.adjacent_fits(&input, &track, &frame_pos, f);
+                        proptest::prop_assert_eq!(measured, remembered, "interval {} round {}", f, round);
+                        if let (Some((_, expect)), true) = (case, f == edge) {
+                            proptest::prop_assert_eq!(remembered, expect);
+                        }
+                    }
+                }
+                memory.keep(kept, &tol);
             }
         }
     }
