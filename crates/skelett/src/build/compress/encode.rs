@@ -374,7 +374,9 @@ fn plan_with(
     // the next threshold up to MEMO_FRAMES frames (five of them, each with its key pairs'
     // answers, about 65 bytes per frame); longer tracks make it again each time.
     let mut quantised: [Option<Quantised>; ALPHAS.len()] = Default::default();
-    let mut best: Option<EncodedTrack> = None;
+    // The cheapest encoding so far and the share (index into `quantised`) it quantised with:
+    // sized, not written (only the plan's choice is).
+    let mut best: Option<(Chosen, usize)> = None;
     // What the last threshold's scan found: whether it encoded the track, and the lowest dot
     // product of the key pairs it interpolated by nlerp (every pair it asked about).
     let mut last: Option<(bool, f32)> = None;
@@ -403,7 +405,7 @@ fn plan_with(
         // alone fails does not stop it. On ties the smaller share is kept. A share whose
         // quantisation is the one before's (the same bits per component, so the same scale)
         // encodes the same bits: skipped, as the tie it would be.
-        let mut here: Option<EncodedTrack> = None;
+        let mut here: Option<(Chosen, usize)> = None;
         let mut before: Option<Quantization> = None;
         for (k, &alpha) in ALPHAS.iter().enumerate().rev() {
             let quant = Quantization::new(input, &ranges, &drops, alpha);
@@ -417,26 +419,42 @@ fn plan_with(
             qd.lowest_nlerp = f32::INFINITY;
             let e = encode(input, frame_pos, &drops, qd, dot);
             lowest = lowest.min(qd.lowest_nlerp);
-            if !memo {
-                quantised[k] = None;
-            }
             if let Some(e) = e {
                 match &here {
-                    Some(b) if e.bits() > b.bits() => break,
-                    _ => here = Some(e),
+                    Some((b, _)) if e.bits > b.bits => break,
+                    _ => here = Some((e, k)),
+                }
+            }
+            if !memo {
+                // Made again each time, but kept while an encoding to be written needs it.
+                let needed = |i: usize| {
+                    [&here, &best]
+                        .iter()
+                        .any(|c| c.as_ref().is_some_and(|c| c.1 == i))
+                };
+                for (i, q) in quantised.iter_mut().enumerate() {
+                    if !needed(i) {
+                        *q = None;
+                    }
                 }
             }
         }
         last = Some((here.is_some(), lowest));
         match (here, &best) {
             (Some(h), None) => best = Some(h),
-            (Some(h), Some(b)) if (h.bits() as f64) < 0.98 * b.bits() as f64 => best = Some(h),
+            (Some(h), Some(b)) if (h.0.bits as f64) < 0.98 * b.0.bits as f64 => best = Some(h),
             // A tighter threshold that saves nothing: the tighter ones after it will not
             // either (the interpolation only gets closer to the source's).
             (Some(_), Some(_)) => break,
             (None, _) => {}
         }
     }
+    let best = best.map(|(chosen, k)| {
+        let qd = quantised[k]
+            .as_ref()
+            .expect("the chosen encoding's quantisation is kept");
+        chosen.write(&qd.q)
+    });
     if let Some(memory) = memory {
         for qd in quantised.into_iter().flatten() {
             memory.keep(qd, input.tol);
@@ -934,14 +952,14 @@ fn encode(
     drops: &[(u8, bool, f32)],
     qd: &mut Quantised,
     nlerp_dot: f32,
-) -> Option<EncodedTrack> {
+) -> Option<Chosen> {
     let track = qd.quant.track(input, nlerp_dot);
     // Quantisation alone must fit, with every frame kept (midpoints included).
     let pairs = qd.q.len().saturating_sub(1);
     if !qd.frames_fit || !(0..pairs).all(|f| qd.adjacent_fits(input, &track, frame_pos, f)) {
         return None;
     }
-    Some(encode_with(input, frame_pos, drops, track, qd, true))
+    Some(choose(input, frame_pos, drops, track, qd, true))
 }
 
 /// A track's quantisation.
@@ -1001,28 +1019,62 @@ fn encode_finest(input: &Input<'_>, frame_pos: &[f32]) -> EncodedTrack {
     );
     // Always slerp: the closest to the source between keys.
     let track = qd.quant.track(input, 2.0);
-    encode_with(input, frame_pos, &drops, track, &mut qd, false)
+    choose(input, frame_pos, &drops, track, &mut qd, false).write(&qd.q)
 }
 
-/// Encodes a quantised track into segments: with `reduce_keys`, keys kept only where
-/// interpolation leaves the tolerance, else every key.
-fn encode_with(
+/// A track's encoding chosen, with its size, but not yet written: a plan sizes one encoding
+/// per quantisation share and nlerp threshold it tries and writes the bits of the one it
+/// keeps only ([`Chosen::write`]).
+struct Chosen {
+    track: CompactTrack,
+    /// Each segment's choice ([`choose_segment`]).
+    segments: Vec<SegmentChoice>,
+    /// The frames of the segments stored sparse, one run after another.
+    sparse: Vec<u32>,
+    keys: usize,
+    /// Bits over all segments: what [`EncodedTrack::bits`] of the written track gives.
+    bits: u64,
+}
+
+/// How segment `s` is written: its dropped component and sign, and its choice (`None`
+/// where no choice fits, which order 1 on the dense frames always does: nothing written).
+#[derive(Clone, Copy)]
+struct SegmentChoice {
+    s: u32,
+    drop: u8,
+    negative: bool,
+    choice: Option<Choice>,
+    /// Its sparse frames' run in [`Chosen::sparse`] ends here.
+    sparse_end: usize,
+}
+
+/// One segment's cheapest encoding: its frames stored sparse (with a mask) or dense, with
+/// order-1 or order-2 prediction, the residuals' widths, and its size in bits.
+#[derive(Clone, Copy)]
+struct Choice {
+    size: u64,
+    as_sparse: bool,
+    order2: bool,
+    widths: [u32; 4],
+}
+
+/// Chooses how to encode a quantised track into segments: with `reduce_keys`, keys kept only
+/// where interpolation leaves the tolerance, else every key.
+fn choose(
     input: &Input<'_>,
     frame_pos: &[f32],
     drops: &[(u8, bool, f32)],
     track: CompactTrack,
     qd: &mut Quantised,
     reduce_keys: bool,
-) -> EncodedTrack {
-    let pick = |q: &[i32; 4], drop: u8| -> [i32; 4] {
-        let (c, n) = stored(drop);
-        std::array::from_fn(|k| if k < n { q[c[k]] } else { 0 })
-    };
+) -> Chosen {
     let n = qd.q.len() as u32;
     let segs = n.div_ceil(SEG_LEN);
     let mut segments = Vec::with_capacity(segs as usize);
-    let mut keys = 0;
-    let (mut sparse, mut dense, mut qs) = (Vec::new(), Vec::new(), Vec::new());
+    let mut kept: Vec<u32> = Vec::new();
+    let (mut keys, mut bits) = (0, 0);
+    let mut sparse = Vec::new();
+    let mut qs = Vec::new();
     for s in 0..segs {
         let first = s * SEG_LEN;
         let end = (first + SEG_LEN).min(n); // frames of this segment: first..end
@@ -1036,19 +1088,87 @@ fn encode_with(
         // Keys stored in this segment: those before the next segment's first frame (which
         // that segment stores), and the clip's last frame in the last segment.
         sparse.retain(|&f| f < end);
-        dense.clear();
-        dense.extend(first..end);
         let (drop, negative, _) = drops[s as usize];
         qs.clear();
         qs.extend((first..end).map(|f| pick(&qd.q[f as usize], drop)));
-        let (b, k) = encode_segment(&track, s, n, drop, negative, &qs, &sparse, &dense);
-        keys += k;
-        segments.push(b);
+        let choice = choose_segment(&track, s, n, drop, negative, &qs, &sparse);
+        let len = (end - first) as usize;
+        match choice {
+            Some(c) if c.as_sparse => {
+                keys += sparse.len();
+                kept.extend_from_slice(&sparse);
+            }
+            _ => keys += len,
+        }
+        bits += choice.map_or(0, |c| c.size);
+        segments.push(SegmentChoice {
+            s,
+            drop,
+            negative,
+            choice,
+            sparse_end: kept.len(),
+        });
     }
-    EncodedTrack {
+    Chosen {
         track,
         segments,
+        sparse: kept,
         keys,
+        bits,
+    }
+}
+
+/// The stored components of `q` for a segment that drops component `drop`.
+#[inline]
+fn pick(q: &[i32; 4], drop: u8) -> [i32; 4] {
+    let (c, n) = stored(drop);
+    std::array::from_fn(|k| if k < n { q[c[k]] } else { 0 })
+}
+
+impl Chosen {
+    /// The track written: every segment's bits as chosen, from the quantised integers `q`
+    /// it was chosen with.
+    fn write(&self, q: &[[i32; 4]]) -> EncodedTrack {
+        let n = q.len() as u32;
+        let mut qs = Vec::new();
+        let mut start = 0;
+        let segments = self
+            .segments
+            .iter()
+            .map(|seg| {
+                let first = seg.s * SEG_LEN;
+                let end = (first + SEG_LEN).min(n);
+                let sparse = &self.sparse[start..seg.sparse_end];
+                start = seg.sparse_end;
+                let Some(choice) = seg.choice else {
+                    return Bits::default();
+                };
+                qs.clear();
+                qs.extend((first..end).map(|f| pick(&q[f as usize], seg.drop)));
+                let every: [u32; SEG_LEN as usize] = std::array::from_fn(|i| first + i as u32);
+                let frames = match choice.as_sparse {
+                    true => sparse,
+                    false => &every[..(end - first) as usize],
+                };
+                write_segment(
+                    &self.track,
+                    seg.s,
+                    n,
+                    seg.drop,
+                    seg.negative,
+                    &qs,
+                    frames,
+                    choice,
+                )
+            })
+            .collect();
+        let out = EncodedTrack {
+            track: self.track,
+            segments,
+            keys: self.keys,
+        };
+        debug_assert_eq!(out.bits(), self.bits);
+        out
     }
 }
 
@@ -1140,11 +1260,11 @@ pub(super) fn width(max_zigzag: u32) -> u32 {
 }
 
 /// The cheapest encoding of segment `s` (of a clip of `n` frames) storing either the
-/// `sparse` frames (with a mask) or the `dense` ones (every frame), with order-1 or order-2
-/// prediction, and the keys it stores. `q` holds the stored components of the segment's
-/// frames.
+/// `sparse` frames (with a mask) or every frame (dense), with order-1 or order-2
+/// prediction (the first of equals); `None` where none fits. `q` holds the stored
+/// components of the segment's frames.
 #[allow(clippy::too_many_arguments)]
-fn encode_segment(
+fn choose_segment(
     track: &CompactTrack,
     s: u32,
     n: u32,
@@ -1152,42 +1272,14 @@ fn encode_segment(
     negative: bool,
     q: &[[i32; 4]],
     sparse: &[u32],
-    dense: &[u32],
-) -> (Bits, usize) {
+) -> Option<Choice> {
     let rot = track.target == Target::Rotation;
     let first = s * SEG_LEN;
     let len = (n - first).min(SEG_LEN);
     let bits = track.stored_bits(drop);
     let nc = stored(drop).1;
-    let at = |f: u32| q[(f - first) as usize];
-    let residual = |frames: &[u32], order2: bool, k: usize| -> [i32; 4] {
-        let cur = at(frames[k]);
-        let p1 = at(frames[k - 1]);
-        std::array::from_fn(|c| {
-            let pred = if order2 {
-                let p0 = at(frames[k - 2]);
-                p1[c].wrapping_mul(2).wrapping_sub(p0[c])
-            } else {
-                p1[c]
-            };
-            cur[c].wrapping_sub(pred)
-        })
-    };
-    let header = |as_sparse: bool, order2: bool, widths: [u32; 4]| SegHeader {
-        sparse: as_sparse,
-        order2,
-        drop,
-        negative,
-        widths: widths.map(|w| w as u8),
-    };
-    // Each choice's size first; only the smallest (the first of equals) is written.
-    struct Choice<'f> {
-        size: u64,
-        frames: &'f [u32],
-        as_sparse: bool,
-        order2: bool,
-        widths: [u32; 4],
-    }
+    let every: [u32; SEG_LEN as usize] = std::array::from_fn(|i| first + i as u32);
+    let dense = &every[..len as usize];
     let mut best: Option<Choice> = None;
     let is_dense = sparse.len() == dense.len();
     for (frames, as_sparse) in [(sparse, !is_dense), (dense, false)] {
@@ -1198,7 +1290,7 @@ fn encode_segment(
             let order = 1 + usize::from(order2);
             let mut widest = [0u32; 4];
             for k in order..frames.len() {
-                let r = residual(frames, order2, k);
+                let r = residual(q, first, frames, order2, k);
                 for (m, v) in widest.iter_mut().zip(r) {
                     *m = (*m).max(zigzag(v));
                 }
@@ -1208,7 +1300,7 @@ fn encode_segment(
             if widths.iter().any(|&w| w > MAX_WIDTH) {
                 continue;
             }
-            let (_, hlen) = header(as_sparse, order2, widths).bits(rot);
+            let (_, hlen) = header(as_sparse, order2, drop, negative, widths).bits(rot);
             let key_bits: u32 = bits.iter().take(nc).map(|&b| u32::from(b)).sum();
             let residual_bits: u32 = widths.iter().take(nc).sum();
             let size = u64::from(hlen)
@@ -1218,7 +1310,6 @@ fn encode_segment(
             if best.as_ref().is_none_or(|b| size < b.size) {
                 best = Some(Choice {
                     size,
-                    frames,
                     as_sparse,
                     order2,
                     widths,
@@ -1229,23 +1320,68 @@ fn encode_segment(
             break;
         }
     }
-    // Order 1 on the dense frames always fits (residuals of 24-bit values need 25 bits).
-    let Some(Choice {
+    best
+}
+
+/// The residual of frame `frames[k]` (components of `q`, whose first frame is `first`) from
+/// its prediction by the one or two frames stored before it.
+#[inline(always)]
+fn residual(q: &[[i32; 4]], first: u32, frames: &[u32], order2: bool, k: usize) -> [i32; 4] {
+    let at = |f: u32| q[(f - first) as usize];
+    let cur = at(frames[k]);
+    let p1 = at(frames[k - 1]);
+    std::array::from_fn(|c| {
+        let pred = if order2 {
+            let p0 = at(frames[k - 2]);
+            p1[c].wrapping_mul(2).wrapping_sub(p0[c])
+        } else {
+            p1[c]
+        };
+        cur[c].wrapping_sub(pred)
+    })
+}
+
+/// A segment's header.
+fn header(as_sparse: bool, order2: bool, drop: u8, negative: bool, widths: [u32; 4]) -> SegHeader {
+    SegHeader {
+        sparse: as_sparse,
+        order2,
+        drop,
+        negative,
+        widths: widths.map(|w| w as u8),
+    }
+}
+
+/// Segment `s` written as `choice` ([`choose_segment`]) says, storing `frames` (the sparse
+/// ones, or every frame).
+#[allow(clippy::too_many_arguments)]
+fn write_segment(
+    track: &CompactTrack,
+    s: u32,
+    n: u32,
+    drop: u8,
+    negative: bool,
+    q: &[[i32; 4]],
+    frames: &[u32],
+    choice: Choice,
+) -> Bits {
+    let rot = track.target == Target::Rotation;
+    let first = s * SEG_LEN;
+    let len = (n - first).min(SEG_LEN);
+    let bits = track.stored_bits(drop);
+    let nc = stored(drop).1;
+    let Choice {
         size,
-        frames,
         as_sparse,
         order2,
         widths,
-    }) = best
-    else {
-        return (Bits::default(), len as usize);
-    };
+    } = choice;
     let order = 1 + usize::from(order2);
     let mut b = Bits {
         words: Vec::with_capacity(size.div_ceil(64) as usize),
         len: 0,
     };
-    let (hbits, hlen) = header(as_sparse, order2, widths).bits(rot);
+    let (hbits, hlen) = header(as_sparse, order2, drop, negative, widths).bits(rot);
     b.push(hbits, hlen);
     if as_sparse {
         let mut mask = 0u32;
@@ -1255,23 +1391,21 @@ fn encode_segment(
         b.push(mask, len - 1);
     }
     for &f in &frames[..order] {
-        for (v, &k) in at(f).iter().zip(&bits).take(nc) {
+        for (v, &k) in q[(f - first) as usize].iter().zip(&bits).take(nc) {
             b.push(*v as u32, u32::from(k));
         }
     }
     for k in order..frames.len() {
-        for (v, &w) in residual(frames, order2, k).iter().zip(&widths).take(nc) {
+        for (v, &w) in residual(q, first, frames, order2, k)
+            .iter()
+            .zip(&widths)
+            .take(nc)
+        {
             b.push(zigzag(*v), w);
         }
     }
     debug_assert_eq!(b.len, size);
-    // Keys stored: the frames written (the mask's and the first), or every frame.
-    let keys = if as_sparse {
-        frames.len()
-    } else {
-        len as usize
-    };
-    (b, keys)
+    b
 }
 
 #[cfg(test)]
