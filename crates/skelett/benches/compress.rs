@@ -17,9 +17,9 @@
 //! 194-197, 392-393 and 224-228 ms on one thread (134-139, 239-256 and 128-130 ms on two
 //! cores with the `rayon` feature), and at `CompressLevel::Fast` 117, 300-302 and 148 ms
 //! (67-72, 176-181 and 87-91 on two cores). On 2026-11-28 three changes that keep every
-//! byte took 9-11% of the instructions off one compression of each (callgrind); that day's
-//! noisy sitting put the default level at 1.85x, 2.22x and 3.20x ACL's time on one thread
-//! (ACL itself 2x slower than the day before; the README has the figures).
+//! byte took 8.7-10.9% of the instructions off one compression of each (callgrind); that
+//! day's noisy sitting put the default level at 1.85x, 2.22x and 3.20x ACL's time on one
+//! thread (ACL itself 2x slower than the day before; the README has the figures).
 //!
 //! `cargo bench -p skelett --bench compress`
 //!

@@ -343,12 +343,12 @@ pub(super) fn plan_joint(p: &Prepared, j: usize, m: f32) -> [encode::Plan; 3] {
 
 /// Bytes the channels' plans may keep for their next plans (`encode::TrackMemory`), shared
 /// evenly between the channels that move. By its sizes a track keeps at most 456 bytes per
-/// frame (four quantisations: 40 bytes of integers, values and neighbouring pairs' errors,
-/// two layers of 37), 2.06 MB on CMU 01_03's 4,511 frames, within the 2.4 MB each of its
-/// 28 moving channels gets; a longer clip keeps less per channel, never more in all.
-/// Compression took 12-15% less time on 01_01 and 01_03 with it (the fast level 15-23%),
-/// 1-8% on Boxing_Toes (when a quantisation took 424 bytes per frame; 01_03's peak memory
-/// rose from 171 to 176 MB, measured).
+/// frame: four quantisations of 114 each (40 bytes of integers, values and neighbouring
+/// pairs' errors, and two layers of answers of 37), 2.06 MB on CMU 01_03's 4,511 frames,
+/// within the 2.4 MB each of its 28 moving channels gets; a longer clip keeps less per
+/// channel, never more in all. Compression took 12-15% less time on 01_01 and 01_03 with it
+/// (the fast level 15-23%), 1-8% on Boxing_Toes (when a track kept at most 424 bytes per
+/// frame; 01_03's peak memory rose from 171 to 176 MB, measured).
 pub(super) const PLAN_MEMORY: usize = 64 << 20;
 
 /// Bits a plan stores (constants counted as their values).

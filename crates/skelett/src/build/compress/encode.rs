@@ -372,7 +372,8 @@ fn plan_with(
     let ranges = ranges(&values, if rot { 4 } else { 3 });
     // Each share's quantisation, made on first use: the same for every threshold. Kept for
     // the next threshold up to MEMO_FRAMES frames (five of them, each with its key pairs'
-    // answers, about 65 bytes per frame); longer tracks make it again each time.
+    // answers and its neighbouring pairs' errors, about 73 bytes per frame); longer tracks
+    // make it again each time, keeping only those an encoding still to be written needs.
     let mut quantised: [Option<Quantised>; ALPHAS.len()] = Default::default();
     // The cheapest encoding so far and the share (index into `quantised`) it quantised with:
     // sized, not written (only the plan's choice is).
@@ -610,7 +611,8 @@ struct Quantised {
     frames_fit: bool,
     /// Per frame interval `f`: the largest error at its points between frames ([`SUB_AT`])
     /// of keys `f` and `f + 1` interpolated by nlerp (`[0]`) and by slerp (`[1]`), as
-    /// [`Quantised::fits`] measures them; [`UNMEASURED`] until asked, [`NO_POINTS`] where
+    /// [`Quantised::fits`] measures them (tracks that never slerp, translations, scales and
+    /// stepped tracks, keep their own interpolation's in `[0]`); [`UNMEASURED`] until asked, [`NO_POINTS`] where
     /// the input has none. Such a pair fits where this error is within the one tolerance
     /// of its points (`Quantised::adjacent_fits`), so, unlike `spans`' answers, it holds at
     /// any tolerances: each encode tests every neighbouring pair (quantisation alone must
@@ -1605,8 +1607,9 @@ mod tests {
     }
 
     /// A rotation track planned keeping each quantisation for the next threshold (as tracks
-    /// up to MEMO_FRAMES frames are) and making it again each time (as longer ones are): the
-    /// same plan, at a tolerance that keeps some keys and drops others.
+    /// up to MEMO_FRAMES frames are) and making it again each time (as longer ones do, but
+    /// for those an encoding still to be written needs): the same plan, at a tolerance that
+    /// keeps some keys and drops others.
     #[test]
     fn keeping_quantisations_changes_no_plan() {
         let n = 400;
