@@ -839,7 +839,10 @@ fn fits_one_by_one(
             interpolate(deq[a], deq[b], seg, u)
         };
         error_to(rot, v, input.raw_unit[f]) <= input.tol[f]
-    }) && (a..b).all(|f| fits_mid(input, track, deq, a, b, seg, frame_pos, f))
+    }) && (a..b).all(|f| {
+        mid_error(input, track, deq, a, b, seg, frame_pos, f)
+            .is_none_or(|error| error <= input.tol[f].min(input.tol[f + 1]))
+    })
 }
 
 /// Square roots of four lanes (each correctly rounded, as `f32::sqrt`).
@@ -890,7 +893,7 @@ fn fits_nlerp(
 
 /// The errors of keys `ka` and `kb` (at `frame_pos` `pa` and `pa + span`) interpolated by
 /// nlerp at the points between frames of interval `f` ([`SUB_AT`], lanes x, y, z) and at
-/// its second frame (lane w), each as [`fits_mid`] and [`fits_one_by_one`] compute them
+/// its second frame (lane w), each as [`mid_error`] and [`fits_one_by_one`] compute them
 /// (glam's SSE2 arithmetic, repeated on four lanes).
 #[inline(always)]
 fn nlerp_errors(
@@ -904,7 +907,7 @@ fn nlerp_errors(
 ) -> Vec4 {
     let d = kb - ka;
     let at = Vec4::new(SUB_AT[0], SUB_AT[1], SUB_AT[2], 0.0);
-    // Positions: the between-frame points as `fits_mid` computes them, then the frame.
+    // Positions: the between-frame points as `mid_error` computes them, then the frame.
     let (p0, p1) = (frame_pos[f], frame_pos[f + 1]);
     let x = Vec4::splat(p0) + Vec4::splat(p1 - p0) * at;
     let x = Vec4::new(x.x, x.y, x.z, p1);
@@ -1198,26 +1201,6 @@ fn reduce(
         }
     }
     kept.push(last);
-}
-
-/// Keys `a` and `b` interpolated at the points inside frame interval `f` (within `a..b`)
-/// stay within tolerance of the raw values there.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-fn fits_mid(
-    input: &Input<'_>,
-    track: &CompactTrack,
-    deq: &[Vec4],
-    a: usize,
-    b: usize,
-    seg: PairSlerp,
-    frame_pos: &[f32],
-    f: usize,
-) -> bool {
-    match mid_error(input, track, deq, a, b, seg, frame_pos, f) {
-        Some(error) => error <= input.tol[f].min(input.tol[f + 1]),
-        None => true,
-    }
 }
 
 /// The largest error of keys `a` and `b` interpolated at the points inside frame interval
