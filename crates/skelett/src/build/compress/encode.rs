@@ -612,8 +612,8 @@ struct Quantised {
     /// Per frame interval `f`: the largest error at its points between frames ([`SUB_AT`])
     /// of keys `f` and `f + 1` interpolated by nlerp (`[0]`) and by slerp (`[1]`), as
     /// [`Quantised::fits`] measures them (tracks that never slerp, translations, scales and
-    /// stepped tracks, keep their own interpolation's in `[0]`); [`UNMEASURED`] until asked, [`NO_POINTS`] where
-    /// the input has none. Such a pair fits where this error is within the one tolerance
+    /// stepped tracks, keep their own interpolation's in `[0]`); [`UNMEASURED`] until
+    /// asked, [`NO_POINTS`] where the input has none. Such a pair fits where this error is within the one tolerance
     /// of its points (`Quantised::adjacent_fits`), so, unlike `spans`' answers, it holds at
     /// any tolerances: each encode tests every neighbouring pair (quantisation alone must
     /// fit), and every plan that meets this quantisation compares instead of measuring.
@@ -705,18 +705,7 @@ impl Quantised {
         a: usize,
         b: usize,
     ) -> bool {
-        let deq = &self.deq;
-        let rot = track.target == Target::Rotation;
-        // How `pair_slerp` interpolates the pair, without its angle (needed only below).
-        // (A NaN product is slerp's, as there.)
-        let slerp = rot && !track.step && {
-            let d = deq[a].dot(deq[b]);
-            let nlerp = d >= track.nlerp_dot;
-            if nlerp {
-                self.lowest_nlerp = self.lowest_nlerp.min(d);
-            }
-            !nlerp
-        };
+        let slerp = self.slerps(track, a, b);
         let shift = if slerp { 2 } else { 0 };
         let slot = a * SPANS + (b - a);
         if let Some(&known) = self.spans.get(slot) {
@@ -736,15 +725,10 @@ impl Quantised {
                 }
             }
         }
+        let deq = &self.deq;
         let seg = pair_slerp(track, deq[a], deq[b]);
         debug_assert_eq!(seg.is_slerp(), slerp);
-        // Four points at a time where glam's SSE2 arithmetic is what `fits_nlerp` repeats.
-        let four = cfg!(target_arch = "x86_64")
-            && rot
-            && !input.step
-            && !seg.is_slerp()
-            && input.sub_unit.len() >= b * SUB;
-        let fits = if four {
+        let fits = if four_at_a_time(input, seg, b) {
             fits_nlerp(input, frame_pos, deq[a], deq[b], a, b)
         } else {
             fits_one_by_one(input, track, frame_pos, deq, seg, a, b)
@@ -768,27 +752,14 @@ impl Quantised {
         f: usize,
     ) -> bool {
         let (a, b) = (f, f + 1);
-        let deq = &self.deq;
-        // As `fits` decides and records it.
-        let slerp = track.target == Target::Rotation && !track.step && {
-            let d = deq[a].dot(deq[b]);
-            let nlerp = d >= track.nlerp_dot;
-            if nlerp {
-                self.lowest_nlerp = self.lowest_nlerp.min(d);
-            }
-            !nlerp
-        };
+        let slerp = self.slerps(track, a, b);
         let known = self.adjacent[f][usize::from(slerp)];
         let error = if known == UNMEASURED {
+            let deq = &self.deq;
             let seg = pair_slerp(track, deq[a], deq[b]);
             debug_assert_eq!(seg.is_slerp(), slerp);
-            // As `fits` measures the pair: four points at a time where it would.
-            let four = cfg!(target_arch = "x86_64")
-                && track.target == Target::Rotation
-                && !input.step
-                && !seg.is_slerp()
-                && input.sub_unit.len() >= b * SUB;
-            let e = if four {
+            // As `fits` measures the pair.
+            let e = if four_at_a_time(input, seg, b) {
                 let (pa, span) = (frame_pos[a], frame_pos[b] - frame_pos[a]);
                 let e = nlerp_errors(input, frame_pos, deq[a], deq[b], pa, span, f);
                 worst(worst(e.x, e.y), e.z)
@@ -802,6 +773,35 @@ impl Quantised {
         };
         error == NO_POINTS || error <= input.tol[f].min(input.tol[f + 1])
     }
+}
+
+impl Quantised {
+    /// Whether keys `a` and `b` interpolate by slerp, as `pair_slerp` decides it without the
+    /// angle (a NaN product is slerp's, as there); a pair interpolated by nlerp lowers
+    /// [`Quantised::lowest_nlerp`] to its dot product.
+    #[inline(always)]
+    fn slerps(&mut self, track: &CompactTrack, a: usize, b: usize) -> bool {
+        track.target == Target::Rotation && !track.step && {
+            let d = self.deq[a].dot(self.deq[b]);
+            let nlerp = d >= track.nlerp_dot;
+            if nlerp {
+                self.lowest_nlerp = self.lowest_nlerp.min(d);
+            }
+            !nlerp
+        }
+    }
+}
+
+/// Whether a key pair interpolated as `seg` says, whose second key is `b`, is measured four
+/// points at a time (`fits_nlerp`, `nlerp_errors`), where glam's SSE2 arithmetic is what they
+/// repeat: nlerped rotations with points between frames; else point by point.
+#[inline(always)]
+fn four_at_a_time(input: &Input<'_>, seg: PairSlerp, b: usize) -> bool {
+    cfg!(target_arch = "x86_64")
+        && input.target == Target::Rotation
+        && !input.step
+        && !seg.is_slerp()
+        && input.sub_unit.len() >= b * SUB
 }
 
 /// [`Quantised::adjacent`] not yet measured (errors are never negative).
