@@ -565,31 +565,48 @@ fn quantization(
     (bits, min, scale)
 }
 
-/// `f32::round` wherever the result is then clamped to at least 0 (as `quantize` does):
-/// without the library call it makes on the x86-64 baseline (no SSE4.1 rounding), which was
-/// a twentieth of the planning's time. The integer part (truncation), plus one where the
-/// rest, exact, is at least a half: `round`'s answer for every `x` at or above 0 below 2^31,
-/// and, once clamped at 0 and at most 2^24, for every other `x` (negative ones, NaN and
-/// the infinities alike).
-#[inline(always)]
-fn round_up_from_half(x: f32) -> f32 {
-    let whole = x as i32 as f32;
-    if x - whole >= 0.5 {
-        whole + 1.0
-    } else {
-        whole
-    }
+/// A track's quantisation four lanes at once: each lane `round((v - min) / scale)` clamped
+/// to `0..=2^bits - 1` (0 for a lane without bits), as `f32::round` and a clamp give it
+/// lane by lane.
+///
+/// Without the library call `round` makes on the x86-64 baseline (no SSE4.1 rounding), which
+/// was a twentieth of the planning's time, nor a division and a branch per lane: a NaN becomes
+/// 0 (as `round` then the clamp take it), the rest is clamped to `-1..=2^24` (the largest
+/// `hi` is 2^24 - 1, so the final clamp gives the same), where truncation is exact. The
+/// integer part plus one where the rest, exact, is at least a half is then `round`'s answer
+/// for every value at or above 0, and clamped at 0 for the negative ones.
+struct Quantizer {
+    min: Vec4,
+    scale: Vec4,
+    hi: Vec4,
 }
 
-fn quantize(track: &CompactTrack, v: Vec4) -> [i32; 4] {
-    std::array::from_fn(|c| {
-        if track.bits[c] == 0 {
-            0
-        } else {
-            let hi = (1u32 << track.bits[c]) - 1;
-            round_up_from_half((v[c] - track.min[c]) / track.scale[c]).clamp(0.0, hi as f32) as i32
+impl Quantizer {
+    fn new(track: &CompactTrack) -> Self {
+        let hi = track.bits.map(|b| {
+            if b == 0 {
+                0.0
+            } else {
+                ((1u32 << b) - 1) as f32
+            }
+        });
+        Self {
+            min: Vec4::from_array(track.min),
+            scale: Vec4::from_array(track.scale),
+            hi: Vec4::from_array(hi),
         }
-    })
+    }
+
+    #[inline]
+    fn quantize(&self, v: Vec4) -> [i32; 4] {
+        let x = (v - self.min) / self.scale;
+        let x = Vec4::select(x.cmpeq(x), x, Vec4::ZERO)
+            .clamp(Vec4::splat(-1.0), Vec4::splat((1u32 << MAX_BITS) as f32));
+        let whole = x.as_ivec4().as_vec4();
+        let up = (x - whole).cmpge(Vec4::splat(0.5));
+        let rounded = whole + Vec4::select(up, Vec4::ONE, Vec4::ZERO);
+        rounded.clamp(Vec4::ZERO, self.hi).as_ivec4().to_array()
+    }
 }
 
 /// Tracks of up to this many frames keep their quantisations and key pairs' answers from one
@@ -661,7 +678,8 @@ impl Quantised {
             }
             None => {
                 let track = quant.track(input, 2.0);
-                let q: Vec<[i32; 4]> = values.iter().map(|&v| quantize(&track, v)).collect();
+                let quantizer = Quantizer::new(&track);
+                let q: Vec<[i32; 4]> = values.iter().map(|&v| quantizer.quantize(v)).collect();
                 let deq: Vec<Vec4> = q
                     .iter()
                     .enumerate()
@@ -1079,7 +1097,6 @@ fn choose(
     let mut kept: Vec<u32> = Vec::new();
     let (mut keys, mut bits) = (0, 0);
     let mut sparse = Vec::new();
-    let mut qs = Vec::new();
     for s in 0..segs {
         let first = s * SEG_LEN;
         let end = (first + SEG_LEN).min(n); // frames of this segment: first..end
@@ -1094,9 +1111,8 @@ fn choose(
         // that segment stores), and the clip's last frame in the last segment.
         sparse.retain(|&f| f < end);
         let (drop, negative, _) = drops[s as usize];
-        qs.clear();
-        qs.extend((first..end).map(|f| pick(&qd.q[f as usize], drop)));
-        let choice = choose_segment(&track, s, n, drop, negative, &qs, &sparse);
+        let q = &qd.q[first as usize..end as usize];
+        let choice = choose_segment(&track, s, n, drop, negative, q, &sparse);
         let len = (end - first) as usize;
         match choice {
             Some(c) if c.as_sparse => {
@@ -1246,8 +1262,8 @@ pub(super) fn width(max_zigzag: u32) -> u32 {
 
 /// The cheapest encoding of segment `s` (of a clip of `n` frames) storing either the
 /// `sparse` frames (with a mask) or every frame (dense), with order-1 or order-2
-/// prediction (the first of equals); `None` where none fits. `q` holds the stored
-/// components of the segment's frames.
+/// prediction (the first of equals); `None` where none fits. `q` holds the segment's
+/// frames' integers (all four lanes: the widths are those of the lanes `drop` stores).
 #[allow(clippy::too_many_arguments)]
 fn choose_segment(
     track: &CompactTrack,
@@ -1262,36 +1278,49 @@ fn choose_segment(
     let first = s * SEG_LEN;
     let len = (n - first).min(SEG_LEN);
     let bits = track.stored_bits(drop);
-    let nc = stored(drop).1;
-    let every: [u32; SEG_LEN as usize] = std::array::from_fn(|i| first + i as u32);
-    let dense = &every[..len as usize];
+    let (lanes, nc) = stored(drop);
+    let key_bits: u32 = bits.iter().take(nc).map(|&b| u32::from(b)).sum();
     let mut best: Option<Choice> = None;
-    let is_dense = sparse.len() == dense.len();
-    for (frames, as_sparse) in [(sparse, !is_dense), (dense, false)] {
+    let is_dense = sparse.len() == len as usize;
+    let dense = &q[..len as usize];
+    // The sparse frames' values side by side, so that both sets are read in order.
+    let mut gathered = [[0i32; 4]; SEG_LEN as usize];
+    if !is_dense {
+        for (g, &f) in gathered.iter_mut().zip(sparse) {
+            *g = q[(f - first) as usize];
+        }
+    }
+    let sets: [(&[[i32; 4]], bool); 2] = [
+        (
+            if is_dense {
+                dense
+            } else {
+                &gathered[..sparse.len()]
+            },
+            !is_dense,
+        ),
+        (dense, false),
+    ];
+    for (values, as_sparse) in sets {
+        let widest = widest_residuals(values);
         for order2 in [false, true] {
-            if order2 && frames.len() < 2 {
+            if order2 && values.len() < 2 {
                 continue;
             }
             let order = 1 + usize::from(order2);
-            let mut widest = [0u32; 4];
-            for k in order..frames.len() {
-                let r = residual(q, first, frames, order2, k);
-                for (m, v) in widest.iter_mut().zip(r) {
-                    *m = (*m).max(zigzag(v));
-                }
-            }
-            let widths: [u32; 4] =
-                std::array::from_fn(|c| if c < nc { width(widest[c]) } else { 0 });
+            let widths: [u32; 4] = std::array::from_fn(|c| match c < nc {
+                true => width(widest[usize::from(order2)][lanes[c]]),
+                false => 0,
+            });
             if widths.iter().any(|&w| w > MAX_WIDTH) {
                 continue;
             }
             let (_, hlen) = header(as_sparse, order2, drop, negative, widths).bits(rot);
-            let key_bits: u32 = bits.iter().take(nc).map(|&b| u32::from(b)).sum();
             let residual_bits: u32 = widths.iter().take(nc).sum();
             let size = u64::from(hlen)
                 + if as_sparse { u64::from(len - 1) } else { 0 }
                 + order as u64 * u64::from(key_bits)
-                + (frames.len() - order) as u64 * u64::from(residual_bits);
+                + (values.len() - order) as u64 * u64::from(residual_bits);
             if best.as_ref().is_none_or(|b| size < b.size) {
                 best = Some(Choice {
                     size,
@@ -1306,6 +1335,36 @@ fn choose_segment(
         }
     }
     best
+}
+
+/// Per component, the bitwise OR of the zigzagged residuals of `v`'s values from their
+/// order-1 prediction (`[0]`, from the second value on) and their order-2 prediction (`[1]`,
+/// from the third on), the ones [`residual`] gives. An OR has the same highest bit as the
+/// largest of the values, so its [`width`] is theirs. The order-2 residual is the difference
+/// of two neighbouring order-1 residuals (`c - (2b - a) = (c - b) - (b - a)`, exactly, in
+/// wrapping arithmetic), so one pass gives both.
+#[inline]
+fn widest_residuals(v: &[[i32; 4]]) -> [[u32; 4]; 2] {
+    let diff =
+        |a: [i32; 4], b: [i32; 4]| -> [i32; 4] { std::array::from_fn(|c| a[c].wrapping_sub(b[c])) };
+    let or_zigzag = |acc: &mut [u32; 4], d: [i32; 4]| {
+        for (a, d) in acc.iter_mut().zip(d) {
+            *a |= zigzag(d);
+        }
+    };
+    let (mut one, mut two) = ([0u32; 4], [0u32; 4]);
+    if v.len() < 2 {
+        return [one, two];
+    }
+    let mut last = diff(v[1], v[0]);
+    or_zigzag(&mut one, last);
+    for k in 2..v.len() {
+        let d = diff(v[k], v[k - 1]);
+        or_zigzag(&mut one, d);
+        or_zigzag(&mut two, diff(d, last));
+        last = d;
+    }
+    [one, two]
 }
 
 /// The residual of frame `frames[k]` (components of `q`, whose first frame is `first`) from
@@ -1442,6 +1501,42 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// The one-pass widths of both prediction orders are the widths of the largest
+        /// zigzagged residual that [`residual`] gives frame by frame, over every frame and
+        /// over a sparse subset, for values from small steps to the whole i32 range (where
+        /// the predictions wrap).
+        #[test]
+        fn one_pass_residual_widths_are_the_largest_residuals_widths(
+            q in proptest::collection::vec(
+                proptest::array::uniform4(proptest::prop_oneof![-40i32..40, proptest::num::i32::ANY]),
+                1..=SEG_LEN as usize,
+            ),
+            keep in proptest::collection::vec(proptest::bool::ANY, SEG_LEN as usize),
+        ) {
+            let first = 64u32;
+            let dense: Vec<u32> = (0..q.len() as u32).map(|i| first + i).collect();
+            let sparse: Vec<u32> = dense.iter().copied().filter(|f| keep[(f - first) as usize]).collect();
+            for frames in [&dense, &sparse] {
+                let values: Vec<[i32; 4]> = frames.iter().map(|&f| q[(f - first) as usize]).collect();
+                let one_pass = widest_residuals(&values);
+                for order2 in [false, true] {
+                    let order = 1 + usize::from(order2);
+                    let mut widest = [0u32; 4];
+                    for k in order..frames.len() {
+                        let r = residual(&q, first, frames, order2, k);
+                        for (m, v) in widest.iter_mut().zip(r) {
+                            *m = (*m).max(zigzag(v));
+                        }
+                    }
+                    proptest::prop_assert_eq!(
+                        widest.map(width),
+                        one_pass[usize::from(order2)].map(width),
+                        "order {} over {} frames", order, frames.len()
+                    );
+                }
+            }
+        }
+
         /// The four-lane test of a rotation key pair answers as the point-by-point one, at
         /// the edge: one frame's tolerance is set to exactly the largest error of the points
         /// it governs (all pass), then to the float below it (the worst fails); every other
@@ -1622,20 +1717,47 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Rounding as `quantize` does answers as `f32::round` once clamped to `0..=hi`: on
-        /// random bit patterns (NaNs, infinities, negative, huge and tiny values), on halves
-        /// and on the float just below a half.
+        /// `Quantizer` answers as `f32::round` and a clamp to `0..=hi` lane by lane (0 for a
+        /// lane without bits): on random bit patterns (NaNs, infinities, negative, huge and
+        /// tiny values), on halves and on the float just below a half, with a unit scale and
+        /// with random ranges (the division rounding as the scalar one does).
         #[test]
-        fn rounding_answers_as_round_once_clamped(
-            bits in proptest::num::u32::ANY,
+        fn quantizing_answers_as_round_once_clamped(
+            lanes in proptest::array::uniform4(proptest::num::u32::ANY),
             half in -70_000i32..70_000,
-            hi_bits in 1u32..25,
+            bits in proptest::array::uniform4(0u8..=MAX_BITS),
+            min in proptest::array::uniform4(-3.0f32..3.0),
+            scale in proptest::array::uniform4(1e-7f32..1e-2),
         ) {
-            let hi = ((1u32 << hi_bits) - 1) as f32;
-            for x in [f32::from_bits(bits), half as f32 * 0.5, 0.49999997, 0.5, 8_388_607.5] {
-                let ours = round_up_from_half(x).clamp(0.0, hi) as i32;
-                let std = x.round().clamp(0.0, hi) as i32;
-                proptest::prop_assert_eq!(ours, std, "x {}", x);
+            let specials = [half as f32 * 0.5, 0.49999997, 0.5, 8_388_607.5];
+            let values = [
+                lanes.map(f32::from_bits),
+                specials,
+                [specials[3], specials[0], specials[1], specials[2]],
+            ];
+            for (min, scale) in [([0.0; 4], [1.0; 4]), (min, scale)] {
+                let track = CompactTrack {
+                    joint: 0,
+                    target: Target::Translation,
+                    step: false,
+                    bits,
+                    min,
+                    scale,
+                    nlerp_dot: 2.0,
+                };
+                let quantizer = Quantizer::new(&track);
+                for v in values {
+                    let ours = quantizer.quantize(Vec4::from_array(v));
+                    for c in 0..4 {
+                        let want = match bits[c] {
+                            0 => 0,
+                            b => ((v[c] - min[c]) / scale[c])
+                                .round()
+                                .clamp(0.0, ((1u32 << b) - 1) as f32) as i32,
+                        };
+                        proptest::prop_assert_eq!(ours[c], want, "lane {} of {:?}", c, v);
+                    }
+                }
             }
         }
 
