@@ -13,11 +13,11 @@
 //! to the farthest vertex below, a translation error times the parent's scale), so that a
 //! share of the error budget becomes a tolerance per channel and frame.
 
-use glam::{Mat4, Vec3};
+use glam::Mat4;
 
 use super::compose4::{self, Affine4, LANES};
 use crate::play::sampling::sample_again;
-use crate::{sample, Clip, Error, Pose, SamplingCache, Skeleton};
+use crate::{sample, Clip, Error, Pose, SamplingCache, Skeleton, Transform};
 
 /// Maximum and 99th-percentile error, in skeleton units, over every (time, joint) pair.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -409,61 +409,68 @@ pub(crate) struct Sensitivity {
 }
 
 impl Sensitivity {
-    /// From model matrices per frame (`model[f * joints + j]`) and local scales.
-    pub fn new(
-        skeleton: &Skeleton,
-        model: &[Mat4],
-        local_scale: &[Vec3],
-        shell: f32,
-    ) -> Sensitivity {
-        let n = skeleton.len();
-        let frames = model.len() / n.max(1);
+    /// Room for `frames` frames of `joints` joints, to [`Sensitivity::push`] them into.
+    pub fn with_capacity(joints: usize, frames: usize) -> Sensitivity {
+        Sensitivity {
+            joints,
+            reach: Vec::with_capacity(joints * frames),
+            parent_scale: Vec::with_capacity(joints * frames),
+            min_scale: Vec::with_capacity(joints * frames),
+        }
+    }
+
+    /// The next frame, from its model matrices and its local pose (the frames are pushed in
+    /// order; each frame's values depend on that frame alone, so the frames can be pushed
+    /// in parts, each part into its own `Sensitivity`, then [`Sensitivity::append`]ed in
+    /// order).
+    pub fn push(&mut self, skeleton: &Skeleton, model: &[Mat4], local: &[Transform], shell: f32) {
+        let n = self.joints;
         let parents = skeleton.parents();
-        let mut reach = vec![0.0f32; model.len()];
-        let mut parent_scale = vec![1.0f32; model.len()];
-        let mut min_scale = vec![1.0f32; model.len()];
         let frob = |m: &Mat4| {
             (m.x_axis.truncate().length_squared()
                 + m.y_axis.truncate().length_squared()
                 + m.z_axis.truncate().length_squared())
             .sqrt()
         };
-        for f in 0..frames {
-            let m = &model[f * n..(f + 1) * n];
-            let r = &mut reach[f * n..(f + 1) * n];
-            for j in 0..n {
-                let axes = m[j].x_axis.truncate().length().max(
-                    m[j].y_axis
-                        .truncate()
-                        .length()
-                        .max(m[j].z_axis.truncate().length()),
-                );
-                r[j] = shell * axes;
-                let p = parents[j];
-                if p != crate::JointIndex::MAX {
-                    parent_scale[f * n + j] = frob(&m[p as usize]);
-                }
-                let s = local_scale[f * n + j].abs().min_element();
-                min_scale[f * n + j] = s.max(1e-6);
-            }
-            // Children after parents: fold reaches up from the leaves.
-            for j in (0..n).rev() {
-                let p = parents[j];
-                if p != crate::JointIndex::MAX {
-                    let d = (m[j].w_axis - m[p as usize].w_axis).truncate().length();
-                    let up = d + r[j];
-                    if up > r[p as usize] {
-                        r[p as usize] = up;
-                    }
+        let at = self.reach.len();
+        for j in 0..n {
+            let axes = model[j].x_axis.truncate().length().max(
+                model[j]
+                    .y_axis
+                    .truncate()
+                    .length()
+                    .max(model[j].z_axis.truncate().length()),
+            );
+            self.reach.push(shell * axes);
+            let p = parents[j];
+            self.parent_scale.push(match p {
+                crate::JointIndex::MAX => 1.0,
+                p => frob(&model[p as usize]),
+            });
+            let s = local[j].scale.abs().min_element();
+            self.min_scale.push(s.max(1e-6));
+        }
+        // Children after parents: fold reaches up from the leaves.
+        let r = &mut self.reach[at..];
+        for j in (0..n).rev() {
+            let p = parents[j];
+            if p != crate::JointIndex::MAX {
+                let d = (model[j].w_axis - model[p as usize].w_axis)
+                    .truncate()
+                    .length();
+                let up = d + r[j];
+                if up > r[p as usize] {
+                    r[p as usize] = up;
                 }
             }
         }
-        Sensitivity {
-            joints: n,
-            reach,
-            parent_scale,
-            min_scale,
-        }
+    }
+
+    /// `other`'s frames after these.
+    pub fn append(&mut self, other: Sensitivity) {
+        self.reach.extend(other.reach);
+        self.parent_scale.extend(other.parent_scale);
+        self.min_scale.extend(other.min_scale);
     }
 }
 
