@@ -89,75 +89,76 @@ pub(super) fn prepare(
 ) -> Result<Prepared, Error> {
     let n = skeleton.len();
     let frames = grid.frames as usize;
-    // The reference at every frame (local, and the sensitivity from its model space) and
-    // between frames, in parallel chunks of frames, each sampled forward through its own
-    // cache (the values `sample_uncached` gives, without searching every channel's keys
-    // from scratch). The chunks' poses are read in place, not gathered into one pose list
-    // (a compression's memory is touched page by page the first time: 13 MB fewer on
-    // Boxing_Toes), and model space is kept one frame at a time, for the sensitivity.
+    // The reference at every frame (its channels, and the sensitivity from its model
+    // space) and between frames (its channels), in parallel chunks of frames, each sampled
+    // forward through its own cache (the values `sample_uncached` gives, without searching
+    // every channel's keys from scratch) into one pose and written straight into its part
+    // of every channel: a compression's memory is touched page by page the first time (a
+    // page fault each), and gathering the poses first touched 26 MB more on Boxing_Toes.
     const FRAMES: usize = 64;
-    let chunks: Vec<usize> = (0..frames.div_ceil(FRAMES)).collect();
-    let at_frames = par_map(
-        &chunks,
-        |&c| -> Result<(Vec<Transform>, metric::Sensitivity), Error> {
-            let range = c * FRAMES..((c + 1) * FRAMES).min(frames);
-            let mut local = vec![Transform::IDENTITY; n * range.len()];
+    let subs = frames.saturating_sub(1) * encode::SUB;
+    let mut raw: Vec<Vec<Vec4>> = (0..3 * n).map(|_| vec![Vec4::ZERO; frames]).collect();
+    let mut raw_sub: Vec<Vec<Vec4>> = (0..3 * n).map(|_| vec![Vec4::ZERO; subs]).collect();
+    // Each chunk's part of every channel (channel `j * 3 + k`: joint `j`, `TARGETS[k]`).
+    fn parts(channels: &mut [Vec<Vec4>], len: usize) -> Vec<(usize, Vec<&mut [Vec4]>)> {
+        let mut each: Vec<_> = channels.iter_mut().map(|c| c.chunks_mut(len)).collect();
+        let count = each.first().map_or(0, |c| c.len());
+        (0..count)
+            .map(|c| (c, each.iter_mut().filter_map(|it| it.next()).collect()))
+            .collect()
+    }
+    let write = |pose: &[Transform], part: &mut [&mut [Vec4]], k: usize| {
+        for (j, t) in pose.iter().enumerate() {
+            for (c, target) in TARGETS.into_iter().enumerate() {
+                part[j * 3 + c][k] = to_vec4(target, t);
+            }
+        }
+    };
+    let mut at_frames = parts(&mut raw, FRAMES);
+    let sens_parts = par_map_mut(
+        &mut at_frames,
+        |(c, part)| -> Result<metric::Sensitivity, Error> {
+            let range = *c * FRAMES..((*c + 1) * FRAMES).min(frames);
+            let mut pose = vec![Transform::IDENTITY; n];
             let mut model = vec![Mat4::IDENTITY; n];
             let mut sens = metric::Sensitivity::with_capacity(n, range.len());
             let mut cache = SamplingCache::for_clip(reference);
             for (k, f) in range.enumerate() {
-                let pose = &mut local[k * n..(k + 1) * n];
-                sample(reference, grid.time(f as u32), &mut cache, pose)?;
-                local_to_model(skeleton, pose, 0, &mut model)?;
-                sens.push(skeleton, &model, pose, shell);
+                sample(reference, grid.time(f as u32), &mut cache, &mut pose)?;
+                local_to_model(skeleton, &pose, 0, &mut model)?;
+                sens.push(skeleton, &model, &pose, shell);
+                write(&pose, part, k);
             }
-            Ok((local, sens))
+            Ok(sens)
         },
     );
-    let mut local = Vec::with_capacity(at_frames.len());
+    drop(at_frames);
     let mut sens = metric::Sensitivity::with_capacity(n, frames);
-    for part in at_frames {
-        let (l, s) = part?;
-        local.push(l);
-        sens.append(s);
+    for part in sens_parts {
+        sens.append(part?);
     }
-    let subs = frames.saturating_sub(1) * encode::SUB;
-    let chunks: Vec<usize> = (0..subs.div_ceil(FRAMES)).collect();
-    let between = par_map(&chunks, |&c| -> Result<Vec<Transform>, Error> {
-        let range = c * FRAMES..((c + 1) * FRAMES).min(subs);
-        let mut mid = vec![Transform::IDENTITY; n * range.len()];
+    let mut between = parts(&mut raw_sub, FRAMES);
+    let done = par_map_mut(&mut between, |(c, part)| -> Result<(), Error> {
+        let range = *c * FRAMES..((*c + 1) * FRAMES).min(subs);
+        let mut pose = vec![Transform::IDENTITY; n];
         let mut cache = SamplingCache::for_clip(reference);
         for (k, i) in range.enumerate() {
             let (f, s) = ((i / encode::SUB) as u32, i % encode::SUB);
             let (t0, t1) = (grid.time(f), grid.time(f + 1));
             let t = t0 + (t1 - t0) * encode::SUB_AT[s];
-            sample(reference, t, &mut cache, &mut mid[k * n..(k + 1) * n])?;
+            sample(reference, t, &mut cache, &mut pose)?;
+            write(&pose, part, k);
         }
-        Ok(mid)
+        Ok(())
     });
-    let mid = between.into_iter().collect::<Result<Vec<_>, _>>()?;
+    drop(between);
+    done.into_iter().collect::<Result<(), _>>()?;
     let rest_pose = skeleton.rest_pose();
-    let mut raw = Vec::with_capacity(3 * n);
-    let mut raw_sub = Vec::with_capacity(3 * n);
-    let mut rest = Vec::with_capacity(3 * n);
+    let rest: Vec<Vec4> = rest_pose
+        .iter()
+        .flat_map(|t| TARGETS.map(|target| to_vec4(target, t)))
+        .collect();
     let mut step = vec![false; 3 * n];
-    // Per joint, its three channels in one pass over the poses (they are joint-major), the
-    // chunks in order.
-    let channels = |parts: &[Vec<Transform>], count: usize, j: usize| {
-        let mut out = TARGETS.map(|_| Vec::with_capacity(count));
-        for pose in parts.iter().flat_map(|p| p.chunks_exact(n)).take(count) {
-            for (v, target) in out.iter_mut().zip(TARGETS) {
-                v.push(to_vec4(target, &pose[j]));
-            }
-        }
-        out
-    };
-    for (j, rest_j) in rest_pose.iter().enumerate() {
-        raw.extend(channels(&local, frames, j));
-        raw_sub.extend(channels(&mid, subs, j));
-        rest.extend(TARGETS.map(|target| to_vec4(target, rest_j)));
-    }
-    drop((local, mid));
     for (j, target, interp, _) in reference.channels() {
         if interp == Interpolation::Step {
             step[j as usize * 3 + target as usize] = true;

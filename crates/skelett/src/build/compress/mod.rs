@@ -392,3 +392,19 @@ pub(super) fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync 
         items.iter().map(f).collect()
     }
 }
+
+/// [`par_map`] over items it may change (each task its own item).
+pub(super) fn par_map_mut<T: Send, R: Send>(
+    items: &mut [T],
+    f: impl Fn(&mut T) -> R + Sync + Send,
+) -> Vec<R> {
+    #[cfg(feature = "rayon")]
+    {
+        use rayon::prelude::*;
+        items.par_iter_mut().map(f).collect()
+    }
+    #[cfg(not(feature = "rayon"))]
+    {
+        items.iter_mut().map(f).collect()
+    }
+}
