@@ -20,11 +20,11 @@
 //! byte took 8.7-10.9% of the instructions off one compression of each (callgrind); that
 //! day's noisy sitting put the default level at 1.85x, 2.22x and 3.20x ACL's time on one
 //! thread (ACL itself 2x slower than the day before; the README has the figures). Later
-//! that day four more changes, the same bytes, took 6.7-8.9% more of the instructions and a
-//! quarter of the page faults off; in another noisy sitting the default level took 1.37x,
-//! 1.72x and 2.10x ACL's time on one thread, timed as ACL's harness times itself (the
-//! median of three compressions in one process), and 1.66x, 2.24x and 2.53x for one
-//! compression in a fresh process.
+//! that day four more changes, the same bytes, took a further 6.7-8.9% off the
+//! instructions and 22-27% off the page faults of one compression; in another noisy sitting
+//! the default level took 1.37x, 1.72x and 2.10x ACL's time on one thread, timed as ACL's
+//! harness times itself (the median of three compressions in one process), and 1.66x,
+//! 2.24x and 2.53x for one compression in a fresh process.
 //!
 //! `cargo bench -p skelett --bench compress`
 //!
