@@ -8,7 +8,7 @@
 use glam::{Mat4, Quat, Vec4};
 
 use super::*;
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
 
 use crate::{
     local_to_model, sample, Clip, Error, Interpolation, JointIndex, SamplingCache, Skeleton,
@@ -34,7 +34,8 @@ pub(super) struct Prepared {
     pub(super) grid: Grid,
     pub(super) pos: Vec<f32>,
     /// Raw value per channel (joint * 3 + target) per frame, and at a quarter, half and three
-    /// quarters of every frame interval.
+    /// quarters of every frame interval; empty for a channel that has no track and is at rest
+    /// (see [`Prepared::values`]).
     pub(super) raw: Vec<Vec<Vec4>>,
     pub(super) raw_sub: Vec<Vec<Vec4>>,
     /// Per rotation channel that moves, `raw` and `raw_sub` normalised as the encoder
@@ -61,6 +62,19 @@ pub(super) struct Prepared {
 }
 
 impl Prepared {
+    /// Channel `ch`'s raw values at the frames and between them (`raw`, `raw_sub`); a
+    /// channel not stored is its rest value at every one.
+    pub(super) fn values(&self, ch: usize) -> (Cow<'_, [Vec4]>, Cow<'_, [Vec4]>) {
+        let (raw, sub) = (&self.raw[ch], &self.raw_sub[ch]);
+        if !raw.is_empty() || self.grid.frames == 0 {
+            return (Cow::Borrowed(raw), Cow::Borrowed(sub));
+        }
+        let frames = self.grid.frames as usize;
+        let subs = (frames - 1) * encode::SUB;
+        let rest = self.rest[ch];
+        (Cow::Owned(vec![rest; frames]), Cow::Owned(vec![rest; subs]))
+    }
+
     /// The reference as measured at the check times.
     pub(super) fn check_reference<'a>(&'a self, reference: &'a Clip) -> metric::Reference<'a> {
         match &self.check_frames {
@@ -80,6 +94,108 @@ pub(super) fn to_vec4(target: Target, t: &Transform) -> Vec4 {
     }
 }
 
+/// The reference's channels at every frame and between frames, and the sensitivity from
+/// its model space at every frame, for [`prepare`]: in parallel chunks of frames, each sampled
+/// forward through its own cache (the values `sample_uncached` gives, without searching
+/// every channel's keys from scratch) into one pose and written straight into its part of
+/// every channel: a compression's memory is touched page by page the first time (a page
+/// fault each), and gathering the poses and model space first touched about 35 MB more on
+/// Boxing_Toes (37,000 page faults per compression where 27,100 then). Channels in `skip`
+/// are left empty; `None` where one of them is not its `rest` value at some time.
+#[allow(clippy::type_complexity)]
+fn sample_channels(
+    skeleton: &Skeleton,
+    reference: &Clip,
+    grid: Grid,
+    shell: f32,
+    rest: &[Vec4],
+    skip: &[bool],
+) -> Result<Option<(Vec<Vec<Vec4>>, Vec<Vec<Vec4>>, metric::Sensitivity)>, Error> {
+    let n = skeleton.len();
+    let frames = grid.frames as usize;
+    const FRAMES: usize = 64;
+    let subs = frames.saturating_sub(1) * encode::SUB;
+    let channels = |len: usize| -> Vec<Vec<Vec4>> {
+        skip.iter()
+            .map(|&s| if s { Vec::new() } else { vec![Vec4::ZERO; len] })
+            .collect()
+    };
+    let (mut raw, mut raw_sub) = (channels(frames), channels(subs));
+    // Each chunk's part of every channel (channel `j * 3 + k`: joint `j`, `TARGETS[k]`;
+    // `None` where it is skipped).
+    type Part<'a> = Vec<Option<&'a mut [Vec4]>>;
+    fn parts(channels: &mut [Vec<Vec4>], len: usize, total: usize) -> Vec<(usize, Part<'_>)> {
+        let mut each: Vec<_> = channels.iter_mut().map(|c| c.chunks_mut(len)).collect();
+        (0..total.div_ceil(len))
+            .map(|c| (c, each.iter_mut().map(|it| it.next()).collect()))
+            .collect()
+    }
+    // One pose into its place in every stored channel; `false` where a skipped channel is
+    // not its rest value.
+    let write = |pose: &[Transform], part: &mut Part<'_>, k: usize| -> bool {
+        let mut at_rest = true;
+        for (j, t) in pose.iter().enumerate() {
+            for (c, target) in TARGETS.into_iter().enumerate() {
+                let v = to_vec4(target, t);
+                match &mut part[j * 3 + c] {
+                    Some(values) => values[k] = v,
+                    None => at_rest &= v == rest[j * 3 + c],
+                }
+            }
+        }
+        at_rest
+    };
+    let mut at_frames = parts(&mut raw, FRAMES, frames);
+    let sens_parts = par_map_mut(
+        &mut at_frames,
+        |(c, part)| -> Result<Option<metric::Sensitivity>, Error> {
+            let range = *c * FRAMES..((*c + 1) * FRAMES).min(frames);
+            let mut pose = vec![Transform::IDENTITY; n];
+            let mut model = vec![Mat4::IDENTITY; n];
+            let mut sens = metric::Sensitivity::with_capacity(n, range.len());
+            let mut cache = SamplingCache::for_clip(reference);
+            let mut ok = true;
+            for (k, f) in range.enumerate() {
+                sample(reference, grid.time(f as u32), &mut cache, &mut pose)?;
+                local_to_model(skeleton, &pose, 0, &mut model)?;
+                sens.push(skeleton, &model, &pose, shell);
+                ok &= write(&pose, part, k);
+            }
+            Ok(ok.then_some(sens))
+        },
+    );
+    drop(at_frames);
+    let mut sens = metric::Sensitivity::with_capacity(n, frames);
+    for part in sens_parts {
+        match part? {
+            Some(part) => sens.append(part),
+            None => return Ok(None),
+        }
+    }
+    let mut between = parts(&mut raw_sub, FRAMES, subs);
+    let done = par_map_mut(&mut between, |(c, part)| -> Result<bool, Error> {
+        let range = *c * FRAMES..((*c + 1) * FRAMES).min(subs);
+        let mut pose = vec![Transform::IDENTITY; n];
+        let mut cache = SamplingCache::for_clip(reference);
+        let mut ok = true;
+        for (k, i) in range.enumerate() {
+            let (f, s) = ((i / encode::SUB) as u32, i % encode::SUB);
+            let (t0, t1) = (grid.time(f), grid.time(f + 1));
+            let t = t0 + (t1 - t0) * encode::SUB_AT[s];
+            sample(reference, t, &mut cache, &mut pose)?;
+            ok &= write(&pose, part, k);
+        }
+        Ok(ok)
+    });
+    drop(between);
+    for ok in done {
+        if !ok? {
+            return Ok(None);
+        }
+    }
+    Ok(Some((raw, raw_sub, sens)))
+}
+
 pub(super) fn prepare(
     skeleton: &Skeleton,
     reference: &Clip,
@@ -88,85 +204,41 @@ pub(super) fn prepare(
     shell: f32,
 ) -> Result<Prepared, Error> {
     let n = skeleton.len();
-    let frames = grid.frames as usize;
-    // The reference at every frame (its channels, and the sensitivity from its model
-    // space) and between frames (its channels), in parallel chunks of frames, each sampled
-    // forward through its own cache (the values `sample_uncached` gives, without searching
-    // every channel's keys from scratch) into one pose and written straight into its part
-    // of every channel: a compression's memory is touched page by page the first time (a
-    // page fault each), and gathering the poses and model space first touched about 35 MB
-    // more on Boxing_Toes (37,000 page faults per compression where 27,100 now).
-    const FRAMES: usize = 64;
-    let subs = frames.saturating_sub(1) * encode::SUB;
-    let mut raw: Vec<Vec<Vec4>> = (0..3 * n).map(|_| vec![Vec4::ZERO; frames]).collect();
-    let mut raw_sub: Vec<Vec<Vec4>> = (0..3 * n).map(|_| vec![Vec4::ZERO; subs]).collect();
-    // Each chunk's part of every channel (channel `j * 3 + k`: joint `j`, `TARGETS[k]`).
-    fn parts(channels: &mut [Vec<Vec4>], len: usize) -> Vec<(usize, Vec<&mut [Vec4]>)> {
-        let mut each: Vec<_> = channels.iter_mut().map(|c| c.chunks_mut(len)).collect();
-        let count = each.first().map_or(0, |c| c.len());
-        (0..count)
-            .map(|c| (c, each.iter_mut().filter_map(|it| it.next()).collect()))
-            .collect()
-    }
-    let write = |pose: &[Transform], part: &mut [&mut [Vec4]], k: usize| {
-        for (j, t) in pose.iter().enumerate() {
-            for (c, target) in TARGETS.into_iter().enumerate() {
-                part[j * 3 + c][k] = to_vec4(target, t);
-            }
-        }
-    };
-    let mut at_frames = parts(&mut raw, FRAMES);
-    let sens_parts = par_map_mut(
-        &mut at_frames,
-        |(c, part)| -> Result<metric::Sensitivity, Error> {
-            let range = *c * FRAMES..((*c + 1) * FRAMES).min(frames);
-            let mut pose = vec![Transform::IDENTITY; n];
-            let mut model = vec![Mat4::IDENTITY; n];
-            let mut sens = metric::Sensitivity::with_capacity(n, range.len());
-            let mut cache = SamplingCache::for_clip(reference);
-            for (k, f) in range.enumerate() {
-                sample(reference, grid.time(f as u32), &mut cache, &mut pose)?;
-                local_to_model(skeleton, &pose, 0, &mut model)?;
-                sens.push(skeleton, &model, &pose, shell);
-                write(&pose, part, k);
-            }
-            Ok(sens)
-        },
-    );
-    drop(at_frames);
-    let mut sens = metric::Sensitivity::with_capacity(n, frames);
-    for part in sens_parts {
-        sens.append(part?);
-    }
-    let mut between = parts(&mut raw_sub, FRAMES);
-    let done = par_map_mut(&mut between, |(c, part)| -> Result<(), Error> {
-        let range = *c * FRAMES..((*c + 1) * FRAMES).min(subs);
-        let mut pose = vec![Transform::IDENTITY; n];
-        let mut cache = SamplingCache::for_clip(reference);
-        for (k, i) in range.enumerate() {
-            let (f, s) = ((i / encode::SUB) as u32, i % encode::SUB);
-            let (t0, t1) = (grid.time(f), grid.time(f + 1));
-            let t = t0 + (t1 - t0) * encode::SUB_AT[s];
-            sample(reference, t, &mut cache, &mut pose)?;
-            write(&pose, part, k);
-        }
-        Ok(())
-    });
-    drop(between);
-    done.into_iter().collect::<Result<(), _>>()?;
     let rest_pose = skeleton.rest_pose();
     let rest: Vec<Vec4> = rest_pose
         .iter()
         .flat_map(|t| TARGETS.map(|target| to_vec4(target, t)))
         .collect();
     let mut step = vec![false; 3 * n];
+    let mut tracked = vec![false; 3 * n];
     for (j, target, interp, _) in reference.channels() {
-        if interp == Interpolation::Step {
-            step[j as usize * 3 + target as usize] = true;
-        }
+        let ch = j as usize * 3 + target as usize;
+        tracked[ch] = true;
+        step[ch] |= interp == Interpolation::Step;
     }
+    // Channels the reference has no track for, whose base value is their rest value, are
+    // that value at every time: they are not stored (on Boxing_Toes 56 of 78 channels,
+    // 11 MB, a tenth of a compression's page faults). The sampling checks that each is;
+    // should one not be, every channel is sampled again and stored.
+    let skip: Vec<bool> = (0..3 * n)
+        .map(|ch| {
+            let (j, target) = (ch / 3, TARGETS[ch % 3]);
+            !tracked[ch] && reference.base.get(j).map(|t| to_vec4(target, t)) == Some(rest[ch])
+        })
+        .collect();
+    let (raw, raw_sub, sens, skipped) =
+        match sample_channels(skeleton, reference, grid, shell, &rest, &skip)? {
+            Some((raw, raw_sub, sens)) => (raw, raw_sub, sens, skip),
+            None => {
+                let none = vec![false; 3 * n];
+                let (raw, raw_sub, sens) =
+                    sample_channels(skeleton, reference, grid, shell, &rest, &none)?
+                        .expect("no channel skipped, none found off its rest value");
+                (raw, raw_sub, sens, none)
+            }
+        };
     let at_rest: Vec<bool> = (0..3 * n)
-        .map(|ch| raw[ch].iter().chain(&raw_sub[ch]).all(|v| *v == rest[ch]))
+        .map(|ch| skipped[ch] || raw[ch].iter().chain(&raw_sub[ch]).all(|v| *v == rest[ch]))
         .collect();
     let (raw_unit, sub_unit) = (0..3 * n)
         .map(
@@ -186,8 +258,9 @@ pub(super) fn prepare(
         .map(|j| {
             (0..3)
                 .filter(|&k| {
+                    // (A channel not stored is at rest.)
                     let v = &raw[j * 3 + k];
-                    v.iter().any(|x| *x != v[0]) || v[0] != rest[j * 3 + k]
+                    !v.is_empty() && (v.iter().any(|x| *x != v[0]) || v[0] != rest[j * 3 + k])
                 })
                 .count() as u32
         })
@@ -330,12 +403,13 @@ pub(super) fn plan_joint(p: &Prepared, j: usize, m: f32) -> [encode::Plan; 3] {
         if p.at_rest[ch] && tol.iter().all(|&t| t >= 0.0) {
             return encode::Plan::Rest;
         }
+        let (raw, raw_sub) = p.values(ch);
         let input = encode::TrackInput {
             joint: j as JointIndex,
             target,
             step: p.step[ch],
-            raw: &p.raw[ch],
-            raw_sub: &p.raw_sub[ch],
+            raw: &raw,
+            raw_sub: &raw_sub,
             tol: &tol,
             rest: p.rest[ch],
             units: (target == Target::Rotation && !p.at_rest[ch])
@@ -1137,6 +1211,39 @@ mod tests {
         assert_eq!(bits(kept), bits(&per_chunk(&loose.clip)));
     }
 
+    /// Channels without a track that sit at their rest value are not stored and read back
+    /// as the values sampling them gives; skipping a channel that moves is noticed, and
+    /// `prepare` would then sample every channel again.
+    #[test]
+    fn untracked_channels_at_rest_are_not_stored() {
+        let (skeleton, clip) = chain_turning(3);
+        let grid = Grid::new(clip.start, clip.duration, 30.0).unwrap();
+        let p = prepare(&skeleton, &clip, grid, 0.01, 3.0).unwrap();
+        let n = skeleton.len();
+        let none = vec![false; 3 * n];
+        let (raw, raw_sub, _) = sample_channels(&skeleton, &clip, grid, 3.0, &p.rest, &none)
+            .unwrap()
+            .unwrap();
+        let mut skipped = 0;
+        for ch in 0..3 * n {
+            let (a, b) = p.values(ch);
+            assert_eq!(&a[..], &raw[ch][..], "channel {ch}");
+            assert_eq!(&b[..], &raw_sub[ch][..], "channel {ch}");
+            if p.raw[ch].is_empty() {
+                assert!(p.at_rest[ch] && p.raw_sub[ch].is_empty());
+                skipped += 1;
+            }
+        }
+        // Translations and scales have no track here, nor has the last joint's rotation.
+        assert_eq!(skipped, 2 * n + 1);
+        let moving = (0..3 * n).find(|&ch| !p.at_rest[ch]).unwrap();
+        let mut skip = none.clone();
+        skip[moving] = true;
+        assert!(sample_channels(&skeleton, &clip, grid, 3.0, &p.rest, &skip)
+            .unwrap()
+            .is_none());
+    }
+
     /// Each joint's plans as `plan_joint` makes them (channels at rest answered without
     /// planning, rotations compared with the values normalised once) are the plans
     /// `encode::plan` makes from the channel alone, at several multipliers; the chain's
@@ -1169,12 +1276,13 @@ mod tests {
                             }
                         })
                         .collect();
+                    let (raw, raw_sub) = p.values(j * 3 + k);
                     let input = encode::TrackInput {
                         joint: j as JointIndex,
                         target,
                         step: false,
-                        raw: &p.raw[j * 3 + k],
-                        raw_sub: &p.raw_sub[j * 3 + k],
+                        raw: &raw,
+                        raw_sub: &raw_sub,
                         tol: &tol,
                         rest: p.rest[j * 3 + k],
                         units: None,
