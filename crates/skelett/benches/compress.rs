@@ -24,7 +24,10 @@
 //! instructions and 22-27% off the page faults of one compression; in another noisy sitting
 //! the default level took 1.37x, 1.72x and 2.10x ACL's time on one thread, timed as ACL's
 //! harness times itself (the median of three compressions in one process), and 1.66x,
-//! 2.24x and 2.53x for one compression in a fresh process.
+//! 2.24x and 2.53x for one compression in a fresh process. Later still, two more changes,
+//! the same bytes, took 1.7-1.8% off the instructions and 10-11% off the page faults; a
+//! third noisy sitting, timed as ACL's harness times itself, put both that day's last
+//! binaries at 1.37-1.41x, 1.91-1.92x and 2.36x (ACL 350, 477 and 236 ms there).
 //!
 //! `cargo bench -p skelett --bench compress`
 //!
