@@ -17,8 +17,9 @@
 //!
 //! The guarantee comes from the measurement, not from the bound: the first-order split only
 //! decides how the budget is shared; the multiplier is then raised while the error measured
-//! in model space, at every frame and three points inside every frame interval, stays within
-//! 97% of the budget, and the final clip is measured again at sixteen points per interval.
+//! in model space, at every frame and the midpoint of every frame interval, stays within
+//! 97% of the budget, and the final clip is measured again at sixteen points per interval
+//! (and tightened where that finds more).
 //! [`CompressReport::max_error_cm`] is that final measurement.
 //!
 //! With the `rayon` feature the joints of every attempt are planned, and the times of every
