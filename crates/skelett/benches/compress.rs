@@ -27,7 +27,12 @@
 //! 2.24x and 2.53x for one compression in a fresh process. Later still, two more changes,
 //! the same bytes, took 1.7-1.8% off the instructions and 10-11% off the page faults; a
 //! third noisy sitting, timed as ACL's harness times itself, put both that day's last
-//! binaries at 1.37-1.41x, 1.91-1.92x and 2.36x (ACL 350, 477 and 236 ms there).
+//! binaries at 1.37-1.41x, 1.91-1.92x and 2.36x (ACL 350, 477 and 236 ms there). Late that
+//! day fewer search attempts, measuring candidates at two points per frame interval instead
+//! of four and a closer final check took 18-26% off the instructions; two noisy sittings,
+//! timed as ACL's harness times itself, put the default level at 0.92-1.08x, 1.19-1.37x and
+//! 1.51-1.65x ACL's time on one thread (1.22-1.24x, 1.56-1.69x and 1.80-2.04x for one
+//! compression in a fresh process).
 //!
 //! `cargo bench -p skelett --bench compress`
 //!

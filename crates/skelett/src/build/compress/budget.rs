@@ -605,30 +605,25 @@ pub(super) fn check(
     let mut stats = ErrorStats::default();
     let mut over = vec![false; skeleton.len()];
     let mut histogram = metric::ErrorHistogram::new(budget);
-    // The largest error over the joints at each dense time (NaN as infinity).
-    let mut worst = vec![0f32; times.len()];
-    let mut keep = |stats: &mut ErrorStats, t: f32, j: usize, e: f32| {
+    // The dense times at which some joint's error is near the budget (or NaN).
+    let near = REFINE_FROM * budget;
+    let mut close = vec![false; times.len()];
+    metric::measure(skeleton, against, clip, shell, times, |i, j, e| {
+        stats.samples += 1;
         if e > stats.max || e.is_nan() {
             stats.max = if e.is_nan() { f32::INFINITY } else { e };
             stats.worst_joint = j as JointIndex;
-            stats.worst_time = t;
+            stats.worst_time = times[i];
         }
-        over[j] |= e.is_nan() || e > budget;
-    };
-    metric::measure(skeleton, against, clip, shell, times, |i, j, e| {
-        stats.samples += 1;
-        keep(&mut stats, times[i], j, e);
-        worst[i] = if e.is_nan() {
-            f32::INFINITY
-        } else {
-            worst[i].max(e)
-        };
+        if e >= near || e.is_nan() {
+            close[i] = true;
+            over[j] |= e.is_nan() || e > budget;
+        }
         histogram.add(e);
     })?;
-    let near = REFINE_FROM * budget;
     let mut closer = Vec::new();
     for (i, pair) in times.windows(2).enumerate() {
-        if worst[i] >= near || worst[i + 1] >= near {
+        if close[i] || close[i + 1] {
             let (a, b) = (pair[0], pair[1]);
             closer.extend(
                 (1..=REFINE_POINTS).map(|k| a + (b - a) * k as f32 / (REFINE_POINTS + 1) as f32),
@@ -639,7 +634,12 @@ pub(super) fn check(
     closer.dedup();
     if !closer.is_empty() {
         metric::measure(skeleton, against, clip, shell, &closer, |i, j, e| {
-            keep(&mut stats, closer[i], j, e);
+            if e > stats.max || e.is_nan() {
+                stats.max = if e.is_nan() { f32::INFINITY } else { e };
+                stats.worst_joint = j as JointIndex;
+                stats.worst_time = closer[i];
+            }
+            over[j] |= e.is_nan() || e > budget;
         })?;
     }
     stats.p99 = histogram.quantile(0.99, stats.max);
