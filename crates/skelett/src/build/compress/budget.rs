@@ -352,7 +352,7 @@ pub(super) fn prepare(
 /// three quarters: only the encoder's own tolerances and the final check see it). Four
 /// points per interval measured twice as much for the same clips: over the corpus 32 of 34
 /// files came out byte for byte the same (CMU 01_01, 01_03 and Boxing_Toes among them),
-/// the ratio the same (17.10:1), and 3 small clips (of 282 and 1,564 bytes) took a round or
+/// the corpus ratio unchanged, and 3 small clips (of 282 and 1,564 bytes) took a round or
 /// three of tightening where the final check found them over the budget. It also leaves
 /// more clips nearer the budget between the points it measures, which the final check's
 /// closer look ([`REFINE_FROM`]) is there for.
@@ -630,8 +630,6 @@ pub(super) fn check(
             );
         }
     }
-    closer.retain(|t| t.is_finite());
-    closer.dedup();
     if !closer.is_empty() {
         metric::measure(skeleton, against, clip, shell, &closer, |i, j, e| {
             if e > stats.max || e.is_nan() {
@@ -893,7 +891,7 @@ pub(super) const SEARCH_MIN: f32 = 1.0 / 256.0;
 /// points to the bracket's upper half (a pass there ends it; not on a flat step, nor where
 /// there is no secant). The first attempt, at the first-order split's multiplier, often
 /// lands that near: CMU 01_01 and 01_03 took 2 attempts where 3, Boxing_Toes 3 where 5 (and
-/// 0.2% smaller), the corpus 387 where 386 (17.10:1 where 17.08:1). A probe that fails
+/// 0.2% smaller), the corpus 380 where 386 (17.08:1 either way). A probe that fails
 /// narrows the bracket by the precision only, so on some clips it costs an attempt.
 pub(super) fn search<T>(
     mut attempt: impl FnMut(f32) -> Result<(T, f32), Error>,
