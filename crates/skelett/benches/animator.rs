@@ -13,7 +13,10 @@
 //! - `crowd_1024`: 1024 characters sharing the clips, with their own animators and buffers
 //!   (about 20-25 KB each: far more than the caches hold), each updated once per iteration
 //!   (throughput is per character: 1/thrpt is the per-character cost);
-//! - `crowd_1024_rayon`: the same crowd split across the machine's cores with rayon.
+//! - `crowd_1024_rayon`: the same crowd split across the machine's cores with rayon;
+//! - `crowd_1024_prefetch`, `crowd_1024_rayon_prefetch`: both again, each character's
+//!   animator and buffers prefetched while the one before it is updated
+//!   (`crowd::for_each_prefetched`, `Animator::prefetch`; on rayon, within chunks of 64).
 
 use skelett_testdata::data;
 use std::hint::black_box;
@@ -23,7 +26,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use glam::Mat4;
 use rayon::prelude::*;
 use skelett::animator::{Animator, Curve, PlayOptions};
-use skelett::{local_to_model, skinning_palette, Skeleton, Skin};
+use skelett::{crowd, local_to_model, skinning_palette, Skeleton, Skin};
 
 struct Character {
     animator: Animator,
@@ -36,6 +39,13 @@ impl Character {
         self.animator.update(dt);
         local_to_model(skeleton, self.animator.pose(), 0, &mut self.model).unwrap();
         skinning_palette(skin, &self.model, &mut self.palette).unwrap();
+    }
+
+    /// What the next update reads and writes, on its way into the caches.
+    fn prefetch(&self) {
+        self.animator.prefetch();
+        crowd::prefetch(&self.model);
+        crowd::prefetch(&self.palette);
     }
 }
 
@@ -109,6 +119,22 @@ fn bench(c: &mut Criterion) {
                 crowd
                     .par_iter_mut()
                     .for_each(|ch| ch.update(&skeleton, &skin, black_box(1.0 / 60.0)))
+            })
+        });
+        group.bench_function("crowd_1024_prefetch", |bch| {
+            bch.iter(|| {
+                crowd::for_each_prefetched(&mut crowd, Character::prefetch, |ch| {
+                    ch.update(&skeleton, &skin, black_box(1.0 / 60.0))
+                })
+            })
+        });
+        group.bench_function("crowd_1024_rayon_prefetch", |bch| {
+            bch.iter(|| {
+                crowd.par_chunks_mut(64).for_each(|chunk| {
+                    crowd::for_each_prefetched(chunk, Character::prefetch, |ch| {
+                        ch.update(&skeleton, &skin, black_box(1.0 / 60.0))
+                    })
+                })
             })
         });
         group.finish();

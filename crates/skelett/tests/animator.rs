@@ -1639,3 +1639,147 @@ fn shared_slot_blocks_keep_each_clips_static_joints() {
         }
     }
 }
+
+/// Bits of a crowd's poses and model matrices after each frame.
+fn crowd_bits(crowd: &[(Animator, Vec<glam::Mat4>)]) -> Vec<u32> {
+    crowd
+        .iter()
+        .flat_map(|(a, m)| {
+            let pose = a.pose().iter().flat_map(|t| {
+                let (r, tr, s) = (t.rotation, t.translation, t.scale);
+                r.to_array()
+                    .into_iter()
+                    .chain(tr.to_array())
+                    .chain(s.to_array())
+            });
+            let model = m.iter().flat_map(|m| m.to_cols_array());
+            pose.chain(model).map(f32::to_bits).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// `crowd::for_each_prefetched` with `Animator::prefetch` gives the plain loop's bits, frame
+/// for frame, through changes that leave the noted blocks stale for one update (a layer
+/// added, removed, clips cross-faded in, an inertial switch, a compact clip, a modifier):
+/// the list only steers prefetches. Fox (blocks of eight joints) and a three-joint skeleton
+/// (slot poses as rows).
+#[test]
+fn prefetching_a_crowd_changes_no_bits() {
+    let fox = skelett_io::load(data("gltf/Fox.glb")).unwrap();
+    let sk = fox.skeleton.clone();
+    let (walk, run, survey) = (
+        fox.clip("Walk").unwrap().clone(),
+        fox.clip("Run").unwrap().clone(),
+        fox.clip("Survey").unwrap().clone(),
+    );
+    let compact = Arc::new(
+        skelett::compress::compress(&sk, &run, &Default::default())
+            .unwrap()
+            .0,
+    );
+    let three = {
+        let j = |name: &str, parent: Option<usize>| RawJoint {
+            name: name.into(),
+            parent,
+            rest: Transform::new(Vec3::Y, Quat::IDENTITY, Vec3::ONE),
+        };
+        Arc::new(
+            RawSkeleton {
+                joints: vec![j("root", None), j("a", Some(0)), j("b", Some(1))],
+                ..Default::default()
+            }
+            .build()
+            .unwrap(),
+        )
+    };
+    let (short_a, short_b) = (
+        slide(&three, 1.0, 0.0, 1.0, &[]),
+        slide(&three, 0.7, 2.0, -1.0, &[]),
+    );
+    for (skeleton, a, b) in [
+        (sk.clone(), walk.clone(), run.clone()),
+        (three.clone(), short_a.clone(), short_b.clone()),
+    ] {
+        let make = |i: usize| {
+            let mut anim = Animator::new(skeleton.clone());
+            let sync = PlayOptions {
+                sync_group: Some(0),
+                start: (i as f32 * 0.618).fract(),
+                ..Default::default()
+            };
+            anim.play(0, a.clone(), sync).unwrap();
+            anim.crossfade(0, b.clone(), 2.0, Curve::SmoothStep, sync)
+                .unwrap();
+            (anim, vec![glam::Mat4::IDENTITY; skeleton.len()])
+        };
+        let mut plain: Vec<_> = (0..16).map(make).collect();
+        let mut fetched: Vec<_> = (0..16).map(make).collect();
+        let fox_sized = skeleton.len() == sk.len();
+        for frame in 0..90 {
+            for crowd in [&mut plain, &mut fetched] {
+                // The same changes to both crowds, between updates.
+                for (i, (anim, _)) in crowd.iter_mut().enumerate() {
+                    match (frame, i % 4) {
+                        (10, 0) => {
+                            anim.add_layer(BlendMode::Override, 0.5, None).unwrap();
+                        }
+                        (12, 0) => {
+                            let c = if fox_sized {
+                                survey.clone()
+                            } else {
+                                short_b.clone()
+                            };
+                            anim.play(1, c, PlayOptions::default()).unwrap();
+                        }
+                        (30, 0) => anim.remove_layer(1).unwrap(),
+                        (20, 1) => {
+                            let c = if fox_sized {
+                                compact.clone()
+                            } else {
+                                short_a.clone()
+                            };
+                            anim.crossfade(0, c, 0.3, Curve::Linear, PlayOptions::default())
+                                .unwrap();
+                        }
+                        (40, 2) => {
+                            anim.inertialize(0, a.clone(), 0.25, PlayOptions::default())
+                                .unwrap();
+                        }
+                        (50, 3) if fox_sized => {
+                            let head = skeleton.find("b_Head_05").unwrap();
+                            anim.add_modifier(
+                                Modifier::Aim {
+                                    chain: vec![head],
+                                    weights: vec![1.0],
+                                    aim: ik::Aim::new(Vec3::new(0.0, 50.0, 100.0), Vec3::Z),
+                                },
+                                1.0,
+                            )
+                            .unwrap();
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            let update = |c: &mut (Animator, Vec<glam::Mat4>)| {
+                c.0.update(1.0 / 60.0);
+                local_to_model(&skeleton, c.0.pose(), 0, &mut c.1).unwrap();
+            };
+            plain.iter_mut().for_each(update);
+            crowd::for_each_prefetched(
+                &mut fetched,
+                |next| {
+                    next.0.prefetch();
+                    crowd::prefetch(&next.1);
+                },
+                update,
+            );
+            assert_eq!(
+                crowd_bits(&plain),
+                crowd_bits(&fetched),
+                "frame {frame}, {} joints",
+                skeleton.len()
+            );
+        }
+    }
+}

@@ -34,6 +34,7 @@
 //! | 1D blend spaces | `blend_space.rs` |
 //! | blend trees: 1D and 2D blend spaces, lerp, additive and layered nodes | `tree.rs` |
 //! | pose modifiers (IK) after blending, with fading weights | `modifiers.rs` |
+//! | the blocks an update touches, for [`Animator::prefetch`] in crowds | `prefetch.rs` |
 //!
 //! The animator writes a local pose ([`Animator::pose`]); the caller runs
 //! [`crate::local_to_model`] and [`crate::skinning_palette`]. Clips and the skeleton stay
@@ -77,6 +78,7 @@ mod modifiers;
 mod morph;
 mod options;
 mod player;
+mod prefetch;
 mod queue;
 mod root_motion;
 mod tree;
@@ -153,6 +155,8 @@ pub struct Animator {
     finished: Vec<(f32, Arc<crate::Clip>)>,
     /// Zero morph weights: additive layers' neutral.
     morph_zero: Vec<f32>,
+    /// The blocks the last update touched, for [`Animator::prefetch`].
+    hot: prefetch::Hot,
 }
 
 impl Animator {
@@ -177,6 +181,7 @@ impl Animator {
             morph: skeleton_morph_rest,
             notify: false,
             finished: Vec::with_capacity(8),
+            hot: Default::default(),
         };
         // A layer without a mask always fits the skeleton.
         let _ = a.add_layer(BlendMode::Override, 1.0, None);
@@ -446,6 +451,7 @@ impl Animator {
             root_motion::strip_root(&mut self.pose[cfg.joint as usize], &cfg);
         }
         self.run_modifiers(dt);
+        self.note_hot();
         UpdateResult {
             events: &self.events,
             root_motion: root,

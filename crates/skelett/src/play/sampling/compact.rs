@@ -253,6 +253,15 @@ pub(crate) struct CompactCache {
 }
 
 impl CompactCache {
+    /// Notes the heap blocks a streamed sample reads and writes (empty for other clips).
+    pub fn note_blocks(&self, r: &mut crate::play::crowd::Regions) {
+        r.push(&self.cursors);
+        r.push(&self.tables[0].offsets);
+        r.push(&self.tables[1].offsets);
+        #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+        self.hot.note_blocks(r);
+    }
+
     pub fn reset(&mut self, c: &Compact) {
         let n = c.tracks.len();
         self.cursors.clear();

@@ -83,6 +83,11 @@ pub(crate) struct Hot {
 }
 
 impl Hot {
+    /// Notes the blocks' memory (for [`crate::crowd`]'s prefetching).
+    pub fn note_blocks(&self, r: &mut crate::play::crowd::Regions) {
+        r.push(&self.blocks);
+    }
+
     /// Blocks for `c`'s tracks, grouped by target, every lane due for decoding.
     ///
     /// Allocates only where `c` needs more blocks than the cache held (rebinding, which the

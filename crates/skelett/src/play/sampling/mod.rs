@@ -206,6 +206,13 @@ impl SamplingCache {
         c
     }
 
+    /// Notes the heap blocks a sample reads and writes (for [`crate::crowd`]'s prefetching).
+    pub(crate) fn note_blocks(&self, r: &mut crate::play::crowd::Regions) {
+        r.push(&self.cursors);
+        r.push(&self.at);
+        self.compact.note_blocks(r);
+    }
+
     /// Forgets all cursors (the next sample searches from the start). The rotation
     /// interpolation stays.
     pub fn invalidate(&mut self) {

@@ -1,0 +1,207 @@
+//! [`Animator::prefetch`]: the memory blocks an update reads and writes, noted at the end
+//! of each update in a list the animator keeps inline, and prefetched from that list (see
+//! [`crate::crowd`]). An animator notes them only once asked to prefetch, so animators
+//! updated alone pay nothing for it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::layer::{SlotPoses, Source};
+use super::Animator;
+use crate::play::crowd::{prefetch_bytes, Regions};
+
+/// The blocks the last update touched, and whether the animator was asked to prefetch.
+#[derive(Debug, Default)]
+pub(super) struct Hot {
+    regions: Regions,
+    /// Set by [`Animator::prefetch`] (through a shared reference, so atomic; relaxed, since
+    /// it only decides whether later updates note their blocks).
+    wanted: AtomicBool,
+}
+
+impl Clone for Hot {
+    /// A clone keeps the wish but not the list: its blocks are its own, noted at its first
+    /// update.
+    fn clone(&self) -> Self {
+        Hot {
+            regions: Regions::default(),
+            wanted: AtomicBool::new(self.wanted.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+impl Animator {
+    /// Asks the CPU to load what this animator's next update reads and writes: its own
+    /// state and the heap blocks its last update touched (layers, players, sampling caches,
+    /// the output pose), all at once. Call it on the next character while updating the
+    /// current one ([`crate::crowd::for_each_prefetched`]); it changes nothing else.
+    ///
+    /// The first call asks the animator to note its blocks from then on (a few dozen
+    /// instructions per update), so it prefetches only its own state until the next
+    /// update; after a change to the layers or what they play, the list is that of the
+    /// last update until the next (a prefetch of memory the animator no longer uses is
+    /// wasted, not wrong).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use skelett::*;
+    /// # let skeleton = Arc::new(RawSkeleton { joints: vec![RawJoint { name: "root".into(), parent: None,
+    /// #     rest: Transform::IDENTITY }], ..Default::default() }.build().unwrap());
+    /// let mut animators = vec![animator::Animator::new(skeleton.clone()); 3];
+    /// crowd::for_each_prefetched(&mut animators, |next| next.prefetch(), |a| {
+    ///     a.update(1.0 / 60.0);
+    /// });
+    /// ```
+    pub fn prefetch(&self) {
+        if !self.hot.wanted.load(Ordering::Relaxed) {
+            self.hot.wanted.store(true, Ordering::Relaxed);
+        }
+        prefetch_bytes(self as *const Self as usize, std::mem::size_of::<Self>());
+        self.hot.regions.prefetch();
+    }
+
+    /// Notes the blocks the next update will touch, where [`Animator::prefetch`] was
+    /// called: the layers, and of each layer that plays, its slots, the output the next
+    /// update writes, its slot poses where they are rows, and its players' caches; the pose
+    /// where a layer's output does not hold it; the model matrices where modifiers run.
+    pub(super) fn note_hot(&mut self) {
+        if !*self.hot.wanted.get_mut() {
+            return;
+        }
+        let r = &mut self.hot.regions;
+        r.clear();
+        r.push(&self.layers);
+        for l in self
+            .layers
+            .iter()
+            .filter(|l| l.enabled && !l.slots.is_empty())
+        {
+            r.push(&l.slots);
+            r.push(&l.outputs[(l.cur + 1) % 3]);
+            if let SlotPoses::Rows(rows) = &l.slot_poses {
+                for p in rows.iter().take(l.slots.len()) {
+                    r.push(p);
+                }
+            }
+            for s in &l.slots {
+                if let Source::Clip(p) = &s.source {
+                    p.cache.note_blocks(r);
+                }
+            }
+        }
+        if self.pose_in.is_none() {
+            r.push(&self.pose);
+        }
+        if !self.modifiers.is_empty() {
+            r.push(&self.model);
+        }
+    }
+
+    /// The blocks noted for prefetching.
+    #[cfg(test)]
+    pub(super) fn hot_blocks(&self) -> &[(usize, u32)] {
+        self.hot.regions.blocks()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use glam::{Quat, Vec3};
+
+    use crate::animator::{Animator, Curve, PlayOptions};
+    use crate::{
+        Interpolation, RawChannel, RawClip, RawJoint, RawSkeleton, RawValues, Skeleton, Target,
+        Transform,
+    };
+
+    /// A chain of `n` joints and a clip turning each of them.
+    fn rig(n: usize) -> (Arc<Skeleton>, Arc<crate::Clip>) {
+        let skeleton = Arc::new(
+            RawSkeleton {
+                joints: (0..n)
+                    .map(|i| RawJoint {
+                        name: format!("j{i}"),
+                        parent: i.checked_sub(1),
+                        rest: Transform::new(Vec3::Y, Quat::IDENTITY, Vec3::ONE),
+                    })
+                    .collect(),
+                ..Default::default()
+            }
+            .build()
+            .unwrap(),
+        );
+        let clip = RawClip {
+            name: "turn".into(),
+            start: 0.0,
+            duration: 1.0,
+            channels: (0..n)
+                .map(|i| RawChannel {
+                    joint: format!("j{i}"),
+                    target: Target::Rotation,
+                    interpolation: Interpolation::Linear,
+                    times: vec![0.0, 0.5, 1.0],
+                    values: RawValues::Quat(vec![
+                        Quat::IDENTITY,
+                        Quat::from_rotation_z(0.3),
+                        Quat::from_rotation_x(0.2),
+                    ]),
+                })
+                .collect(),
+        }
+        .build(&skeleton)
+        .unwrap();
+        (skeleton, Arc::new(clip))
+    }
+
+    fn address<T>(s: &[T]) -> usize {
+        s.as_ptr() as usize
+    }
+
+    #[test]
+    fn an_animator_notes_the_blocks_of_its_next_update_once_asked() {
+        let (skeleton, clip) = rig(12);
+        let mut a = Animator::new(skeleton);
+        a.play(0, clip.clone(), PlayOptions::default()).unwrap();
+        a.crossfade(0, clip, 1.0, Curve::Linear, PlayOptions::default())
+            .unwrap();
+        a.update(0.1);
+        assert!(a.hot_blocks().is_empty(), "not asked: nothing noted");
+        a.prefetch();
+        assert!(a.hot_blocks().is_empty(), "noted at the next update");
+        a.update(0.1);
+        let blocks: Vec<usize> = a.hot_blocks().iter().map(|b| b.0).collect();
+        let l = &a.layers[0];
+        let next = &l.outputs[(l.cur + 1) % 3];
+        for (what, at) in [
+            ("layers", address(&a.layers)),
+            ("slots", address(&l.slots)),
+            ("the output written next", address(next)),
+        ] {
+            assert!(blocks.contains(&at), "{what} noted: {blocks:x?}");
+        }
+        assert!(
+            !blocks.contains(&address(&l.outputs[l.cur])),
+            "not the output just written (the pose, read before the next update)"
+        );
+        // The output holds the pose (one layer covers everything): `pose` is not written.
+        assert!(!blocks.contains(&address(&a.pose)));
+        let (bytes, sizes) = (
+            std::mem::size_of_val(&next[..]),
+            a.hot_blocks()
+                .iter()
+                .find(|b| b.0 == address(next))
+                .unwrap()
+                .1,
+        );
+        assert_eq!(bytes, sizes as usize);
+        // A clone keeps the wish, not the other animator's blocks.
+        let mut b = a.clone();
+        assert!(b.hot_blocks().is_empty());
+        b.update(0.1);
+        assert!(b
+            .hot_blocks()
+            .contains(&(address(&b.layers), a.hot_blocks()[0].1)));
+        assert!(!b.hot_blocks().iter().any(|x| blocks.contains(&x.0)));
+    }
+}
