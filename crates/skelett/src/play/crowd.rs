@@ -155,12 +155,12 @@ impl Regions {
     }
 
     /// Notes the memory of `data` (nothing for an empty slice; past the capacity, nothing).
-    #[inline]
+    #[inline(always)]
     pub fn push<T>(&mut self, data: &[T]) {
-        let bytes = std::mem::size_of_val(data).min(PREFETCH_MAX_BYTES);
+        let bytes = std::mem::size_of_val(data);
         let n = self.len as usize;
-        if bytes > 0 && n < Self::CAPACITY {
-            self.list[n] = (data.as_ptr() as usize, bytes as u32);
+        if bytes != 0 && n < Self::CAPACITY {
+            self.list[n] = (data.as_ptr() as usize, bytes.min(PREFETCH_MAX_BYTES) as u32);
             self.len += 1;
         }
     }

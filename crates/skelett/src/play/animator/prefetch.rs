@@ -35,8 +35,8 @@ impl Animator {
     /// the output pose), all at once. Call it on the next character while updating the
     /// current one ([`crate::crowd::for_each_prefetched`]); it changes nothing else.
     ///
-    /// The first call asks the animator to note its blocks from then on (a few dozen
-    /// instructions per update), so it prefetches only its own state until the next
+    /// The first call asks the animator to note its blocks from then on (about 170
+    /// instructions per update, 2.6 % of a CesiumMan cross-fade's), so it prefetches only its own state until the next
     /// update; after a change to the layers or what they play, the list is that of the
     /// last update until the next (a prefetch of memory the animator no longer uses is
     /// wasted, not wrong).
@@ -76,7 +76,8 @@ impl Animator {
             .filter(|l| l.enabled && !l.slots.is_empty())
         {
             r.push(&l.slots);
-            r.push(&l.outputs[(l.cur + 1) % 3]);
+            // The output after `cur` (`evaluate` writes the oldest of the three).
+            r.push(&l.outputs[if l.cur == 2 { 0 } else { l.cur + 1 }]);
             if let SlotPoses::Rows(rows) = &l.slot_poses {
                 for p in rows.iter().take(l.slots.len()) {
                     r.push(p);

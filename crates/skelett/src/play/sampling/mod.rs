@@ -207,10 +207,14 @@ impl SamplingCache {
     }
 
     /// Notes the heap blocks a sample reads and writes (for [`crate::crowd`]'s prefetching).
+    #[inline(always)]
     pub(crate) fn note_blocks(&self, r: &mut crate::play::crowd::Regions) {
         r.push(&self.cursors);
         r.push(&self.at);
-        self.compact.note_blocks(r);
+        // Streamed compact clips only (their cursors are empty otherwise).
+        if !self.compact.cursors.is_empty() {
+            self.compact.note_blocks(r);
+        }
     }
 
     /// Forgets all cursors (the next sample searches from the start). The rotation
