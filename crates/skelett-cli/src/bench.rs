@@ -19,6 +19,9 @@
 //!   the only one at two phases): sample both through their caches, blend 50/50,
 //!   local-to-model, palette; the same character over and over, and 1024 distinct ones in
 //!   turn (their data no longer in the caches); and the same on structure-of-arrays poses;
+//! - animator: the same two clips through an [`Animator`] cross-fading from one to the other
+//!   (a fade that lasts, synchronised), local-to-model, palette: one, 1024 in turn, and 1024
+//!   with the next one's memory prefetched ([`skelett::crowd`]);
 //! - skinning: the largest skinned primitive, positions and normals, linear blend and dual
 //!   quaternion, one thread.
 
@@ -28,11 +31,13 @@ use std::time::Instant;
 
 use glam::{Mat4, Vec3};
 use serde::Serialize;
+use skelett::animator::{Animator, Curve, PlayOptions};
 use skelett::compress::CompactLayout;
 use skelett::skin::{skin, SkinOutput, SkinPalette, SkinningMesh, SkinningMethod};
 use skelett::{
-    blend, blend_soa, local_to_model, local_to_model_soa, sample, sample_soa, skinning_palette,
-    BlendInput, Clip, Pose, SamplingCache, Skeleton, Skin, SoaBlendInput, SoaPose,
+    blend, blend_soa, crowd, local_to_model, local_to_model_soa, sample, sample_soa,
+    skinning_palette, BlendInput, Clip, Pose, SamplingCache, Skeleton, Skin, SoaBlendInput,
+    SoaPose,
 };
 
 use crate::outln;
@@ -71,7 +76,16 @@ struct Report {
     blend2_soa_ns_per_joint: Option<f64>,
     blend3_soa_ns_per_joint: Option<f64>,
     character: Option<CharacterRow>,
+    animator: Option<AnimatorRow>,
     skinning: Option<SkinningRow>,
+}
+
+#[derive(Serialize)]
+struct AnimatorRow {
+    one_us: f64,
+    crowd_1024_us: f64,
+    /// The crowd with `crowd::for_each_prefetched` and `Animator::prefetch`.
+    crowd_1024_prefetch_us: f64,
 }
 
 #[derive(Serialize)]
@@ -185,6 +199,51 @@ impl Character {
             let _ = skinning_palette(skin, &self.model, &mut self.palette);
         }
         black_box(&self.palette);
+    }
+}
+
+/// One character of the `animator` row: an animator cross-fading the two clips (a fade
+/// that never ends, so both are sampled and blended every frame), local-to-model, palette.
+struct Animated {
+    animator: Animator,
+    model: Vec<Mat4>,
+    palette: Vec<Mat4>,
+}
+
+impl Animated {
+    fn new(asset: &skelett_io::Asset, clips: [&std::sync::Arc<Clip>; 2], phase: f32) -> Self {
+        let skeleton = &asset.skeleton;
+        let mut animator = Animator::new(skeleton.clone());
+        let sync = PlayOptions {
+            sync_group: Some(0),
+            start: phase,
+            ..Default::default()
+        };
+        // Clips of another skeleton (checked when loaded) or none: the rest pose, timed all
+        // the same.
+        let _ = animator.play(0, clips[0].clone(), sync);
+        let _ = animator.crossfade(0, clips[1].clone(), 1.0e9, Curve::SmoothStep, sync);
+        animator.update(0.5);
+        Animated {
+            animator,
+            model: vec![Mat4::IDENTITY; skeleton.len()],
+            palette: vec![Mat4::IDENTITY; asset.skins.first().map_or(0, Skin::len)],
+        }
+    }
+
+    fn update(&mut self, skeleton: &Skeleton, skin: Option<&Skin>) {
+        self.animator.update(black_box(1.0 / 60.0));
+        let _ = local_to_model(skeleton, self.animator.pose(), 0, &mut self.model);
+        if let Some(skin) = skin {
+            let _ = skinning_palette(skin, &self.model, &mut self.palette);
+        }
+        black_box(&self.palette);
+    }
+
+    fn prefetch(&self) {
+        self.animator.prefetch();
+        crowd::prefetch(&self.model);
+        crowd::prefetch(&self.palette);
     }
 }
 
@@ -437,6 +496,34 @@ pub fn run(
             })
         }
     };
+    // The same through the animator.
+    let animator = match asset.clips.as_slice() {
+        [] => None,
+        clips => {
+            let pair = [&clips[0], clips.get(1).unwrap_or(&clips[0])];
+            let skin = asset.skins.first();
+            let mut one = Animated::new(&asset, pair, 0.0);
+            let one_ns = median_ns(rounds, || one.update(skeleton, skin));
+            let mut crowd: Vec<Animated> = (0..1024)
+                .map(|i| Animated::new(&asset, pair, (i as f32 * 0.618).fract()))
+                .collect();
+            let crowd_ns = median_ns(rounds, || {
+                for c in crowd.iter_mut() {
+                    c.update(skeleton, skin);
+                }
+            }) / 1024.0;
+            let prefetch_ns = median_ns(rounds, || {
+                crowd::for_each_prefetched(&mut crowd, Animated::prefetch, |c| {
+                    c.update(skeleton, skin)
+                })
+            }) / 1024.0;
+            Some(AnimatorRow {
+                one_us: one_ns / 1000.0,
+                crowd_1024_us: crowd_ns / 1000.0,
+                crowd_1024_prefetch_us: prefetch_ns / 1000.0,
+            })
+        }
+    };
     // Skinning the largest skinned primitive in the pose above.
     let largest = asset
         .meshes
@@ -484,6 +571,7 @@ pub fn run(
         blend2_soa_ns_per_joint: blend2_soa,
         blend3_soa_ns_per_joint: blend3_soa,
         character,
+        animator,
         skinning,
     };
     if json {
@@ -570,6 +658,15 @@ pub fn run(
             "  character, SoA   {:>8.3} µs one, {:.3} µs each of 1024 (the same on structure-of-arrays poses)",
             c.one_soa_us,
             c.crowd_1024_soa_us,
+        );
+    }
+    if let Some(a) = &report.animator {
+        outln!(
+            out,
+            "  animator         {:>8.3} µs one, {:.3} µs each of 1024, {:.3} prefetched (the character's clips cross-fading)",
+            a.one_us,
+            a.crowd_1024_us,
+            a.crowd_1024_prefetch_us,
         );
     }
     if report.skinning.is_none() {

@@ -295,6 +295,10 @@ fn bench_reports_every_clip() {
     let c = &v["character"];
     assert!(c["one_us"].as_f64().unwrap() > 0.0 && c["crowd_1024_us"].as_f64().unwrap() > 0.0);
     assert_eq!(c["clips"][0], "Survey");
+    let a = &v["animator"];
+    for row in ["one_us", "crowd_1024_us", "crowd_1024_prefetch_us"] {
+        assert!(a[row].as_f64().unwrap() > 0.0, "animator {row}");
+    }
     let k = &v["skinning"];
     assert_eq!(k["vertices"], 1728);
     assert!(k["linear_ns_per_vertex"].as_f64().unwrap() > 0.0);

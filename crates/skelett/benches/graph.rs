@@ -7,7 +7,9 @@
 //!   joints: 1/thrpt is ns per joint);
 //! - `graph/crowd_1024`, `animator/crowd_1024`: 1024 characters each updated once per
 //!   iteration, on one core (throughput in characters);
-//! - `graph/crowd_1024_rayon`: the same crowd over both cores with rayon.
+//! - `graph/crowd_1024_rayon`: the same crowd over both cores with rayon;
+//! - `graph/crowd_1024_prefetch`: the crowd on one core, each character prefetched while the
+//!   one before it updates (`crowd::for_each_prefetched`, `GraphInstance::prefetch`).
 //!
 //! Characters per 60 Hz frame = 16.67 ms / the per-character time of a crowd.
 
@@ -22,7 +24,7 @@ use skelett::animator::{
     Animator, BlendMode, BlendTree, Curve, PlayOptions, Space2D, Transition, TreeNode, TreeShape,
 };
 use skelett::graph::*;
-use skelett::JointMask;
+use skelett::{crowd, JointMask};
 
 const CLIPS: [(&str, [f32; 2]); 5] = [
     ("Robot_Idle", [0.0, 0.0]),
@@ -225,6 +227,17 @@ fn bench(c: &mut Criterion) {
             i += 1;
             let (px, py) = params(i);
             crowd.par_iter_mut().for_each(|ch| {
+                ch.set_float(x, px).unwrap();
+                ch.set_float(y, py).unwrap();
+                black_box(ch.update(dt).events.len());
+            })
+        })
+    });
+    g.bench_function("crowd_1024_prefetch", |b| {
+        b.iter(|| {
+            i += 1;
+            let (px, py) = params(i);
+            crowd::for_each_prefetched(&mut crowd, GraphInstance::prefetch, |ch| {
                 ch.set_float(x, px).unwrap();
                 ch.set_float(y, py).unwrap();
                 black_box(ch.update(dt).events.len());

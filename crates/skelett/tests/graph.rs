@@ -631,6 +631,66 @@ fn the_same_inputs_give_bit_identical_poses() {
     assert_eq!(a, run(Some(150)));
 }
 
+/// A crowd of robots updated with `GraphInstance::prefetch` (blend trees, blend spaces,
+/// transitions: every kind of slot the animator notes) gives the plain loop's bits.
+#[test]
+fn prefetching_a_crowd_of_graphs_changes_no_bits() {
+    let sk = skelett_io::load(data("gltf/robot_quaternius.glb")).unwrap();
+    let def = skelett_io::graph_file::load(common::example("robot_quaternius.graph.json")).unwrap();
+    let g = Arc::new(Graph::build(&def, sk.skeleton.clone(), &sk.clips).unwrap());
+    let (speed, punch, jump) = (
+        g.parameter("speed").unwrap(),
+        g.parameter("punch").unwrap(),
+        g.parameter("jump").unwrap(),
+    );
+    let make = |i: usize| {
+        let mut ch = GraphInstance::new(g.clone());
+        ch.update(i as f32 * 0.037);
+        ch
+    };
+    let mut plain: Vec<GraphInstance> = (0..8).map(make).collect();
+    let mut fetched: Vec<GraphInstance> = (0..8).map(make).collect();
+    let bits = |crowd: &[GraphInstance]| -> Vec<u32> {
+        crowd
+            .iter()
+            .flat_map(|ch| {
+                ch.pose()
+                    .iter()
+                    .flat_map(|t| {
+                        t.rotation
+                            .to_array()
+                            .into_iter()
+                            .chain(t.translation.to_array())
+                    })
+                    .map(f32::to_bits)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    for k in 0..240 {
+        let drive = |i: usize, ch: &mut GraphInstance| {
+            ch.set_float(speed, ((k + 13 * i) as f32 * 0.021).sin() * 2.0 + 1.5)
+                .unwrap();
+            if (k + i) % 70 == 5 {
+                ch.set_trigger(punch).unwrap();
+            }
+            if (k + 3 * i) % 90 == 40 {
+                ch.set_trigger(jump).unwrap();
+            }
+            ch.update(1.0 / 60.0);
+        };
+        for (i, ch) in plain.iter_mut().enumerate() {
+            drive(i, ch);
+        }
+        let mut i = 0;
+        crowd::for_each_prefetched(&mut fetched, GraphInstance::prefetch, |ch| {
+            drive(i, ch);
+            i += 1;
+        });
+        assert_eq!(bits(&plain), bits(&fetched), "update {k}");
+    }
+}
+
 #[test]
 fn blend_spaces_keep_the_robots_walk_and_run_in_phase() {
     let sk = skelett_io::load(data("gltf/robot_quaternius.glb")).unwrap();

@@ -61,7 +61,8 @@ impl Animator {
 
     /// Notes the blocks the next update will touch, where [`Animator::prefetch`] was
     /// called: the layers, and of each layer that plays, its slots, the output the next
-    /// update writes, its slot poses where they are rows, and its players' caches; the pose
+    /// update writes, its slot poses where they are rows, and its players' caches (and blend
+    /// spaces' and trees' players and buffers), the first [`Regions::CAPACITY`]; the pose
     /// where a layer's output does not hold it; the model matrices where modifiers run.
     pub(super) fn note_hot(&mut self) {
         if !*self.hot.wanted.get_mut() {
@@ -84,8 +85,15 @@ impl Animator {
                 }
             }
             for s in &l.slots {
-                if let Source::Clip(p) = &s.source {
-                    p.cache.note_blocks(r);
+                match &s.source {
+                    Source::Clip(p) => p.cache.note_blocks(r),
+                    Source::Space(space) => {
+                        r.push(&space.entries);
+                        for (_, p) in &space.entries {
+                            p.cache.note_blocks(r);
+                        }
+                    }
+                    Source::Tree(tree) => tree.note_blocks(r),
                 }
             }
         }
@@ -204,5 +212,55 @@ mod tests {
             .hot_blocks()
             .contains(&(address(&b.layers), a.hot_blocks()[0].1)));
         assert!(!b.hot_blocks().iter().any(|x| blocks.contains(&x.0)));
+    }
+
+    #[test]
+    fn blend_spaces_and_trees_note_their_players() {
+        use crate::animator::{BlendSpace1D, BlendTree, Transition, TreeNode, TreeShape};
+        use crate::play::animator::layer::Source;
+        let (skeleton, clip) = rig(12);
+        let mut a = Animator::new(skeleton.clone());
+        let space = BlendSpace1D::new(vec![(0.0, clip.clone()), (1.0, clip.clone())]);
+        a.play_blend_space(0, space, Transition::Immediate).unwrap();
+        a.prefetch();
+        a.update(0.1);
+        let Source::Space(space) = &a.layers[0].slots[0].source else {
+            panic!("a blend space plays");
+        };
+        assert!(a
+            .hot_blocks()
+            .iter()
+            .any(|b| b.0 == address(&space.entries)));
+        // Two entries, each cache's per-timeline positions.
+        let at = space.entries[1].1.cache.heap_for_test();
+        assert!(
+            a.hot_blocks().iter().any(|b| b.0 == at),
+            "the second entry's cache"
+        );
+
+        // Children come before their parents; the last node is the root.
+        let shape = TreeShape::new(
+            vec![
+                TreeNode::Clip(clip.clone()),
+                TreeNode::Clip(clip),
+                TreeNode::Lerp {
+                    a: 0,
+                    b: 1,
+                    weight: crate::animator::TreeValue::Const(0.5),
+                },
+            ],
+            1,
+        )
+        .unwrap();
+        let tree = BlendTree::new(Arc::new(shape));
+        a.play_tree(0, tree, Transition::Immediate, PlayOptions::default())
+            .unwrap();
+        a.update(0.1);
+        let Source::Tree(tree) = &a.layers[0].slots[0].source else {
+            panic!("a tree plays");
+        };
+        let blocks = a.hot_blocks();
+        assert!(blocks.iter().any(|b| b.0 == &**tree as *const _ as usize));
+        assert!(blocks.iter().any(|b| b.0 == address(&tree.players)));
     }
 }

@@ -348,6 +348,21 @@ pub struct BlendTree {
 }
 
 impl BlendTree {
+    /// Notes the blocks an update of the tree touches, for [`super::Animator::prefetch`]:
+    /// the tree, its weights and players, their caches, the first scratch pose.
+    pub(super) fn note_blocks(&self, r: &mut crate::play::crowd::Regions) {
+        r.push(std::slice::from_ref(self));
+        r.push(&self.players);
+        r.push(&self.node_weight);
+        r.push(&self.child_weight);
+        if let Some(p) = self.scratch.first() {
+            r.push(p);
+        }
+        for p in &self.players {
+            p.cache.note_blocks(r);
+        }
+    }
+
     /// A fresh instance at phase 0, speed 1, looping, parameters 0.
     pub fn new(shape: Arc<TreeShape>) -> Self {
         let joints = shape.clips[0].joint_count();

@@ -245,6 +245,17 @@ impl GraphInstance {
         &self.animator
     }
 
+    /// Asks the CPU to load what this character's next update reads and writes (its
+    /// parameters, layers' states and its animator's blocks: [`Animator::prefetch`]); call
+    /// it on the next character while updating the current one
+    /// ([`crate::crowd::for_each_prefetched`]). Changes nothing else.
+    pub fn prefetch(&self) {
+        crate::crowd::prefetch(std::slice::from_ref(self));
+        crate::crowd::prefetch(&self.values);
+        crate::crowd::prefetch(&self.layers);
+        self.animator.prefetch();
+    }
+
     /// The pose of the last update (local transforms).
     pub fn pose(&self) -> &[Transform] {
         self.animator.pose()

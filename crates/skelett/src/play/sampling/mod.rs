@@ -217,6 +217,12 @@ impl SamplingCache {
         }
     }
 
+    /// The address of the per-timeline positions (tests of the prefetch lists).
+    #[cfg(test)]
+    pub(crate) fn heap_for_test(&self) -> usize {
+        self.at.as_ptr() as usize
+    }
+
     /// Forgets all cursors (the next sample searches from the start). The rotation
     /// interpolation stays.
     pub fn invalidate(&mut self) {
