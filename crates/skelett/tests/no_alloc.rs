@@ -2,7 +2,7 @@
 //! the hierarchy, the palette, animator updates (cross-fades, sync, events, additive
 //! layers, root motion, IK modifiers: foot placement, aim, chains), CPU skinning (linear and
 //! dual quaternion) and animation graph updates (transitions, blend trees, both layers)
-//! once they are set up.
+//! once they are set up; crowds' prefetching (`Animator::prefetch`, `crowd::prefetch`) too.
 
 use skelett_testdata::data;
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -188,6 +188,9 @@ fn per_frame_path_does_not_allocate() {
     let before = allocations();
     let mut events = 0;
     for i in 0..600 {
+        // A crowd's prefetch (the update then notes its blocks, from the first frame on).
+        anim.prefetch();
+        crowd::prefetch(&model);
         events += anim.update(1.0 / 60.0).events.len();
         anim.set_modifier_target(
             reach_tail,
@@ -241,6 +244,7 @@ fn graph_updates_do_not_allocate() {
             if i % 310 == 200 {
                 ch.set_trigger(wave).unwrap();
             }
+            ch.prefetch();
             taken += ch.update(1.0 / 60.0).transitions.len();
         }
         taken

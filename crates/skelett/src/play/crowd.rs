@@ -8,7 +8,8 @@
 //! caches by the time the character's turn comes again, and an update waits on each block
 //! in turn, since which block comes next is only known from the one before (the layers
 //! name the slots, the slots the caches). [`Animator::prefetch`] starts all those loads at
-//! once, from a list of the blocks the last update touched that the animator keeps inline;
+//! once, from a list the animator keeps inline of the blocks its next update will touch
+//! (noted at the end of each update);
 //! [`prefetch`] does the same for a slice (the model matrices, the palette), and
 //! [`for_each_prefetched`] runs a loop that prefetches item `i + 1` before it updates item
 //! `i`. A prefetch is a hint: it changes no result (a test compares the bits), never faults
@@ -63,7 +64,7 @@
 //! `crowd.par_chunks_mut(64).for_each(|c| crowd::for_each_prefetched(c, prefetch, update))`.
 
 /// The most bytes one call of [`prefetch`] (and each block an animator lists) asks for: 256
-/// lines of 64 bytes. A character's buffers are a few kilobytes; a prefetch of more would
+/// lines of 64 bytes (257 where they do not start on a line). A character's buffers are a few kilobytes; a prefetch of more would
 /// evict what it was meant to keep.
 pub const PREFETCH_MAX_BYTES: usize = 16 * 1024;
 
@@ -111,38 +112,62 @@ pub fn for_each_prefetched<T>(
 /// reads nothing from.
 #[inline]
 pub(crate) fn prefetch_bytes(addr: usize, bytes: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let bytes = bytes.min(PREFETCH_MAX_BYTES);
-        if bytes == 0 {
-            return;
-        }
-        // The lines of the first and the last byte, and every line between (no overflow:
-        // the last byte's address saturates, and `first + 64 k` stays at most `last`).
-        let first = addr & !63;
-        let last = addr.saturating_add(bytes - 1) & !63;
-        for k in 0..=(last - first) / 64 {
-            // SAFETY: `prefetcht0` has no architectural effect but on the caches: it never
-            // faults on an address, mapped or not (freed memory included), and reads no
-            // value into the program; SSE, which it needs, is part of x86-64. The pointer is
-            // made from an integer and never dereferenced.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    (first + 64 * k) as *const i8,
-                )
-            };
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (addr, bytes);
+    let (first, lines) = line_span(addr, bytes);
+    prefetch_lines(first, lines);
 }
 
-/// Up to [`Regions::CAPACITY`] memory blocks (address, bytes) to prefetch, kept inline so
-/// that reading them needs no other block.
-#[derive(Clone, Copy, Debug, Default)]
+/// The first 64-byte line of `bytes` bytes from `addr` (at most [`PREFETCH_MAX_BYTES`]),
+/// and how many lines they touch (0 for none). The last byte's address saturates at the top
+/// of the address space, so the count never wraps, and `first + 64 (lines - 1)` never
+/// overflows.
+#[inline]
+fn line_span(addr: usize, bytes: usize) -> (usize, usize) {
+    let bytes = bytes.min(PREFETCH_MAX_BYTES);
+    if bytes == 0 {
+        return (addr & !63, 0);
+    }
+    let first = addr & !63;
+    let last = addr.saturating_add(bytes - 1) & !63;
+    (first, (last - first) / 64 + 1)
+}
+
+/// Prefetches `lines` lines of 64 bytes from the line at `first` (from [`line_span`]).
+#[inline]
+fn prefetch_lines(first: usize, lines: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for k in 0..lines {
+        // SAFETY: `prefetcht0` has no architectural effect but on the caches: it never
+        // faults on an address, mapped or not (freed memory included), and reads no value
+        // into the program; SSE, which it needs, is part of x86-64. The pointer is made from
+        // an integer and never dereferenced. `first + 64 k` stays within `line_span`'s
+        // saturated range, so it does not overflow.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                (first + 64 * k) as *const i8,
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (first, lines);
+}
+
+/// Up to [`Regions::CAPACITY`] memory blocks to prefetch, kept inline so that reading them
+/// needs no other block: each block's address and size (at most [`PREFETCH_MAX_BYTES`]),
+/// 161 bytes in all. Noting is a store of each; the lines are worked out when prefetching.
+#[derive(Clone, Copy, Default)]
 pub(crate) struct Regions {
-    list: [(usize, u32); Regions::CAPACITY],
+    addr: [usize; Regions::CAPACITY],
+    bytes: [u16; Regions::CAPACITY],
     len: u8,
+}
+
+const _: () = assert!(PREFETCH_MAX_BYTES <= u16::MAX as usize);
+
+impl std::fmt::Debug for Regions {
+    /// The count only: the addresses differ from run to run.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Regions({} blocks)", self.len)
+    }
 }
 
 impl Regions {
@@ -157,10 +182,11 @@ impl Regions {
     /// Notes the memory of `data` (nothing for an empty slice; past the capacity, nothing).
     #[inline(always)]
     pub fn push<T>(&mut self, data: &[T]) {
-        let bytes = std::mem::size_of_val(data);
         let n = self.len as usize;
+        let bytes = std::mem::size_of_val(data);
         if bytes != 0 && n < Self::CAPACITY {
-            self.list[n] = (data.as_ptr() as usize, bytes.min(PREFETCH_MAX_BYTES) as u32);
+            self.addr[n] = data.as_ptr() as usize;
+            self.bytes[n] = bytes.min(PREFETCH_MAX_BYTES) as u16;
             self.len += 1;
         }
     }
@@ -168,15 +194,29 @@ impl Regions {
     /// Prefetches every noted block.
     #[inline]
     pub fn prefetch(&self) {
-        for &(addr, bytes) in &self.list[..self.len as usize] {
+        let n = self.len as usize;
+        for (&addr, &bytes) in self.addr[..n].iter().zip(&self.bytes[..n]) {
             prefetch_bytes(addr, bytes as usize);
         }
     }
 
-    /// The noted blocks.
+    /// The noted blocks: (first line's address, lines), as prefetched.
     #[cfg(test)]
-    pub fn blocks(&self) -> &[(usize, u32)] {
-        &self.list[..self.len as usize]
+    pub fn blocks(&self) -> Vec<(usize, usize)> {
+        let n = self.len as usize;
+        self.addr[..n]
+            .iter()
+            .zip(&self.bytes[..n])
+            .map(|(&a, &b)| line_span(a, b as usize))
+            .collect()
+    }
+
+    /// Whether a noted block holds `addr`.
+    #[cfg(test)]
+    pub fn holds(&self, addr: usize) -> bool {
+        self.blocks()
+            .iter()
+            .any(|&(a, l)| (a..a + 64 * l).contains(&addr))
     }
 }
 
@@ -236,8 +276,24 @@ mod tests {
     }
 
     #[test]
+    fn line_spans_cover_every_byte_and_never_wrap() {
+        assert_eq!(line_span(1000, 0).1, 0, "no bytes, no lines");
+        assert_eq!(line_span(64, 64), (64, 1));
+        assert_eq!(line_span(63, 2), (0, 2), "two bytes across a line boundary");
+        assert_eq!(line_span(0, 1 << 20), (0, 256), "capped at 16 KiB");
+        assert_eq!(line_span(1, 1 << 20), (0, 257), "unaligned: one line more");
+        // The top of the address space: the last byte saturates, the count stays small.
+        let top = usize::MAX - 100;
+        let (first, lines) = line_span(top, 4096);
+        assert_eq!((first, lines), (top & !63, 2));
+        assert!(first.checked_add(64 * (lines - 1)).is_some());
+        assert_eq!(line_span(usize::MAX, 1), (usize::MAX & !63, 1));
+    }
+
+    #[test]
     fn regions_note_up_to_their_capacity_and_cap_each_block() {
         let data = vec![0u64; 8192]; // 64 KiB
+        let at = data.as_ptr() as usize;
         let mut r = Regions::default();
         r.push::<u64>(&[]);
         assert!(r.blocks().is_empty(), "an empty slice notes nothing");
@@ -245,12 +301,12 @@ mod tests {
             r.push(&data);
         }
         assert_eq!(r.blocks().len(), Regions::CAPACITY);
-        assert!(r
-            .blocks()
-            .iter()
-            .all(|&(a, b)| a == data.as_ptr() as usize && b as usize == PREFETCH_MAX_BYTES));
+        let (first, lines) = line_span(at, PREFETCH_MAX_BYTES);
+        assert!(r.blocks().iter().all(|&b| b == (first, lines)));
         r.clear();
         r.push(&data[..3]);
-        assert_eq!(r.blocks(), [(data.as_ptr() as usize, 24)]);
+        assert_eq!(r.blocks(), [line_span(at, 24)]);
+        assert!(r.holds(at) && r.holds(at + 23));
+        assert_eq!(format!("{r:?}"), "Regions(1 blocks)");
     }
 }

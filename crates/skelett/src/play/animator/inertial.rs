@@ -152,6 +152,14 @@ impl Inertial {
     }
 
     /// `true` while offsets remain.
+    /// Notes the offsets' memory (for [`super::Animator::prefetch`]).
+    pub fn note_blocks(&self, r: &mut crate::play::crowd::Regions) {
+        r.push(&self.translation);
+        r.push(&self.rotation);
+        r.push(&self.scale);
+        r.push(&self.weights);
+    }
+
     pub fn active(&self) -> bool {
         self.elapsed < self.duration
     }

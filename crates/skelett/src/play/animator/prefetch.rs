@@ -1,5 +1,5 @@
-//! [`Animator::prefetch`]: the memory blocks an update reads and writes, noted at the end
-//! of each update in a list the animator keeps inline, and prefetched from that list (see
+//! [`Animator::prefetch`]: the memory blocks the next update reads and writes, noted at the
+//! end of each update in a list the animator keeps inline, and prefetched from that list (see
 //! [`crate::crowd`]). An animator notes them only once asked to prefetch, so animators
 //! updated alone pay nothing for it.
 
@@ -31,15 +31,18 @@ impl Clone for Hot {
 
 impl Animator {
     /// Asks the CPU to load what this animator's next update reads and writes: its own
-    /// state and the heap blocks its last update touched (layers, players, sampling caches,
-    /// the output pose), all at once. Call it on the next character while updating the
+    /// state and the heap blocks that update will touch (layers, players, sampling caches,
+    /// the output it writes), all at once. Call it on the next character while updating the
     /// current one ([`crate::crowd::for_each_prefetched`]); it changes nothing else.
     ///
-    /// The first call asks the animator to note its blocks from then on (about 170
-    /// instructions per update, 2.6 % of a CesiumMan cross-fade's), so it prefetches only its own state until the next
-    /// update; after a change to the layers or what they play, the list is that of the
-    /// last update until the next (a prefetch of memory the animator no longer uses is
-    /// wasted, not wrong).
+    /// The blocks are noted at the end of each update into a list the animator keeps inline
+    /// (161 bytes of every animator), once it has been asked to prefetch: the first call
+    /// turns the noting on for good (clones keep it on, with a list of their own, empty
+    /// until their next update), so it prefetches only the animator's own state until the
+    /// next update. An animator never asked does not note (one branch per update; the cost
+    /// of noting is measured in the README's "Speed"). After a change to the layers or what
+    /// they play, the list is that of the last update until the next: a prefetch of memory
+    /// the animator no longer uses is wasted, not wrong.
     ///
     /// ```
     /// # use std::sync::Arc;
@@ -61,9 +64,11 @@ impl Animator {
 
     /// Notes the blocks the next update will touch, where [`Animator::prefetch`] was
     /// called: the layers, and of each layer that plays, its slots, the output the next
-    /// update writes, its slot poses where they are rows, and its players' caches (and blend
-    /// spaces' and trees' players and buffers), the first [`Regions::CAPACITY`]; the pose
-    /// where a layer's output does not hold it; the model matrices where modifiers run.
+    /// update writes, its slot poses where they are rows and blended, the offsets of an
+    /// inertial transition under way, its players' caches (and blend spaces' and trees'
+    /// players and buffers); the identity pose where a layer is additive; the pose where a
+    /// layer's output does not hold it; the model matrices where modifiers run. The first
+    /// [`Regions::CAPACITY`] of them, in that order (the first layer's first).
     pub(super) fn note_hot(&mut self) {
         if !*self.hot.wanted.get_mut() {
             return;
@@ -71,18 +76,25 @@ impl Animator {
         let r = &mut self.hot.regions;
         r.clear();
         r.push(&self.layers);
+        let mut additive = false;
         for l in self
             .layers
             .iter()
             .filter(|l| l.enabled && !l.slots.is_empty())
         {
+            additive |= l.mode == super::BlendMode::Additive;
             r.push(&l.slots);
             // The output after `cur` (`evaluate` writes the oldest of the three).
             r.push(&l.outputs[if l.cur == 2 { 0 } else { l.cur + 1 }]);
-            if let SlotPoses::Rows(rows) = &l.slot_poses {
+            // One slot at full weight samples straight into the output.
+            let blended = l.slots.len() > 1 || l.slots[0].weight < 1.0;
+            if let (SlotPoses::Rows(rows), true) = (&l.slot_poses, blended) {
                 for p in rows.iter().take(l.slots.len()) {
                     r.push(p);
                 }
+            }
+            if l.inertial.active() || l.inertial_pending.is_some() {
+                l.inertial.note_blocks(r);
             }
             for s in &l.slots {
                 match &s.source {
@@ -97,6 +109,9 @@ impl Animator {
                 }
             }
         }
+        if additive {
+            r.push(&self.identity);
+        }
         if self.pose_in.is_none() {
             r.push(&self.pose);
         }
@@ -105,10 +120,16 @@ impl Animator {
         }
     }
 
-    /// The blocks noted for prefetching.
+    /// The blocks noted for prefetching: (first line's address, lines).
     #[cfg(test)]
-    pub(super) fn hot_blocks(&self) -> &[(usize, u32)] {
+    pub(super) fn hot_blocks(&self) -> Vec<(usize, usize)> {
         self.hot.regions.blocks()
+    }
+
+    /// Whether a noted block holds `addr`.
+    #[cfg(test)]
+    pub(super) fn hot_holds(&self, addr: usize) -> bool {
+        self.hot.regions.holds(addr)
     }
 }
 
@@ -179,39 +200,64 @@ mod tests {
         a.prefetch();
         assert!(a.hot_blocks().is_empty(), "noted at the next update");
         a.update(0.1);
-        let blocks: Vec<usize> = a.hot_blocks().iter().map(|b| b.0).collect();
         let l = &a.layers[0];
-        let next = &l.outputs[(l.cur + 1) % 3];
+        let next = &l.outputs[(l.cur + 1) % 3][..];
         for (what, at) in [
             ("layers", address(&a.layers)),
             ("slots", address(&l.slots)),
             ("the output written next", address(next)),
+            (
+                "its last byte",
+                address(next) + std::mem::size_of_val(next) - 1,
+            ),
         ] {
-            assert!(blocks.contains(&at), "{what} noted: {blocks:x?}");
+            assert!(a.hot_holds(at), "{what} noted: {:x?}", a.hot_blocks());
         }
         assert!(
-            !blocks.contains(&address(&l.outputs[l.cur])),
+            !a.hot_holds(address(&l.outputs[l.cur])),
             "not the output just written (the pose, read before the next update)"
         );
         // The output holds the pose (one layer covers everything): `pose` is not written.
-        assert!(!blocks.contains(&address(&a.pose)));
-        let (bytes, sizes) = (
-            std::mem::size_of_val(&next[..]),
-            a.hot_blocks()
-                .iter()
-                .find(|b| b.0 == address(next))
-                .unwrap()
-                .1,
-        );
-        assert_eq!(bytes, sizes as usize);
+        assert!(!a.hot_holds(address(&a.pose)));
         // A clone keeps the wish, not the other animator's blocks.
         let mut b = a.clone();
         assert!(b.hot_blocks().is_empty());
         b.update(0.1);
-        assert!(b
-            .hot_blocks()
-            .contains(&(address(&b.layers), a.hot_blocks()[0].1)));
-        assert!(!b.hot_blocks().iter().any(|x| blocks.contains(&x.0)));
+        assert!(b.hot_holds(address(&b.layers)));
+        assert!(!b.hot_holds(address(&a.layers)) && !a.hot_holds(address(&b.layers)));
+    }
+
+    #[test]
+    fn an_inertial_switch_and_an_additive_layer_are_noted() {
+        let (skeleton, clip) = rig(12);
+        let mut a = Animator::new(skeleton);
+        a.play(0, clip.clone(), PlayOptions::default()).unwrap();
+        a.prefetch();
+        a.update(0.1);
+        a.inertialize(0, clip.clone(), 0.5, PlayOptions::default())
+            .unwrap();
+        let add = a
+            .add_layer(crate::animator::BlendMode::Additive, 0.5, None)
+            .unwrap();
+        a.play(add, clip, PlayOptions::default()).unwrap();
+        a.update(0.1);
+        assert!(a.layers[0].inertial.active());
+        assert!(a.hot_holds(address(&a.identity)), "the additive neutral");
+        let mut probe = crate::play::crowd::Regions::default();
+        a.layers[0].inertial.note_blocks(&mut probe);
+        for (first, _) in probe.blocks() {
+            assert!(a.hot_holds(first), "the inertial offsets");
+        }
+        assert!(!probe.blocks().is_empty());
+        // Two layers blend onto the rest pose: `pose` is written.
+        assert!(a.hot_holds(address(&a.pose)));
+    }
+
+    #[test]
+    fn animators_and_graph_characters_stay_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Animator>();
+        check::<crate::graph::GraphInstance>();
     }
 
     #[test]
@@ -227,16 +273,10 @@ mod tests {
         let Source::Space(space) = &a.layers[0].slots[0].source else {
             panic!("a blend space plays");
         };
-        assert!(a
-            .hot_blocks()
-            .iter()
-            .any(|b| b.0 == address(&space.entries)));
+        assert!(a.hot_holds(address(&space.entries)));
         // Two entries, each cache's per-timeline positions.
         let at = space.entries[1].1.cache.heap_for_test();
-        assert!(
-            a.hot_blocks().iter().any(|b| b.0 == at),
-            "the second entry's cache"
-        );
+        assert!(a.hot_holds(at), "the second entry's cache");
 
         // Children come before their parents; the last node is the root.
         let shape = TreeShape::new(
@@ -259,8 +299,7 @@ mod tests {
         let Source::Tree(tree) = &a.layers[0].slots[0].source else {
             panic!("a tree plays");
         };
-        let blocks = a.hot_blocks();
-        assert!(blocks.iter().any(|b| b.0 == &**tree as *const _ as usize));
-        assert!(blocks.iter().any(|b| b.0 == address(&tree.players)));
+        assert!(a.hot_holds(&**tree as *const _ as usize));
+        assert!(a.hot_holds(address(&tree.players)));
     }
 }

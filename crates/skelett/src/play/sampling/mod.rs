@@ -211,7 +211,7 @@ impl SamplingCache {
     pub(crate) fn note_blocks(&self, r: &mut crate::play::crowd::Regions) {
         r.push(&self.cursors);
         r.push(&self.at);
-        // Streamed compact clips only (their cursors are empty otherwise).
+        // Streamed compact clips only (`bind` empties their cursors for other clips).
         if !self.compact.cursors.is_empty() {
             self.compact.note_blocks(r);
         }
@@ -269,11 +269,16 @@ impl SamplingCache {
         if self.clip != clip.id() {
             self.clip = clip.id();
             let timelines = match &clip.storage {
-                Storage::Keyed(keys) => keys.timelines.len(),
+                Storage::Keyed(keys) => {
+                    self.compact.cursors.clear();
+                    keys.timelines.len()
+                }
                 Storage::Compact(c) => {
                     // The seekable layout keeps no state between samples.
                     if c.layout == CompactLayout::Stream {
                         self.compact.reset(c);
+                    } else {
+                        self.compact.cursors.clear();
                     }
                     0
                 }
