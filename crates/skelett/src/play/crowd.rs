@@ -64,8 +64,8 @@
 //! `crowd.par_chunks_mut(64).for_each(|c| crowd::for_each_prefetched(c, prefetch, update))`.
 
 /// The most bytes one call of [`prefetch`] (and each block an animator lists) asks for: 256
-/// lines of 64 bytes (257 where they do not start on a line). A character's buffers are a few kilobytes; a prefetch of more would
-/// evict what it was meant to keep.
+/// lines of 64 bytes (257 where they do not start on a line). A character's buffers are a
+/// few kilobytes; a prefetch of more would evict what it was meant to keep.
 pub const PREFETCH_MAX_BYTES: usize = 16 * 1024;
 
 /// Asks the CPU to load the memory of `data` (its first [`PREFETCH_MAX_BYTES`]) into the

@@ -151,7 +151,6 @@ impl Inertial {
         }
     }
 
-    /// `true` while offsets remain.
     /// Notes the offsets' memory (for [`super::Animator::prefetch`]).
     pub fn note_blocks(&self, r: &mut crate::play::crowd::Regions) {
         r.push(&self.translation);
@@ -160,6 +159,7 @@ impl Inertial {
         r.push(&self.weights);
     }
 
+    /// `true` while offsets remain.
     pub fn active(&self) -> bool {
         self.elapsed < self.duration
     }

@@ -155,7 +155,7 @@ pub struct Animator {
     finished: Vec<(f32, Arc<crate::Clip>)>,
     /// Zero morph weights: additive layers' neutral.
     morph_zero: Vec<f32>,
-    /// The blocks the last update touched, for [`Animator::prefetch`].
+    /// The blocks the next update will touch, for [`Animator::prefetch`].
     hot: prefetch::Hot,
 }
 

@@ -1,7 +1,7 @@
 //! [`Animator::prefetch`]: the memory blocks the next update reads and writes, noted at the
 //! end of each update in a list the animator keeps inline, and prefetched from that list (see
 //! [`crate::crowd`]). An animator notes them only once asked to prefetch, so animators
-//! updated alone pay nothing for it.
+//! updated alone pay one branch per update for it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -9,7 +9,8 @@ use super::layer::{SlotPoses, Source};
 use super::Animator;
 use crate::play::crowd::{prefetch_bytes, Regions};
 
-/// The blocks the last update touched, and whether the animator was asked to prefetch.
+/// The blocks the next update will touch (noted by the last), and whether the animator was
+/// asked to prefetch.
 #[derive(Debug, Default)]
 pub(super) struct Hot {
     regions: Regions,
