@@ -15,6 +15,7 @@
 #![cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
 
 use std::arch::x86_64::*;
+use std::mem::MaybeUninit;
 
 use glam::{Mat4, Quat};
 
@@ -61,6 +62,10 @@ unsafe fn col2(a: &[__m256; 4], b2: __m256) -> __m256 {
 /// Joints whose rotations [`rotations8`] turns into matrices at a time.
 const BLOCK: usize = 8;
 
+/// A block's rotation matrices, columns times the scale: `[3 * c + r][i]` is the entry of
+/// row `r`, column `c` of the block's joint `i` ([`matrices8`] writes all of them).
+type Rotations = [[f32; BLOCK]; 9];
+
 /// [`super::local_to_model`]'s loop: `model[j] = model[parent] * local[j]` for joints
 /// `from..`, roots taking their local matrix (the callers have checked the lengths; parents
 /// precede their children).
@@ -105,8 +110,10 @@ pub(super) unsafe fn local_to_model<L: Local + ?Sized>(
     let mut previous = identity;
     // Two buffers: the next block's matrices are made before this block's joints read
     // theirs, so the 32-byte stores have reached the cache by the time the 4-byte loads
-    // come (a load from part of a store still in flight waits for it).
-    let mut rot = [[[0f32; BLOCK]; 9]; 2];
+    // come (a load from part of a store still in flight waits for it). Left uninitialised:
+    // each is read only after `rotations` filled it, and zeroing them first (a 576-byte
+    // `memset`) cost 3 % of a 19-joint skeleton's call.
+    let mut rot = [MaybeUninit::<Rotations>::uninit(); 2];
     // Per buffer: where joint `start` sits in it, and how many joints from `start` it holds.
     let mut span = [(0, 0); 2];
     let mut start = from;
@@ -119,16 +126,21 @@ pub(super) unsafe fn local_to_model<L: Local + ?Sized>(
         if start + count < n {
             span[current ^ 1] = local.rotations(n, start + count, &mut rot[current ^ 1]);
         }
-        let rot = &rot[current];
+        // SAFETY: `span[current]` was set by a `rotations` call on this buffer (the first
+        // before the loop, each later one in the iteration before), which wrote every entry
+        // of it (`Local::rotations`' promise); nothing has written it since.
+        let rot = rot[current].assume_init_ref();
         current ^= 1;
         for i in 0..count {
             let r = i + shift;
             let j = start + i;
             let p = parents[j];
-            let a = if p == JointIndex::MAX {
-                identity
-            } else if p as usize + 1 == j && j > from {
+            // The parent just before first (most joints: chains are stored in order); a
+            // root's `p as usize + 1` is 65536, never a joint's index.
+            let a = if p as usize + 1 == j && j > from {
                 previous
+            } else if p == JointIndex::MAX {
+                identity
             } else {
                 load(&model[p as usize])
             };
@@ -150,9 +162,10 @@ pub(super) unsafe fn local_to_model<L: Local + ?Sized>(
 /// structure-of-arrays pose (whose rotations and scales need no transposing).
 pub(super) trait Local {
     /// The rotation matrices, columns times the scale, of a block of joints holding joint
-    /// `start` (below `n`, the joints to convert), into `out` as [`rotations8`] writes them;
-    /// returns where joint `start` sits in the block and how many joints from `start` on the
-    /// block holds (at least one).
+    /// `start` (below `n`, the joints to convert), into `out` as [`rotations8`] writes them
+    /// (every entry of `out`: the caller reads it as initialised); returns where joint
+    /// `start` sits in the block and how many joints from `start` on the block holds (at
+    /// least one).
     ///
     /// # Safety
     /// The CPU must support AVX and FMA; the source holds at least `n` joints.
@@ -160,7 +173,7 @@ pub(super) trait Local {
         &self,
         n: usize,
         start: usize,
-        out: &mut [[f32; BLOCK]; 9],
+        out: &mut MaybeUninit<Rotations>,
     ) -> (usize, usize);
     /// Joint `j`'s translation, x, y and z.
     fn translation(&self, j: usize) -> [&f32; 3];
@@ -176,7 +189,7 @@ impl Local for [Transform] {
         &self,
         n: usize,
         start: usize,
-        out: &mut [[f32; BLOCK]; 9],
+        out: &mut MaybeUninit<Rotations>,
     ) -> (usize, usize) {
         let local = &self[..n];
         let count = (n - start).min(BLOCK);
@@ -208,7 +221,7 @@ impl Local for [SoaBlock] {
         &self,
         n: usize,
         start: usize,
-        out: &mut [[f32; BLOCK]; 9],
+        out: &mut MaybeUninit<Rotations>,
     ) -> (usize, usize) {
         let b = &self[start / BLOCK];
         let shift = start % BLOCK;
@@ -244,7 +257,7 @@ const STRIDE: usize = crate::play::simd::TRANSFORM_STRIDE;
 /// [`matrices8`] of eight joints' transforms (their rotations and scales transposed into one
 /// register per component first).
 #[inline(always)]
-unsafe fn rotations8(t: &[Transform; BLOCK], out: &mut [[f32; BLOCK]; 9]) {
+unsafe fn rotations8(t: &[Transform; BLOCK], out: &mut MaybeUninit<Rotations>) {
     // SAFETY: `t` is `8 * STRIDE` consecutive f32 (the layout is asserted above); the
     // 16-byte loads at `STRIDE * i` (the rotation) and `STRIDE * i + 6` (the translation's z
     // and the scale) read within joint i's.
@@ -258,9 +271,9 @@ unsafe fn rotations8(t: &[Transform; BLOCK], out: &mut [[f32; BLOCK]; 9]) {
 /// The rotation matrices of eight joints (rotations `q`, x y z w, scales `s`, one register
 /// per component) with the columns scaled, `out[3 * c + r][i]` the entry of row `r`, column
 /// `c` of joint `i`'s (the unit-quaternion formula of [`super::compose`], term for term, then
-/// times the scale's component `c`).
+/// times the scale's component `c`): every entry of `out` written.
 #[inline(always)]
-unsafe fn matrices8(q: [__m256; 4], s: [__m256; 3], out: &mut [[f32; BLOCK]; 9]) {
+unsafe fn matrices8(q: [__m256; 4], s: [__m256; 3], out: &mut MaybeUninit<Rotations>) {
     let [x, y, z, w] = q;
     let [sx, sy, sz] = s;
     let (x2, y2, z2) = (
@@ -295,10 +308,14 @@ unsafe fn matrices8(q: [__m256; 4], s: [__m256; 3], out: &mut [[f32; BLOCK]; 9])
         _mm256_sub_ps(yz, wx),
         _mm256_sub_ps(one, _mm256_add_ps(xx, yy)),
     ];
+    // SAFETY: `Rotations` is nine rows of eight consecutive f32 (72 in all), so row `3 * k +
+    // r` (at most 8) starts at f32 `8 * (3 * k + r)` and its eight lie within; every one of
+    // the nine rows is written here, so all of `out` is initialised on return.
+    let p = out.as_mut_ptr() as *mut f32;
     for (k, s) in [sx, sy, sz].into_iter().enumerate() {
         for r in 0..3 {
             _mm256_storeu_ps(
-                out[3 * k + r].as_mut_ptr(),
+                p.add(BLOCK * (3 * k + r)),
                 _mm256_mul_ps(entries[3 * k + r], s),
             );
         }
@@ -331,7 +348,7 @@ unsafe fn pair(p: *const f32, o: usize) -> __m256 {
 /// multiply-adds on four lanes). (Helpers, not closures: a closure does not take on its
 /// caller's AVX.)
 #[inline(always)]
-unsafe fn column(a: [__m128; 4], rot: &[[f32; BLOCK]; 9], i: usize, c: usize) -> __m128 {
+unsafe fn column(a: [__m128; 4], rot: &Rotations, i: usize, c: usize) -> __m128 {
     let x = _mm_mul_ps(a[0], _mm_broadcast_ss(&rot[3 * c][i]));
     let xy = _mm_fmadd_ps(a[1], _mm_broadcast_ss(&rot[3 * c + 1][i]), x);
     _mm_fmadd_ps(a[2], _mm_broadcast_ss(&rot[3 * c + 2][i]), xy)
