@@ -231,9 +231,10 @@ impl Animated {
         }
     }
 
-    fn update(&mut self, skeleton: &Skeleton, skin: Option<&Skin>) {
+    fn update(&mut self, skin: Option<&Skin>) {
         self.animator.update(black_box(1.0 / 60.0));
-        let _ = local_to_model(skeleton, self.animator.pose(), 0, &mut self.model);
+        // From blocks where the animator leaves the pose in blocks (no rows made).
+        let _ = self.animator.local_to_model(&mut self.model);
         if let Some(skin) = skin {
             let _ = skinning_palette(skin, &self.model, &mut self.palette);
         }
@@ -503,19 +504,17 @@ pub fn run(
             let pair = [&clips[0], clips.get(1).unwrap_or(&clips[0])];
             let skin = asset.skins.first();
             let mut one = Animated::new(&asset, pair, 0.0);
-            let one_ns = median_ns(rounds, || one.update(skeleton, skin));
+            let one_ns = median_ns(rounds, || one.update(skin));
             let mut crowd: Vec<Animated> = (0..1024)
                 .map(|i| Animated::new(&asset, pair, (i as f32 * 0.618).fract()))
                 .collect();
             let crowd_ns = median_ns(rounds, || {
                 for c in crowd.iter_mut() {
-                    c.update(skeleton, skin);
+                    c.update(skin);
                 }
             }) / 1024.0;
             let prefetch_ns = median_ns(rounds, || {
-                crowd::for_each_prefetched(&mut crowd, Animated::prefetch, |c| {
-                    c.update(skeleton, skin)
-                })
+                crowd::for_each_prefetched(&mut crowd, Animated::prefetch, |c| c.update(skin))
             }) / 1024.0;
             Some(AnimatorRow {
                 one_us: one_ns / 1000.0,

@@ -13,7 +13,7 @@ use pyo3::types::PyDict;
 use skelett::animator::{
     Animator as Inner, BlendMode, Curve, EventKind, PlayOptions, RootMotionConfig, Wrap,
 };
-use skelett::{local_to_model, JointMask, RotationInterpolation};
+use skelett::{JointMask, RotationInterpolation};
 
 use crate::asset::{rows, Skeleton};
 use crate::clip::{srt, Clip};
@@ -276,7 +276,7 @@ impl Animator {
     fn pose_world<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray3<f32>> {
         let sk = &self.skeleton;
         let mut model = vec![Mat4::IDENTITY; sk.len()];
-        let _ = local_to_model(sk, self.inner.pose(), 0, &mut model);
+        let _ = self.inner.local_to_model(&mut model);
         let root = sk.root_transform();
         let v: Vec<f32> = model.iter().flat_map(|m| rows(&(root * *m))).collect();
         Array3::from_shape_vec((sk.len(), 4, 4), v)

@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
-use glam::{Vec2, Vec3};
+use glam::{Mat4, Vec2, Vec3};
 use proptest::prelude::*;
 use skelett::animator::{weights_1d, weights_2d, BlendMode, Curve, Space2D, Wrap};
 use skelett::graph::*;
@@ -688,6 +688,68 @@ fn prefetching_a_crowd_of_graphs_changes_no_bits() {
             i += 1;
         });
         assert_eq!(bits(&plain), bits(&fetched), "update {k}");
+    }
+}
+
+/// Graph characters whose caller reads model matrices (`GraphInstance::local_to_model`: the
+/// animator may leave the pose in blocks) and characters read as rows (`pose`): the same
+/// model matrices, bit for bit, through the robot graph's states, blend trees and
+/// transitions.
+#[test]
+fn graph_model_matrices_from_blocks_are_the_rows_matrices() {
+    let sk = skelett_io::load(data("gltf/robot_quaternius.glb")).unwrap();
+    let def = skelett_io::graph_file::load(common::example("robot_quaternius.graph.json")).unwrap();
+    let g = Arc::new(Graph::build(&def, sk.skeleton.clone(), &sk.clips).unwrap());
+    let (speed, punch, jump) = (
+        g.parameter("speed").unwrap(),
+        g.parameter("punch").unwrap(),
+        g.parameter("jump").unwrap(),
+    );
+    let n = sk.skeleton.len();
+    let mut blocks = GraphInstance::new(g.clone());
+    let mut rows = GraphInstance::new(g.clone());
+    let (mut a, mut b) = (vec![Mat4::IDENTITY; n], vec![Mat4::IDENTITY; n]);
+    let (mut in_blocks, mut possible) = (0, false);
+    for k in 0..600 {
+        for ch in [&mut blocks, &mut rows] {
+            // Standing (a single clip) a third of the time, else walking to running.
+            let s = if (k / 100) % 3 == 0 {
+                0.0
+            } else {
+                1.0 + (k as f32 * 0.013).sin().abs() * 2.0
+            };
+            ch.set_float(speed, s).unwrap();
+            if k % 170 == 60 {
+                ch.set_trigger(jump).unwrap();
+            }
+            if k % 130 == 20 {
+                ch.set_trigger(punch).unwrap();
+            }
+            ch.update(1.0 / 60.0);
+        }
+        blocks.local_to_model(&mut a).unwrap();
+        local_to_model(&sk.skeleton, rows.pose(), 0, &mut b).unwrap();
+        let bits = |m: &[Mat4]| -> Vec<u32> {
+            m.iter()
+                .flat_map(|m| m.to_cols_array())
+                .map(f32::to_bits)
+                .collect()
+        };
+        assert_eq!(bits(&a), bits(&b), "update {k}");
+        in_blocks += usize::from(blocks.animator().pose_soa().is_some());
+        if k == 0 {
+            // Before its rows were first read: blocks where the CPU samples into blocks.
+            possible = rows.animator().pose_soa().is_some();
+        } else {
+            assert!(rows.animator().pose_soa().is_none(), "rows read: rows made");
+        }
+    }
+    // The standing state plays one clip: its updates leave the pose in blocks (149 of 600
+    // when written); the trees' do not.
+    if possible {
+        assert!(in_blocks > 100, "{in_blocks} of 600 updates in blocks");
+    } else {
+        assert_eq!(in_blocks, 0);
     }
 }
 

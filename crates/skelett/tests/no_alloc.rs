@@ -213,6 +213,63 @@ fn per_frame_path_does_not_allocate() {
     assert_eq!(after - before, 0, "allocations in 600 frames");
 }
 
+/// The animator's pose in blocks (`Animator::local_to_model`, `pose_soa`): updates in
+/// blocks, rows asked for now and then (written from the blocks, then made by the update
+/// after), cross-fades and inertial switches in between (started outside the count).
+#[test]
+fn pose_in_blocks_does_not_allocate() {
+    let fox = skelett_io::load(data("gltf/Fox.glb")).unwrap();
+    let sk = fox.skeleton.clone();
+    let (walk, run) = (fox.clip("Walk").unwrap(), fox.clip("Run").unwrap());
+    let mut anim = Animator::new(sk.clone());
+    anim.play(0, walk.clone(), PlayOptions::default()).unwrap();
+    let mut model = vec![Mat4::IDENTITY; sk.len()];
+    // Starting clips allocates (their sampling caches): only the frames are counted.
+    let mut frame = |anim: &mut Animator, i: usize| {
+        let counted = COUNTED.with(|c| c.replace(false));
+        match i % 200 {
+            40 => anim
+                .crossfade(
+                    0,
+                    run.clone(),
+                    0.5,
+                    Curve::SmoothStep,
+                    PlayOptions::default(),
+                )
+                .unwrap(),
+            120 => anim
+                .inertialize(0, walk.clone(), 0.3, PlayOptions::default())
+                .unwrap(),
+            _ => {}
+        }
+        COUNTED.with(|c| c.set(counted));
+        anim.prefetch();
+        anim.update(1.0 / 60.0);
+        anim.local_to_model(&mut model).unwrap();
+        if i % 50 == 7 {
+            std::hint::black_box(anim.pose());
+        }
+        anim.pose_soa().is_some()
+    };
+    // Blocks where the CPU samples into blocks (AVX, not the `scalar` build). Warm-up: one
+    // whole cycle (the first cross-fade and inertial switch size reusable buffers).
+    let possible = frame(&mut anim, 0);
+    for i in 1..200 {
+        frame(&mut anim, i);
+    }
+    COUNTED.with(|c| c.set(true));
+    let before = allocations();
+    let in_blocks = (0..600).filter(|&i| frame(&mut anim, i)).count();
+    let after = allocations();
+    COUNTED.with(|c| c.set(false));
+    assert_eq!(after - before, 0, "allocations in 600 frames");
+    if possible {
+        assert!(in_blocks > 400, "{in_blocks} frames in blocks");
+    } else {
+        assert_eq!(in_blocks, 0);
+    }
+}
+
 #[test]
 fn graph_updates_do_not_allocate() {
     use skelett::graph::{Graph, GraphInstance};

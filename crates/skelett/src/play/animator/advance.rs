@@ -149,6 +149,7 @@ impl Animator {
     }
 }
 
+#[inline(always)]
 fn push_events(
     out: &mut Vec<FiredEvent>,
     crossings: &[Crossing],
@@ -187,6 +188,7 @@ fn own_step(p: &Player, dt: f32) -> f64 {
 /// crossed (and with `notify` its seams and ends) into [`FiredEvent`]s (their place in the
 /// update measured against `span`, or the distance actually moved when `None`). Returns the
 /// unwrapped positions before and after.
+#[inline(always)]
 fn step(
     p: &mut Player,
     delta: f64,

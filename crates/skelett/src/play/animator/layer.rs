@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::inertial::Inertial;
 use super::{BlendMode, BlendSpace1D, BlendTree, Curve, PlayOptions, Player, Transition, When};
-use crate::{Clip, JointMask, Pose, SOA_LANES};
+use crate::{Clip, JointMask, Pose, SoaPose, SOA_LANES};
 
 /// What a slot plays.
 #[derive(Clone, Debug)]
@@ -93,9 +93,18 @@ pub(crate) struct Layer {
     /// blend space's second clip.
     pub(super) scratch: [Pose; 2],
     /// The layer's last three outputs, rotated instead of copied: `outputs[cur]` is the
-    /// newest (inertial transitions need the two before the switch).
+    /// newest (inertial transitions need the two before the switch). An update that leaves
+    /// the pose in blocks ([`super::blocks`]) writes `soa` instead and skips its output
+    /// (`cur` moves on all the same); `in_blocks` says which.
     pub(super) outputs: [Pose; 3],
     pub(super) cur: usize,
+    /// The last two outputs made in blocks, `soa[soa_cur]` the newer (skeletons of eight
+    /// joints or more; `None` on shorter ones, which never take that path).
+    pub(super) soa: Option<Box<[SoaPose; 2]>>,
+    pub(super) soa_cur: usize,
+    /// Which of the last two outputs are in `soa` instead of `outputs`: bit 0 the newest
+    /// (`outputs[cur]`'s place), bit 1 the one before.
+    pub(super) in_blocks: u8,
     pub(super) last_dt: f32,
     pub(super) inertial: Inertial,
     pub(super) inertial_pending: Option<f32>,

@@ -35,9 +35,13 @@
 //! | blend trees: 1D and 2D blend spaces, lerp, additive and layered nodes | `tree.rs` |
 //! | pose modifiers (IK) after blending, with fading weights | `modifiers.rs` |
 //! | the blocks an update touches, for [`Animator::prefetch`] in crowds | `prefetch.rs` |
+//! | the pose left in blocks of eight joints where one layer makes it | `blocks.rs` |
 //!
 //! The animator writes a local pose ([`Animator::pose`]); the caller runs
-//! [`crate::local_to_model`] and [`crate::skinning_palette`]. Clips and the skeleton stay
+//! [`Animator::local_to_model`] (or [`crate::local_to_model`] on the pose) and
+//! [`crate::skinning_palette`]. Where one layer of clips makes the whole pose and the caller
+//! does not read it as rows, the update leaves it in blocks ([`Animator::pose_soa`]), which
+//! [`Animator::local_to_model`] reads as they are (`blocks.rs`). Clips and the skeleton stay
 //! shared behind `Arc`; after the layers are set up, an update allocates nothing (event and
 //! scratch buffers are reused), except a thread's first update of a skeleton larger than
 //! any it has updated before (the slot blocks it shares between its animators, see
@@ -70,6 +74,7 @@
 
 mod advance;
 mod blend_space;
+mod blocks;
 mod control;
 mod evaluate;
 pub mod inertial;
@@ -97,6 +102,7 @@ pub use options::{
 pub use player::{Player, Wrap, MAX_EVENTS_PER_UPDATE};
 pub use tree::{weights_1d, weights_2d, BlendTree, Space2D, TreeNode, TreeShape, TreeValue};
 
+use self::blocks::{Held, LazyRows};
 use self::inertial::Inertial;
 use self::layer::SlotPoses;
 pub(crate) use self::layer::Source;
@@ -104,18 +110,21 @@ use self::layer::{layer_weight, Layer};
 use self::morph::LayerMorph;
 use self::player::Crossing;
 use crate::pose::JointMask;
-use crate::{Error, Pose, Skeleton, Transform};
+use crate::{Error, Pose, Skeleton, SoaPose, Transform};
 
-/// The last update's pose: the layer output `pose_in` names, else `pose` ([`Animator::pose`];
-/// a function of the fields, so that it can be read while another field is written).
+/// The last update's pose: where `held` says ([`Animator::pose`]; a function of the
+/// fields, so that it can be read while another field is written).
+#[inline(always)]
 fn held_pose<'a>(
     layers: &'a [Layer],
     pose: &'a [Transform],
-    pose_in: Option<(usize, usize)>,
+    held: Held,
+    lazy: &'a LazyRows,
 ) -> &'a [Transform] {
-    match pose_in {
-        Some((layer, output)) => &layers[layer].outputs[output],
-        None => pose,
+    match held {
+        Held::Output(layer, output) => &layers[layer].outputs[output],
+        Held::Blocks(layer) => lazy.get(layers[layer].newest_blocks()),
+        Held::Own => pose,
     }
 }
 
@@ -125,16 +134,19 @@ fn held_pose<'a>(
 pub struct Animator {
     skeleton: Arc<Skeleton>,
     layers: Vec<Layer>,
-    /// The pose of the last update, unless [`Animator::pose_in`] names a layer output that
+    /// The pose of the last update, unless [`Animator::held`] names a layer output that
     /// holds it.
     pose: Pose,
-    /// Where the last update's pose is when it is not in `pose`: (layer, output) of a first
-    /// layer that covered everything (override, full weight, no mask) with nothing blended,
-    /// stripped or modified after it. Its output then is the pose, and the update does not
-    /// copy it (a pose's worth of memory written and read less per character and frame:
-    /// 3-6 % of a character's update). Anything about to change that output or the layers'
-    /// order, or to write `pose`, copies it first ([`Animator::own_pose`]).
-    pose_in: Option<(usize, usize)>,
+    /// Where the last update's pose is when it is not in `pose`: the rows output (layer,
+    /// output) of a first layer that covered everything (override, full weight, no mask)
+    /// with nothing blended, stripped or modified after it, or that layer's blocks
+    /// ([`blocks`]). Its output then is the pose, and the update does not copy it (a pose's
+    /// worth of memory written and read less per character and frame: 3-6 % of a
+    /// character's update). Anything about to change that output or the layers' order, or
+    /// to write `pose`, copies it first ([`Animator::own_pose`]).
+    held: Held,
+    /// Rows written from the blocks when [`Animator::pose`] is asked for them.
+    lazy: LazyRows,
     identity: Vec<Transform>,
     events: Vec<FiredEvent>,
     crossings: Vec<Crossing>,
@@ -166,7 +178,8 @@ impl Animator {
         let skeleton_morph_rest: Vec<f32> = skeleton.morph_rest().to_vec();
         let mut a = Self {
             pose: Pose::rest(&skeleton),
-            pose_in: None,
+            held: Held::Own,
+            lazy: LazyRows::new(n),
             identity: vec![Transform::IDENTITY; n],
             skeleton,
             layers: Vec::new(),
@@ -214,6 +227,12 @@ impl Animator {
             queue: Vec::with_capacity(4),
             slot_poses: SlotPoses::new(&rest),
             scratch: [rest.clone(), rest.clone()],
+            soa: (rest.len() >= crate::SOA_LANES).then(|| {
+                let soa = SoaPose::from_transforms(&rest);
+                Box::new([soa.clone(), soa])
+            }),
+            soa_cur: 0,
+            in_blocks: 0,
             outputs: [rest.clone(), rest.clone(), rest],
             cur: 0,
             last_dt: 0.0,
@@ -388,15 +407,21 @@ impl Animator {
 
     /// The pose of the last update (local transforms).
     pub fn pose(&self) -> &[Transform] {
-        held_pose(&self.layers, &self.pose, self.pose_in)
+        self.lazy.note_read();
+        held_pose(&self.layers, &self.pose, self.held, &self.lazy)
     }
 
-    /// Copies the pose into `pose` where a layer output holds it ([`Animator::pose_in`]),
+    /// Copies the pose into `pose` where a layer output holds it ([`Animator::held`]),
     /// before that output or the layers' order changes, or `pose` is written.
     pub(super) fn own_pose(&mut self) {
-        if let Some((layer, output)) = self.pose_in.take() {
-            self.pose
-                .copy_from_slice(&self.layers[layer].outputs[output]);
+        match std::mem::replace(&mut self.held, Held::Own) {
+            Held::Output(layer, output) => self
+                .pose
+                .copy_from_slice(&self.layers[layer].outputs[output]),
+            Held::Blocks(layer) => {
+                let _ = self.layers[layer].newest_blocks().write_to(&mut self.pose);
+            }
+            Held::Own => {}
         }
     }
 

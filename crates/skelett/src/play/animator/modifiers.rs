@@ -330,8 +330,13 @@ impl Animator {
 
     /// Recomputes [`Animator::model`] from [`Animator::pose`].
     pub fn update_model(&mut self) {
-        // Read where it is held: only reading, no copy out.
-        let pose = super::held_pose(&self.layers, &self.pose, self.pose_in);
+        // Read where it is held: only reading, no copy out (blocks as they are).
+        if let super::Held::Blocks(li) = self.held {
+            let blocks = self.layers[li].newest_blocks();
+            let _ = crate::local_to_model_soa(&self.skeleton, blocks, 0, &mut self.model);
+            return;
+        }
+        let pose = super::held_pose(&self.layers, &self.pose, self.held, &self.lazy);
         let _ = local_to_model(&self.skeleton, pose, 0, &mut self.model);
     }
 

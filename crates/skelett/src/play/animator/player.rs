@@ -384,6 +384,7 @@ impl Player {
     }
 
     /// Samples the clip at the player's time into `pose`.
+    #[inline]
     pub(crate) fn sample(&mut self, pose: &mut [Transform]) {
         let t = self.time();
         // The pose was sized for the clip's skeleton when the animator was built.
@@ -392,6 +393,7 @@ impl Player {
 
     /// Samples the clip at the player's time into `pose`'s blocks (the same bits as
     /// [`Player::sample`]).
+    #[inline]
     pub(crate) fn sample_soa(&mut self, pose: &mut crate::SoaPose) {
         let t = self.time();
         // Sized for the clip's skeleton when the animator was built.

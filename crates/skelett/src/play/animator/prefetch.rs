@@ -85,8 +85,12 @@ impl Animator {
         {
             additive |= l.mode == super::BlendMode::Additive;
             r.push(&l.slots);
-            // The output after `cur` (`evaluate` writes the oldest of the three).
-            r.push(&l.outputs[if l.cur == 2 { 0 } else { l.cur + 1 }]);
+            // The output after `cur` (`evaluate` writes the oldest of the three), or the
+            // older block output where the last update made its output in blocks.
+            match (&l.soa, l.in_blocks & 1 != 0) {
+                (Some(soa), true) => r.push(soa[l.soa_cur ^ 1].blocks()),
+                _ => r.push(&l.outputs[if l.cur == 2 { 0 } else { l.cur + 1 }]),
+            }
             // One slot at full weight samples straight into the output.
             let blended = l.slots.len() > 1 || l.slots[0].weight < 1.0;
             if let (SlotPoses::Rows(rows), true) = (&l.slot_poses, blended) {
@@ -113,7 +117,7 @@ impl Animator {
         if additive {
             r.push(&self.identity);
         }
-        if self.pose_in.is_none() {
+        if self.held == super::Held::Own {
             r.push(&self.pose);
         }
         if !self.modifiers.is_empty() {
@@ -200,24 +204,49 @@ mod tests {
         assert!(a.hot_blocks().is_empty(), "not asked: nothing noted");
         a.prefetch();
         assert!(a.hot_blocks().is_empty(), "noted at the next update");
-        a.update(0.1);
-        let l = &a.layers[0];
-        let next = &l.outputs[(l.cur + 1) % 3][..];
-        for (what, at) in [
-            ("layers", address(&a.layers)),
-            ("slots", address(&l.slots)),
-            ("the output written next", address(next)),
-            (
-                "its last byte",
-                address(next) + std::mem::size_of_val(next) - 1,
-            ),
-        ] {
-            assert!(a.hot_holds(at), "{what} noted: {:x?}", a.hot_blocks());
+        for rows in [false, true] {
+            if rows {
+                // Rows read: the next update makes rows, and notes the rows output.
+                let _ = a.pose();
+            }
+            a.update(0.1);
+            let l = &a.layers[0];
+            // The output written next: rows, or blocks where the pose stays in blocks.
+            let (next, just) = match (&l.soa, a.pose_soa().is_some()) {
+                (Some(soa), true) => {
+                    let next = soa[l.soa_cur ^ 1].blocks();
+                    let just = address(soa[l.soa_cur].blocks());
+                    (
+                        address(next)..address(next) + std::mem::size_of_val(next),
+                        just,
+                    )
+                }
+                _ => {
+                    let next = &l.outputs[(l.cur + 1) % 3][..];
+                    let just = address(&l.outputs[l.cur]);
+                    (
+                        address(next)..address(next) + std::mem::size_of_val(next),
+                        just,
+                    )
+                }
+            };
+            for (what, at) in [
+                ("layers", address(&a.layers)),
+                ("slots", address(&l.slots)),
+                ("the output written next", next.start),
+                ("its last byte", next.end - 1),
+            ] {
+                assert!(
+                    a.hot_holds(at),
+                    "{what} noted ({rows}): {:x?}",
+                    a.hot_blocks()
+                );
+            }
+            assert!(
+                !a.hot_holds(just),
+                "not the output just written (the pose, read before the next update)"
+            );
         }
-        assert!(
-            !a.hot_holds(address(&l.outputs[l.cur])),
-            "not the output just written (the pose, read before the next update)"
-        );
         // The output holds the pose (one layer covers everything): `pose` is not written.
         assert!(!a.hot_holds(address(&a.pose)));
         // A clone keeps the wish, not the other animator's blocks.

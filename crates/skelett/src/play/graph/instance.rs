@@ -261,6 +261,17 @@ impl GraphInstance {
         self.animator.pose()
     }
 
+    /// The model matrices of the last update's pose into `model`, from the animator's
+    /// blocks where it left the pose there (no rows made; see
+    /// [`crate::animator::Animator::local_to_model`]): the same bits as
+    /// [`crate::local_to_model`] on [`GraphInstance::pose`], faster.
+    ///
+    /// # Errors
+    /// [`Error::Length`] if `model` is shorter than the skeleton; nothing is written.
+    pub fn local_to_model(&self, model: &mut [glam::Mat4]) -> Result<(), Error> {
+        self.animator.local_to_model(model)
+    }
+
     /// A parameter's value as a float (bools and triggers 0 or 1).
     pub fn value(&self, p: ParameterId) -> f32 {
         self.values.get(p.0 as usize).copied().unwrap_or(0.0)

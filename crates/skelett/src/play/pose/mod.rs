@@ -32,7 +32,7 @@ mod soa;
 mod soa_avx;
 
 pub use soa::{blend_soa, SoaBlendInput, SoaBlock, SoaPose, SOA_LANES};
-pub(crate) use soa::{blend_soa_to_rows, fill_blocks};
+pub(crate) use soa::{blend_soa_over_rows, blend_soa_to_rows, fill_blocks};
 
 use crate::error::check_len;
 use crate::transform::nlerp;

@@ -357,6 +357,26 @@ pub(crate) fn blend_soa_to_rows(
     Ok(())
 }
 
+/// [`blend_soa`] over a rest pose given as rows (the animator's, where a layer's output
+/// stays in blocks): the same bits.
+///
+/// # Errors
+/// [`Error::Length`] if an input or `rest` is shorter than `out`; nothing is written.
+pub(crate) fn blend_soa_over_rows(
+    inputs: &[SoaBlendInput],
+    rest: &[Transform],
+    out: &mut SoaPose,
+) -> Result<(), Error> {
+    let n = out.len();
+    check_len("rest", n, rest.len())?;
+    let blended = blend_into(inputs, n, &mut out.blocks[..])?;
+    out.statics = 0;
+    if !blended {
+        fill_blocks(&mut out.blocks, &rest[..n]);
+    }
+    Ok(())
+}
+
 /// Where a structure-of-arrays blend puts block `b`'s result: straight into a pose's blocks,
 /// or into a block on the stack that [`Sink::done`] then writes out as rows.
 pub(super) trait Sink {

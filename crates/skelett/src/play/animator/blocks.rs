@@ -1,0 +1,441 @@
+//! The pose in blocks: where one layer makes the whole pose (the first enabled layer
+//! playing, override at full weight without a mask, nothing above it playing, no inertial
+//! transition, no root motion and no modifiers) and its slots are clips that sample into
+//! blocks, an update samples and blends them into blocks of eight joints ([`SoaPose`]) and
+//! stops there: no rows are made. [`Animator::local_to_model`] and
+//! [`Animator::update_model`] read those blocks as they are ([`crate::local_to_model_soa`]),
+//! and [`Animator::pose_soa`] hands them out; [`Animator::pose`] writes rows from them the
+//! first time it is called after such an update (the same bits as the rows the update would
+//! have made: the blend and the samples are the same, only where they are written differs).
+//!
+//! ```text
+//! evaluate ─▶ layer.soa[next] (blocks) ─┬─▶ local_to_model / update_model (no transposes)
+//!                                        ├─▶ pose_soa
+//!                                        └─▶ pose(): rows written once, on first call
+//! ```
+//!
+//! Against the rows path this saves the transposes from blocks to rows (on CesiumMan, a
+//! cross-fade: about 330 of 6,300 instructions of an update with local-to-model and
+//! palette; a single clip: about 400). A layer keeps its last two block outputs, so an
+//! inertial transition started after such updates still finds the two poses before the
+//! switch: they are written into the layer's rows outputs then ([`Layer::rows_for_capture`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use glam::Mat4;
+
+use super::layer::Layer;
+use super::Animator;
+use crate::{Error, SoaPose, Transform};
+
+/// Where the last update's pose is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Held {
+    /// In [`Animator::pose`]'s own buffer (`Animator::pose` the field).
+    Own,
+    /// In a layer's rows output: (layer, output).
+    Output(usize, usize),
+    /// In a layer's newer block output (`layers[i].soa[soa_cur]`).
+    Blocks(usize),
+}
+
+/// Rows written from the blocks on demand, at most once per update, by `&self` (so that
+/// [`Animator::pose`] keeps its signature and the animator stays `Sync`): a `OnceLock`
+/// holds them until the next update takes them back as the spare buffer (no allocation
+/// after the first).
+///
+/// It also remembers whether [`Animator::pose`] was called since the last update: an
+/// animator whose caller reads rows makes rows (as it would without blocks: writing rows
+/// from blocks afterwards costs more than making them during the blend), one whose caller
+/// reads blocks or model matrices ([`Animator::local_to_model`], [`Animator::update_model`])
+/// makes blocks.
+#[derive(Debug, Default)]
+pub(super) struct LazyRows {
+    rows: OnceLock<Vec<Transform>>,
+    spare: Mutex<Vec<Transform>>,
+    read: AtomicBool,
+}
+
+impl Clone for LazyRows {
+    /// Empty but for whether rows were read and a buffer as large: a clone writes its own
+    /// rows from its own blocks when asked.
+    fn clone(&self) -> Self {
+        let joints = match self.rows.get() {
+            Some(rows) => rows.len(),
+            None => self
+                .spare
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .capacity(),
+        };
+        LazyRows {
+            read: AtomicBool::new(self.read.load(Ordering::Relaxed)),
+            ..LazyRows::new(joints)
+        }
+    }
+}
+
+impl LazyRows {
+    /// For a skeleton of `joints`: the buffer made now, so that rows are never allocated
+    /// during a frame.
+    pub(super) fn new(joints: usize) -> Self {
+        LazyRows {
+            spare: Mutex::new(Vec::with_capacity(joints)),
+            ..LazyRows::default()
+        }
+    }
+
+    /// Forgets the rows (the blocks are about to change), keeping their buffer; returns
+    /// whether [`Animator::pose`] was called since the last reset.
+    pub(super) fn reset(&mut self) -> bool {
+        if let Some(rows) = self.rows.take() {
+            *self.spare.get_mut().unwrap_or_else(|e| e.into_inner()) = rows;
+        }
+        std::mem::take(self.read.get_mut())
+    }
+
+    /// [`Animator::pose`] was called.
+    #[inline(always)]
+    pub(super) fn note_read(&self) {
+        self.read.store(true, Ordering::Relaxed);
+    }
+
+    /// The rows of `blocks`, written on the first call after [`LazyRows::reset`].
+    pub(super) fn get(&self, blocks: &SoaPose) -> &[Transform] {
+        self.rows.get_or_init(|| {
+            let mut rows =
+                std::mem::take(&mut *self.spare.lock().unwrap_or_else(|e| e.into_inner()));
+            rows.resize(blocks.len(), Transform::IDENTITY);
+            let _ = blocks.write_to(&mut rows);
+            rows
+        })
+    }
+}
+
+impl Layer {
+    /// The newer block output.
+    pub(super) fn newest_blocks(&self) -> &SoaPose {
+        let soa = self.soa.as_deref().expect("a layer with block outputs");
+        &soa[self.soa_cur]
+    }
+
+    /// Writes the last two outputs that went to blocks into their places among the rows
+    /// outputs (`outputs[cur]` the newest, `outputs[(cur + 2) % 3]` the one before), so that
+    /// an inertial transition captures them from rows.
+    pub(super) fn rows_for_capture(&mut self) {
+        let (Some(soa), mask) = (self.soa.as_deref(), self.in_blocks) else {
+            return;
+        };
+        let prev = self.cur;
+        let prev2 = (self.cur + 2) % 3;
+        // The newest block output is the newest output if bit 0 is set, else the one before.
+        let mut at = self.soa_cur;
+        if mask & 1 != 0 {
+            let _ = soa[at].write_to(&mut self.outputs[prev]);
+            at ^= 1;
+        }
+        if mask & 2 != 0 {
+            let _ = soa[at].write_to(&mut self.outputs[prev2]);
+        }
+        self.in_blocks = 0;
+    }
+}
+
+impl Animator {
+    /// The pose of the last update in blocks of eight joints, where the update left it
+    /// there (see the module docs of `animator::blocks`: one layer playing clips, override,
+    /// full weight, no mask, nothing above it, no inertial transition, root motion or
+    /// modifiers, a skeleton of eight joints or more, a CPU with AVX); `None` otherwise,
+    /// when the pose is in rows only ([`Animator::pose`]). The same transforms as
+    /// [`Animator::pose`], bit for bit.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use skelett::{*, animator::*};
+    /// # use glam::{Mat4, Vec3};
+    /// # let skeleton = Arc::new(RawSkeleton { joints: (0..10).map(|i| RawJoint { name: format!("j{i}"),
+    /// #     parent: (i > 0).then(|| i - 1), rest: Transform::IDENTITY }).collect(), ..Default::default() }.build().unwrap());
+    /// # let clip = Arc::new(RawClip { name: "walk".into(), start: 0.0, duration: 1.0,
+    /// #     channels: vec![RawChannel { joint: "j3".into(), target: Target::Translation,
+    /// #     interpolation: Interpolation::Linear, times: vec![0.0, 1.0],
+    /// #     values: RawValues::Vec3(vec![Vec3::ZERO, Vec3::X]) }] }.build(&skeleton).unwrap());
+    /// let mut animator = Animator::new(skeleton.clone());
+    /// animator.play(0, clip, PlayOptions::default())?;
+    /// animator.update(0.25);
+    /// if let Some(blocks) = animator.pose_soa() {
+    ///     // As the rows are (written from the blocks on this first call).
+    ///     assert_eq!(blocks.get(3), animator.pose()[3]);
+    /// }
+    /// let mut model = vec![Mat4::IDENTITY; skeleton.len()];
+    /// animator.local_to_model(&mut model)?; // from the blocks where they hold the pose
+    /// assert!((model[9].w_axis.x - 0.25).abs() < 1e-6);
+    /// # Ok::<(), skelett::Error>(())
+    /// ```
+    pub fn pose_soa(&self) -> Option<&SoaPose> {
+        match self.held {
+            Held::Blocks(li) => Some(self.layers[li].newest_blocks()),
+            _ => None,
+        }
+    }
+
+    /// The model matrices of the last update's pose ([`Animator::pose`], modifiers applied)
+    /// into `model`: from the blocks where the update left the pose in blocks
+    /// ([`Animator::pose_soa`]; no rows are made), else from the rows. The same bits as
+    /// [`crate::local_to_model`] on [`Animator::pose`]; the fastest way from an update to
+    /// model matrices in a buffer of the caller's (a crowd's, a renderer's).
+    ///
+    /// # Errors
+    /// [`Error::Length`] if `model` is shorter than the skeleton; nothing is written.
+    pub fn local_to_model(&self, model: &mut [Mat4]) -> Result<(), Error> {
+        match self.held {
+            Held::Blocks(li) => {
+                crate::local_to_model_soa(&self.skeleton, self.layers[li].newest_blocks(), 0, model)
+            }
+            // Not through `pose`, which would ask the next update for rows.
+            held => {
+                let pose = super::held_pose(&self.layers, &self.pose, held, &self.lazy);
+                crate::local_to_model(&self.skeleton, pose, 0, model)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use glam::{Mat4, Quat, Vec3};
+
+    use super::super::held_pose;
+    use crate::animator::{Animator, BlendMode, Curve, PlayOptions, RootMotionConfig};
+    use crate::{
+        Interpolation, RawChannel, RawClip, RawJoint, RawSkeleton, RawValues, Skeleton, Target,
+        Transform,
+    };
+
+    /// A chain of `n` joints, and two clips turning and moving them differently.
+    fn rig(n: usize) -> (Arc<Skeleton>, [Arc<crate::Clip>; 2]) {
+        let skeleton = Arc::new(
+            RawSkeleton {
+                joints: (0..n)
+                    .map(|i| RawJoint {
+                        name: format!("j{i}"),
+                        parent: i.checked_sub(1),
+                        rest: Transform::new(Vec3::Y, Quat::IDENTITY, Vec3::ONE),
+                    })
+                    .collect(),
+                ..Default::default()
+            }
+            .build()
+            .unwrap(),
+        );
+        let clip = |name: &str, a: f32| {
+            let mut channels: Vec<RawChannel> = (0..n)
+                .map(|i| RawChannel {
+                    joint: format!("j{i}"),
+                    target: Target::Rotation,
+                    interpolation: Interpolation::Linear,
+                    times: vec![0.0, 0.4, 1.0],
+                    values: RawValues::Quat(vec![
+                        Quat::IDENTITY,
+                        Quat::from_rotation_z(a + 0.1 * i as f32),
+                        Quat::from_rotation_x(-a),
+                    ]),
+                })
+                .collect();
+            channels.push(RawChannel {
+                joint: "j2".into(),
+                target: Target::Translation,
+                interpolation: Interpolation::Linear,
+                times: vec![0.0, 1.0],
+                values: RawValues::Vec3(vec![Vec3::Y, Vec3::new(a, 1.0, 0.0)]),
+            });
+            let raw = RawClip {
+                name: name.into(),
+                start: 0.0,
+                duration: 1.0,
+                channels,
+            };
+            Arc::new(raw.build(&skeleton).unwrap())
+        };
+        let clips = [clip("a", 0.7), clip("b", -0.5)];
+        (skeleton, clips)
+    }
+
+    /// The pose without asking for rows (which would turn the next update to rows).
+    fn quiet_pose(a: &Animator) -> Vec<Transform> {
+        held_pose(&a.layers, &a.pose, a.held, &a.lazy).to_vec()
+    }
+
+    fn bits(t: &[Transform]) -> Vec<u32> {
+        t.iter()
+            .flat_map(|t| {
+                t.translation
+                    .to_array()
+                    .into_iter()
+                    .chain(t.rotation.to_array())
+                    .chain(t.scale.to_array())
+            })
+            .map(f32::to_bits)
+            .collect()
+    }
+
+    fn model_bits(m: &[Mat4]) -> Vec<u32> {
+        m.iter()
+            .flat_map(|m| m.to_cols_array())
+            .map(f32::to_bits)
+            .collect()
+    }
+
+    /// An animator reading blocks (`local_to_model`, `pose_soa`) and one reading rows
+    /// (`pose` every frame, so that its updates make rows), driven alike through cross-fades,
+    /// inertial switches (their capture after updates in blocks, in rows, and mixed), a
+    /// layer added above and removed, a layer disabled, root motion, a clone and a frame
+    /// whose rows are read: the same bits every frame.
+    #[test]
+    fn blocks_and_rows_give_the_same_bits() {
+        let (skeleton, [ca, cb]) = rig(11);
+        let blocks_possible = crate::play::sampling::writes_blocks(&ca);
+        let mut a = Animator::new(skeleton.clone());
+        let mut b = Animator::new(skeleton.clone());
+        let _ = b.pose(); // rows from the first update on
+        let (mut ma, mut mb) = (vec![Mat4::IDENTITY; 11], vec![Mat4::IDENTITY; 11]);
+        let mut in_blocks = 0;
+        let po = PlayOptions::default();
+        for frame in 0..240 {
+            for x in [&mut a, &mut b] {
+                match frame {
+                    0 => x.play(0, ca.clone(), po).unwrap(),
+                    20 => x
+                        .crossfade(0, cb.clone(), 0.3, Curve::SmoothStep, po)
+                        .unwrap(),
+                    // Both outputs before the switch made in blocks.
+                    50 => x.inertialize(0, ca.clone(), 0.2, po).unwrap(),
+                    80 => {
+                        let l = x.add_layer(BlendMode::Additive, 0.5, None).unwrap();
+                        x.play(l, cb.clone(), po).unwrap();
+                    }
+                    90 => x.remove_layer(1).unwrap(),
+                    95 => x.set_layer_enabled(0, false).unwrap(),
+                    98 => x.set_layer_enabled(0, true).unwrap(),
+                    110 => x.crossfade(0, cb.clone(), 0.5, Curve::Linear, po).unwrap(),
+                    // A switch two updates after one in rows (frame 131 below): the newest
+                    // output in rows, the one before in blocks.
+                    132 => x.inertialize(0, ca.clone(), 0.25, po).unwrap(),
+                    // A switch right after the update in rows: the newest in rows, the one
+                    // before in blocks.
+                    170 => x
+                        .set_root_motion(Some(RootMotionConfig {
+                            joint: 0,
+                            ..Default::default()
+                        }))
+                        .unwrap(),
+                    175 => x.set_root_motion(None).unwrap(),
+                    176 => x.inertialize(0, cb.clone(), 0.3, po).unwrap(),
+                    _ => {}
+                }
+            }
+            if frame == 150 {
+                a = a.clone();
+            }
+            a.update(1.0 / 30.0);
+            b.update(1.0 / 30.0);
+            let want = b.pose().to_vec();
+            if frame == 130 {
+                // Rows asked for once: the next update makes rows, the one after blocks.
+                assert_eq!(bits(a.pose()), bits(&want), "frame {frame}");
+            }
+            if let Some(soa) = a.pose_soa() {
+                in_blocks += 1;
+                let rows: Vec<Transform> = (0..soa.len()).map(|j| soa.get(j)).collect();
+                assert_eq!(bits(&rows), bits(&want), "frame {frame}: blocks");
+            }
+            assert_eq!(bits(&quiet_pose(&a)), bits(&want), "frame {frame}");
+            a.local_to_model(&mut ma).unwrap();
+            crate::local_to_model(&skeleton, &want, 0, &mut mb).unwrap();
+            assert_eq!(model_bits(&ma), model_bits(&mb), "frame {frame}: model");
+            // The animator's own model matrices too.
+            a.update_model();
+            assert_eq!(model_bits(a.model()), model_bits(&mb), "frame {frame}");
+            if frame == 131 {
+                assert!(
+                    a.pose_soa().is_none(),
+                    "rows were read: this update made rows"
+                );
+            }
+        }
+        if blocks_possible {
+            // Every frame but the inertial switches', the added layer's, the disabled
+            // layer's, root motion's and the one after rows were read.
+            assert!(in_blocks > 120, "{in_blocks} frames in blocks");
+        } else {
+            assert_eq!(in_blocks, 0);
+        }
+        assert!(
+            b.pose_soa().is_none(),
+            "an animator whose rows are read makes rows"
+        );
+    }
+
+    /// Rows read after an update in blocks are written once, into a buffer the animator
+    /// keeps: the same slice on a second call, and no allocation from the second time on.
+    #[test]
+    fn rows_from_blocks_are_written_once() {
+        let (skeleton, [ca, _]) = rig(9);
+        let mut a = Animator::new(skeleton);
+        a.play(0, ca, PlayOptions::default()).unwrap();
+        a.update(0.1);
+        if a.pose_soa().is_none() {
+            return; // no AVX (or the `scalar` build): no blocks
+        }
+        let first = a.pose().as_ptr();
+        assert_eq!(a.pose().as_ptr(), first, "the same rows");
+        let rows = a.pose().to_vec();
+        let soa = a.pose_soa().unwrap();
+        assert_eq!(
+            bits(&rows),
+            bits(&(0..9).map(|j| soa.get(j)).collect::<Vec<_>>())
+        );
+        // The rows were read: the next update makes rows, the one after (not read) blocks.
+        a.update(0.1);
+        assert!(a.pose_soa().is_none());
+        a.update(0.1);
+        assert!(a.pose_soa().is_some());
+        // A clone writes its own rows.
+        let c = a.clone();
+        assert_eq!(bits(c.pose()), bits(a.pose()));
+        assert_ne!(c.pose().as_ptr(), a.pose().as_ptr());
+    }
+
+    /// Threads reading the rows of one animator at once all see the same rows.
+    #[test]
+    fn rows_from_blocks_read_from_threads() {
+        let (skeleton, [ca, cb]) = rig(16);
+        let mut a = Animator::new(skeleton);
+        a.play(0, ca, PlayOptions::default()).unwrap();
+        a.crossfade(0, cb, 1.0, Curve::Linear, PlayOptions::default())
+            .unwrap();
+        for _ in 0..5 {
+            a.update(0.07);
+            let want = quiet_pose(&a);
+            std::thread::scope(|s| {
+                let hs: Vec<_> = (0..4).map(|_| s.spawn(|| bits(a.pose()))).collect();
+                for h in hs {
+                    assert_eq!(h.join().unwrap(), bits(&want));
+                }
+            });
+        }
+    }
+
+    /// Skeletons under eight joints have no blocks.
+    #[test]
+    fn short_skeletons_stay_in_rows() {
+        let (skeleton, [ca, _]) = rig(5);
+        let mut a = Animator::new(skeleton);
+        a.play(0, ca, PlayOptions::default()).unwrap();
+        a.update(0.1);
+        assert!(a.pose_soa().is_none());
+        assert!(a.layers[0].soa.is_none());
+    }
+}
