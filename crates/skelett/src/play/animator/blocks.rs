@@ -312,6 +312,16 @@ mod tests {
                         .unwrap(),
                     // Both outputs before the switch made in blocks.
                     50 => x.inertialize(0, ca.clone(), 0.2, po).unwrap(),
+                    // A layer above plays for two updates and stops: while layer 0 makes
+                    // the pose in blocks, the empty layer above is marked as not playing,
+                    // so the switch on it has no old pose to decay from, as in rows.
+                    60 => {
+                        let l = x.add_layer(BlendMode::Override, 0.5, None).unwrap();
+                        x.play(l, cb.clone(), po).unwrap();
+                    }
+                    62 => x.stop(1).unwrap(),
+                    66 => x.inertialize(1, ca.clone(), 0.3, po).unwrap(),
+                    70 => x.remove_layer(1).unwrap(),
                     80 => {
                         let l = x.add_layer(BlendMode::Additive, 0.5, None).unwrap();
                         x.play(l, cb.clone(), po).unwrap();

@@ -94,8 +94,10 @@ impl Animator {
                         true,
                     );
                 }
-                // Nothing above plays (checked): the pose is this layer's.
-                return;
+                // Nothing above plays (checked): the pose is this layer's. The layers above
+                // are disabled or empty; the loop still marks the empty ones as not playing.
+                first = false;
+                continue;
             }
             let l = &mut layers[li];
             // The last two outputs where an inertial capture reads them.
