@@ -55,23 +55,17 @@ pub(super) struct LazyRows {
     rows: OnceLock<Vec<Transform>>,
     spare: Mutex<Vec<Transform>>,
     read: AtomicBool,
+    /// The skeleton's joints: the rows' length.
+    joints: usize,
 }
 
 impl Clone for LazyRows {
-    /// Empty but for whether rows were read and a buffer as large: a clone writes its own
-    /// rows from its own blocks when asked.
+    /// Empty but for whether rows were read, with a buffer of its own: a clone writes its
+    /// own rows from its own blocks when asked.
     fn clone(&self) -> Self {
-        let joints = match self.rows.get() {
-            Some(rows) => rows.len(),
-            None => self
-                .spare
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .capacity(),
-        };
         LazyRows {
             read: AtomicBool::new(self.read.load(Ordering::Relaxed)),
-            ..LazyRows::new(joints)
+            ..LazyRows::new(self.joints)
         }
     }
 }
@@ -82,6 +76,7 @@ impl LazyRows {
     pub(super) fn new(joints: usize) -> Self {
         LazyRows {
             spare: Mutex::new(Vec::with_capacity(joints)),
+            joints,
             ..LazyRows::default()
         }
     }
@@ -144,11 +139,18 @@ impl Layer {
 
 impl Animator {
     /// The pose of the last update in blocks of eight joints, where the update left it
-    /// there (see the module docs of `animator::blocks`: one layer playing clips, override,
-    /// full weight, no mask, nothing above it, no inertial transition, root motion or
-    /// modifiers, a skeleton of eight joints or more, a CPU with AVX); `None` otherwise,
-    /// when the pose is in rows only ([`Animator::pose`]). The same transforms as
+    /// there; `None` where it is in rows only ([`Animator::pose`]). The same transforms as
     /// [`Animator::pose`], bit for bit.
+    ///
+    /// An update leaves the pose in blocks when all of these hold: the first enabled layer
+    /// that plays is an override layer at full weight (its slots' weights summing to 1 or
+    /// more) without a mask, and no layer above it plays; its slots are all clips (not blend
+    /// spaces or trees) that sample into blocks (keyed clips with LINEAR tracks on a CPU
+    /// with AVX: not compressed clips, not clips whose tracks are all STEP or CUBICSPLINE,
+    /// not the `scalar` build); no inertial transition runs on it; no root motion and no
+    /// modifiers are set; the skeleton has eight joints or more; and [`Animator::pose`] was
+    /// not called since the update before (a caller that reads rows gets rows made by the
+    /// update, and `None` here).
     ///
     /// ```
     /// # use std::sync::Arc;

@@ -406,6 +406,12 @@ impl Animator {
     }
 
     /// The pose of the last update (local transforms).
+    ///
+    /// Where the update left the pose in blocks ([`Animator::pose_soa`]), the first call
+    /// after it writes rows from them (the same bits; a buffer the animator keeps, so no
+    /// allocation), and calling it makes the next update make rows itself, as a caller that
+    /// reads rows every frame wants. A caller that needs model matrices is faster with
+    /// [`Animator::local_to_model`], which reads the pose where it is.
     pub fn pose(&self) -> &[Transform] {
         self.lazy.note_read();
         held_pose(&self.layers, &self.pose, self.held, &self.lazy)

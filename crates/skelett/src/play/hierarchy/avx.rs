@@ -128,7 +128,7 @@ pub(super) unsafe fn local_to_model<L: Local + ?Sized>(
         }
         // SAFETY: `span[current]` was set by a `rotations` call on this buffer (the first
         // before the loop, each later one in the iteration before), which wrote every entry
-        // of it (`Local::rotations`' promise); nothing has written it since.
+        // of it (the promise of the unsafe trait `Local`); nothing has written it since.
         let rot = rot[current].assume_init_ref();
         current ^= 1;
         for i in 0..count {
@@ -160,7 +160,11 @@ pub(super) unsafe fn local_to_model<L: Local + ?Sized>(
 
 /// The local transforms [`local_to_model`] reads: a slice of transforms, or the blocks of a
 /// structure-of-arrays pose (whose rotations and scales need no transposing).
-pub(super) trait Local {
+///
+/// # Safety
+/// [`Local::rotations`] must write every entry of its `out` ([`local_to_model`] reads the
+/// buffer as initialised after the call).
+pub(super) unsafe trait Local {
     /// The rotation matrices, columns times the scale, of a block of joints holding joint
     /// `start` (below `n`, the joints to convert), into `out` as [`rotations8`] writes them
     /// (every entry of `out`: the caller reads it as initialised); returns where joint
@@ -179,7 +183,9 @@ pub(super) trait Local {
     fn translation(&self, j: usize) -> [&f32; 3];
 }
 
-impl Local for [Transform] {
+// SAFETY: every branch of `rotations` ends in `rotations8`, whose `matrices8` writes all
+// nine rows of `out`.
+unsafe impl Local for [Transform] {
     /// [`rotations8`] of the eight joints from `start`, or, where fewer are left, of the last
     /// eight (the block overlapping the one before; joint `start` then sits at the returned
     /// position, not at 0), or of all of them padded with identities through a copy on the
@@ -214,7 +220,8 @@ impl Local for [Transform] {
     }
 }
 
-impl Local for [SoaBlock] {
+// SAFETY: `rotations` ends in `matrices8`, which writes all nine rows of `out`.
+unsafe impl Local for [SoaBlock] {
     /// The matrices of the block holding joint `start`, its rows loaded as they are.
     #[inline(always)]
     unsafe fn rotations(
