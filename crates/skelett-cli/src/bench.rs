@@ -20,7 +20,8 @@
 //!   local-to-model, palette; the same character over and over, and 1024 distinct ones in
 //!   turn (their data no longer in the caches); and the same on structure-of-arrays poses;
 //! - animator: the same two clips through an [`Animator`] cross-fading from one to the other
-//!   (a fade that lasts, synchronised), local-to-model, palette: one, 1024 in turn, and 1024
+//!   (a fade that lasts, synchronised), local-to-model (`Animator::local_to_model`: from the
+//!   pose where the animator left it, blocks or rows), palette: one, 1024 in turn, and 1024
 //!   with the next one's memory prefetched ([`skelett::crowd`]);
 //! - skinning: the largest skinned primitive, positions and normals, linear blend and dual
 //!   quaternion, one thread.
