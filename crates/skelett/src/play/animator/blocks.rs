@@ -440,6 +440,86 @@ mod tests {
         }
     }
 
+    /// Morph weights of an animator whose pose stays in blocks are the rows way's, through a
+    /// cross-fade and an inertial switch (the weights are blended as in rows either way).
+    #[test]
+    fn morph_weights_in_blocks_are_the_rows_weights() {
+        let (skeleton, [ca, cb]) = rig(10);
+        let skeleton = Arc::new(
+            (*skeleton)
+                .clone()
+                .with_morph_channels(vec![
+                    crate::MorphChannel {
+                        name: "smile".into(),
+                        rest: 0.1,
+                    },
+                    crate::MorphChannel {
+                        name: "blink".into(),
+                        rest: 0.0,
+                    },
+                ])
+                .unwrap(),
+        );
+        let with_weights = |c: &crate::Clip, v: f32| {
+            let raw = RawClip {
+                name: c.name().into(),
+                start: 0.0,
+                duration: 1.0,
+                channels: (0..10)
+                    .map(|i| RawChannel {
+                        joint: format!("j{i}"),
+                        target: Target::Rotation,
+                        interpolation: Interpolation::Linear,
+                        times: vec![0.0, 1.0],
+                        values: RawValues::Quat(vec![Quat::IDENTITY, Quat::from_rotation_y(v)]),
+                    })
+                    .collect(),
+            };
+            let track = |channel: &str, a: f32, b: f32| crate::RawMorphTrack {
+                channel: channel.into(),
+                interpolation: Interpolation::Linear,
+                times: vec![0.0, 0.5, 1.0],
+                values: vec![a, b, a],
+            };
+            Arc::new(
+                raw.build(&skeleton)
+                    .unwrap()
+                    .with_morph_tracks(
+                        &skeleton,
+                        vec![track("smile", 0.0, v), track("blink", v, 0.2)],
+                    )
+                    .unwrap(),
+            )
+        };
+        let (ma, mb) = (with_weights(&ca, 0.9), with_weights(&cb, 0.3));
+        let mut a = Animator::new(skeleton.clone());
+        let mut b = Animator::new(skeleton.clone());
+        let _ = b.pose();
+        let po = PlayOptions::default();
+        let mut in_blocks = 0;
+        for frame in 0..90 {
+            for x in [&mut a, &mut b] {
+                match frame {
+                    0 => x.play(0, ma.clone(), po).unwrap(),
+                    20 => x.crossfade(0, mb.clone(), 0.4, Curve::Linear, po).unwrap(),
+                    50 => x.inertialize(0, ma.clone(), 0.3, po).unwrap(),
+                    _ => {}
+                }
+            }
+            a.update(1.0 / 30.0);
+            b.update(1.0 / 30.0);
+            let _ = b.pose();
+            in_blocks += usize::from(a.pose_soa().is_some());
+            let w: Vec<u32> = a.morph_weights().iter().map(|w| w.to_bits()).collect();
+            let want: Vec<u32> = b.morph_weights().iter().map(|w| w.to_bits()).collect();
+            assert_eq!(w, want, "frame {frame}");
+            assert_eq!(bits(&quiet_pose(&a)), bits(b.pose()), "frame {frame}");
+        }
+        if crate::play::sampling::writes_blocks(&ma) {
+            assert!(in_blocks > 60, "{in_blocks} of 90 in blocks");
+        }
+    }
+
     /// Skeletons under eight joints have no blocks.
     #[test]
     fn short_skeletons_stay_in_rows() {
