@@ -601,9 +601,7 @@ fn empty_states_fade_the_layer_out() {
 
 #[test]
 fn the_same_inputs_give_bit_identical_poses() {
-    let sk = skelett_io::load(data("gltf/robot_quaternius.glb")).unwrap();
-    let def = skelett_io::graph_file::load(common::example("robot_quaternius.graph.json")).unwrap();
-    let g = Arc::new(Graph::build(&def, sk.skeleton.clone(), &sk.clips).unwrap());
+    let (_, g) = robot_graph();
     let run = |split: Option<usize>| {
         let mut ch = GraphInstance::new(g.clone());
         let speed = g.parameter("speed").unwrap();
@@ -631,13 +629,19 @@ fn the_same_inputs_give_bit_identical_poses() {
     assert_eq!(a, run(Some(150)));
 }
 
+/// robot_quaternius and the example graph built on it.
+fn robot_graph() -> (skelett_io::Asset, Arc<Graph>) {
+    let sk = skelett_io::load(data("gltf/robot_quaternius.glb")).unwrap();
+    let def = skelett_io::graph_file::load(common::example("robot_quaternius.graph.json")).unwrap();
+    let g = Arc::new(Graph::build(&def, sk.skeleton.clone(), &sk.clips).unwrap());
+    (sk, g)
+}
+
 /// A crowd of robots updated with `GraphInstance::prefetch` (blend trees, blend spaces,
 /// transitions: every kind of slot the animator notes) gives the plain loop's bits.
 #[test]
 fn prefetching_a_crowd_of_graphs_changes_no_bits() {
-    let sk = skelett_io::load(data("gltf/robot_quaternius.glb")).unwrap();
-    let def = skelett_io::graph_file::load(common::example("robot_quaternius.graph.json")).unwrap();
-    let g = Arc::new(Graph::build(&def, sk.skeleton.clone(), &sk.clips).unwrap());
+    let (_, g) = robot_graph();
     let (speed, punch, jump) = (
         g.parameter("speed").unwrap(),
         g.parameter("punch").unwrap(),
@@ -697,9 +701,7 @@ fn prefetching_a_crowd_of_graphs_changes_no_bits() {
 /// transitions.
 #[test]
 fn graph_model_matrices_from_blocks_are_the_rows_matrices() {
-    let sk = skelett_io::load(data("gltf/robot_quaternius.glb")).unwrap();
-    let def = skelett_io::graph_file::load(common::example("robot_quaternius.graph.json")).unwrap();
-    let g = Arc::new(Graph::build(&def, sk.skeleton.clone(), &sk.clips).unwrap());
+    let (sk, g) = robot_graph();
     let (speed, punch, jump) = (
         g.parameter("speed").unwrap(),
         g.parameter("punch").unwrap(),
@@ -755,9 +757,7 @@ fn graph_model_matrices_from_blocks_are_the_rows_matrices() {
 
 #[test]
 fn blend_spaces_keep_the_robots_walk_and_run_in_phase() {
-    let sk = skelett_io::load(data("gltf/robot_quaternius.glb")).unwrap();
-    let def = skelett_io::graph_file::load(common::example("robot_quaternius.graph.json")).unwrap();
-    let g = Arc::new(Graph::build(&def, sk.skeleton.clone(), &sk.clips).unwrap());
+    let (_, g) = robot_graph();
     let mut ch = GraphInstance::new(g.clone());
     let speed = g.parameter("speed").unwrap();
     ch.set_float(speed, 2.0).unwrap();

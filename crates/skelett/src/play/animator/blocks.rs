@@ -211,27 +211,11 @@ mod tests {
 
     use super::super::held_pose;
     use crate::animator::{Animator, BlendMode, Curve, PlayOptions, RootMotionConfig};
-    use crate::{
-        Interpolation, RawChannel, RawClip, RawJoint, RawSkeleton, RawValues, Skeleton, Target,
-        Transform,
-    };
+    use crate::{Interpolation, RawChannel, RawClip, RawValues, Skeleton, Target, Transform};
 
     /// A chain of `n` joints, and two clips turning and moving them differently.
     fn rig(n: usize) -> (Arc<Skeleton>, [Arc<crate::Clip>; 2]) {
-        let skeleton = Arc::new(
-            RawSkeleton {
-                joints: (0..n)
-                    .map(|i| RawJoint {
-                        name: format!("j{i}"),
-                        parent: i.checked_sub(1),
-                        rest: Transform::new(Vec3::Y, Quat::IDENTITY, Vec3::ONE),
-                    })
-                    .collect(),
-                ..Default::default()
-            }
-            .build()
-            .unwrap(),
-        );
+        let skeleton = super::super::test_rig::chain(n);
         let clip = |name: &str, a: f32| {
             let mut channels: Vec<RawChannel> = (0..n)
                 .map(|i| RawChannel {

@@ -88,6 +88,33 @@ mod queue;
 mod root_motion;
 mod tree;
 
+#[cfg(test)]
+mod test_rig {
+    use std::sync::Arc;
+
+    use glam::{Quat, Vec3};
+
+    use crate::{RawJoint, RawSkeleton, Skeleton, Transform};
+
+    /// A chain of `n` joints `j0..`, each one up from its parent.
+    pub(super) fn chain(n: usize) -> Arc<Skeleton> {
+        Arc::new(
+            RawSkeleton {
+                joints: (0..n)
+                    .map(|i| RawJoint {
+                        name: format!("j{i}"),
+                        parent: i.checked_sub(1),
+                        rest: Transform::new(Vec3::Y, Quat::IDENTITY, Vec3::ONE),
+                    })
+                    .collect(),
+                ..Default::default()
+            }
+            .build()
+            .unwrap(),
+        )
+    }
+}
+
 use std::sync::Arc;
 
 use glam::{Mat4, Vec3};

@@ -142,30 +142,14 @@ impl Animator {
 mod tests {
     use std::sync::Arc;
 
-    use glam::{Quat, Vec3};
+    use glam::Quat;
 
     use crate::animator::{Animator, Curve, PlayOptions};
-    use crate::{
-        Interpolation, RawChannel, RawClip, RawJoint, RawSkeleton, RawValues, Skeleton, Target,
-        Transform,
-    };
+    use crate::{Interpolation, RawChannel, RawClip, RawValues, Skeleton, Target};
 
     /// A chain of `n` joints and a clip turning each of them.
     fn rig(n: usize) -> (Arc<Skeleton>, Arc<crate::Clip>) {
-        let skeleton = Arc::new(
-            RawSkeleton {
-                joints: (0..n)
-                    .map(|i| RawJoint {
-                        name: format!("j{i}"),
-                        parent: i.checked_sub(1),
-                        rest: Transform::new(Vec3::Y, Quat::IDENTITY, Vec3::ONE),
-                    })
-                    .collect(),
-                ..Default::default()
-            }
-            .build()
-            .unwrap(),
-        );
+        let skeleton = super::super::test_rig::chain(n);
         let clip = RawClip {
             name: "turn".into(),
             start: 0.0,
