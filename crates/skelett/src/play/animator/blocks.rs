@@ -15,8 +15,8 @@
 //! ```
 //!
 //! Against the rows path this saves the transposes from blocks to rows (on CesiumMan, a
-//! cross-fade: about 330 of 6,300 instructions of an update with local-to-model and
-//! palette; a single clip: about 400). A layer keeps its last two block outputs, so an
+//! cross-fade: about 340 of 6,300 instructions of an update with local-to-model and
+//! palette; a single clip: about 360 of 4,350). A layer keeps its last two block outputs, so an
 //! inertial transition started after such updates still finds the two poses before the
 //! switch: they are written into the layer's rows outputs then ([`Layer::rows_for_capture`]).
 
