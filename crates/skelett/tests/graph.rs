@@ -746,10 +746,12 @@ fn graph_model_matrices_from_blocks_are_the_rows_matrices() {
             assert!(rows.animator().pose_soa().is_none(), "rows read: rows made");
         }
     }
-    // The standing state plays one clip: its updates leave the pose in blocks (149 of 600
-    // when written); the trees' do not.
+    // The standing state's clip, the moving state's blend tree and the cross-fades between
+    // them leave the pose in blocks; the updates in which the masked upper-body layer plays
+    // a punch above them do not (296 of 600 in blocks when written; 149 when only single
+    // clips took that path).
     if possible {
-        assert!(in_blocks > 100, "{in_blocks} of 600 updates in blocks");
+        assert!(in_blocks > 250, "{in_blocks} of 600 updates in blocks");
     } else {
         assert_eq!(in_blocks, 0);
     }

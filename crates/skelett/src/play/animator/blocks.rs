@@ -1,8 +1,9 @@
 //! The pose in blocks: where one layer makes the whole pose (the first enabled layer
 //! playing, override at full weight without a mask, nothing above it playing, no inertial
 //! transition, no root motion and no modifiers) and its slots are clips that sample into
-//! blocks, an update samples and blends them into blocks of eight joints ([`SoaPose`]) and
-//! stops there: no rows are made. [`Animator::local_to_model`] and
+//! blocks, blend spaces of such clips or blend trees of them (trees of blends: 1D and 2D
+//! spaces, lerps), an update samples and blends them into blocks of eight joints
+//! ([`SoaPose`]) and stops there: no rows are made. [`Animator::local_to_model`] and
 //! [`Animator::update_model`] read those blocks as they are ([`crate::local_to_model_soa`]),
 //! and [`Animator::pose_soa`] hands them out; [`Animator::pose`] writes rows from them the
 //! first time it is called after such an update (the same bits as the rows the update would
@@ -144,10 +145,12 @@ impl Animator {
     ///
     /// An update leaves the pose in blocks when all of these hold: the first enabled layer
     /// that plays is an override layer at full weight (its slots' weights summing to 1 or
-    /// more) without a mask, and no layer above it plays; its slots are all clips (not blend
-    /// spaces or trees) that sample into blocks (keyed clips with LINEAR tracks on a CPU
-    /// with AVX: not compressed clips, not clips whose tracks are all STEP or CUBICSPLINE,
-    /// not the `scalar` build); no inertial transition runs on it; no root motion and no
+    /// more) without a mask, and no layer above it plays; its slots are clips that sample
+    /// into blocks (keyed clips with LINEAR tracks on a CPU with AVX: not compressed clips,
+    /// not clips whose tracks are all STEP or CUBICSPLINE, not the `scalar` build), blend
+    /// spaces whose two clips around the parameter do, or blend trees whose clips do and
+    /// whose nodes are blends (1D and 2D spaces, lerps: not additive or layered nodes); no
+    /// inertial transition runs on it; no root motion and no
     /// modifiers are set; the skeleton has eight joints or more; and [`Animator::pose`] was
     /// not called since the update before (a caller that reads rows gets rows made by the
     /// update, and `None` here).
@@ -207,47 +210,12 @@ impl Animator {
 mod tests {
     use std::sync::Arc;
 
-    use glam::{Mat4, Quat, Vec3};
+    use glam::{Mat4, Quat};
 
     use super::super::held_pose;
+    use super::super::test_rig::rig;
     use crate::animator::{Animator, BlendMode, Curve, PlayOptions, RootMotionConfig};
-    use crate::{Interpolation, RawChannel, RawClip, RawValues, Skeleton, Target, Transform};
-
-    /// A chain of `n` joints, and two clips turning and moving them differently.
-    fn rig(n: usize) -> (Arc<Skeleton>, [Arc<crate::Clip>; 2]) {
-        let skeleton = super::super::test_rig::chain(n);
-        let clip = |name: &str, a: f32| {
-            let mut channels: Vec<RawChannel> = (0..n)
-                .map(|i| RawChannel {
-                    joint: format!("j{i}"),
-                    target: Target::Rotation,
-                    interpolation: Interpolation::Linear,
-                    times: vec![0.0, 0.4, 1.0],
-                    values: RawValues::Quat(vec![
-                        Quat::IDENTITY,
-                        Quat::from_rotation_z(a + 0.1 * i as f32),
-                        Quat::from_rotation_x(-a),
-                    ]),
-                })
-                .collect();
-            channels.push(RawChannel {
-                joint: "j2".into(),
-                target: Target::Translation,
-                interpolation: Interpolation::Linear,
-                times: vec![0.0, 1.0],
-                values: RawValues::Vec3(vec![Vec3::Y, Vec3::new(a, 1.0, 0.0)]),
-            });
-            let raw = RawClip {
-                name: name.into(),
-                start: 0.0,
-                duration: 1.0,
-                channels,
-            };
-            Arc::new(raw.build(&skeleton).unwrap())
-        };
-        let clips = [clip("a", 0.7), clip("b", -0.5)];
-        (skeleton, clips)
-    }
+    use crate::{Interpolation, RawChannel, RawClip, RawValues, Target, Transform};
 
     /// The pose without asking for rows (which would turn the next update to rows).
     fn quiet_pose(a: &Animator) -> Vec<Transform> {

@@ -5,11 +5,19 @@
 //! pending or running inertial transition, and
 //! the layers are combined over the rest pose by override or additive blending with their
 //! masks, into the animator's local pose.
+//!
+//! Blend spaces and trees of blends whose clips sample into blocks are sampled and mixed
+//! in blocks too ([`sample_source_soa`]: `lerp_soa`, the row formulas eight joints at a
+//! time, so the bits of `sample_slot`'s rows), each clip into a scratch pose of its own in
+//! the thread's blocks (a pose that a clip samples into again keeps its static joints).
+//! A layer whose output stays in rows (a mask, a layer above, root motion, an inertial
+//! transition) transposes the result once; one that makes the pose alone leaves it in
+//! blocks (`blocks.rs`).
 
 use super::blocks::Held;
-use super::layer::{Layer, SlotPoses, Source, MAX_SLOTS};
+use super::layer::{Layer, Slot, SlotPoses, Source, MAX_SLOTS};
 use super::{Animator, BlendMode};
-use crate::play::pose::{blend_soa_over_rows, blend_soa_to_rows};
+use crate::play::pose::{blend_soa_over_rows, blend_soa_to_rows, lerp_soa};
 use crate::play::sampling::writes_blocks;
 use crate::pose::{apply_additive, blend, blend_override, BlendInput, SoaBlendInput};
 use crate::{SoaPose, Transform};
@@ -21,6 +29,9 @@ thread_local! {
     /// outlives an update but the identity of the clip whose static joints a block holds
     /// (`SoaPose`'s own bookkeeping, valid for any animator that samples that clip).
     static SLOT_BLOCKS: RefCell<Vec<SoaPose>> = const { RefCell::new(Vec::new()) };
+    /// The scratch poses of the blend spaces and trees this thread samples in blocks
+    /// ([`sample_source_soa`]), alike.
+    static SCRATCH_BLOCKS: RefCell<Vec<SoaPose>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Animator {
@@ -115,27 +126,30 @@ impl Animator {
             };
             let [row, extra] = &mut l.scratch;
             if l.slots.len() == 1 && l.slots[0].weight >= 1.0 {
-                sample_slot(&mut l.slots[0].source, output, extra);
+                let source = &mut l.slots[0].source;
+                if matches!(l.slot_poses, SlotPoses::Blocks)
+                    && !matches!(source, Source::Clip(_))
+                    && samples_blocks(source)
+                {
+                    // A blend space or tree: blended in blocks, then transposed once.
+                    with_slot_blocks(rest.len(), 1, |bufs| {
+                        sample_source_soa(source, &mut bufs[0]);
+                        let _ = bufs[0].write_to(output);
+                    });
+                } else {
+                    sample_slot(source, output, extra);
+                }
             } else {
                 match &mut l.slot_poses {
-                    SlotPoses::Blocks => SLOT_BLOCKS.with_borrow_mut(|bufs| {
-                        size_slot_blocks(bufs, rest.len(), l.slots.len());
-                        for (s, buf) in l.slots.iter_mut().zip(bufs.iter_mut()) {
-                            match &mut s.source {
-                                Source::Clip(p) if writes_blocks(&p.clip) => p.sample_soa(buf),
-                                source => {
-                                    sample_slot(source, row, extra);
-                                    let _ = buf.copy_from(row);
-                                }
-                            }
-                        }
-                        let inputs: [SoaBlendInput; MAX_SLOTS] =
-                            std::array::from_fn(|i| SoaBlendInput {
-                                pose: &bufs[i],
-                                weight: l.slots.get(i).map_or(0.0, |s| s.weight),
-                            });
-                        let _ = blend_soa_to_rows(&inputs[..l.slots.len()], neutral, output);
-                    }),
+                    SlotPoses::Blocks => blend_slots_in_blocks::<false>(
+                        &mut l.slots,
+                        rest.len(),
+                        row,
+                        extra,
+                        |inputs| {
+                            let _ = blend_soa_to_rows(inputs, neutral, output);
+                        },
+                    ),
                     SlotPoses::Rows(bufs) => {
                         for (s, buf) in l.slots.iter_mut().zip(bufs.iter_mut()) {
                             sample_slot(&mut s.source, buf, extra);
@@ -217,16 +231,83 @@ impl Animator {
     }
 }
 
-/// The thread's slot blocks: all of them at its first update (no allocation later unless a
-/// larger skeleton comes), the first `slots` sized for a skeleton of `joints`.
+/// Runs `f` on the thread's slot poses ([`SLOT_BLOCKS`]), all [`MAX_SLOTS`] of them, the
+/// first `slots` sized for a skeleton of `joints`. They are made at the thread's first
+/// update (no allocation later unless a larger skeleton comes).
 #[inline(always)]
-fn size_slot_blocks(bufs: &mut Vec<SoaPose>, joints: usize, slots: usize) {
-    if bufs.len() < MAX_SLOTS {
-        bufs.resize_with(MAX_SLOTS, || SoaPose::identity(joints));
+fn with_slot_blocks<R>(joints: usize, slots: usize, f: impl FnOnce(&mut [SoaPose]) -> R) -> R {
+    SLOT_BLOCKS.with_borrow_mut(|bufs| {
+        sized(bufs, MAX_SLOTS, slots, joints);
+        f(bufs)
+    })
+}
+
+/// Makes `bufs` at least `len` poses long and its first `n` poses `joints` long (allocating
+/// only to grow past the most poses or joints held); those `n`.
+#[inline(always)]
+fn sized(bufs: &mut Vec<SoaPose>, len: usize, n: usize, joints: usize) -> &mut [SoaPose] {
+    if bufs.len() < len {
+        bufs.resize_with(len, || SoaPose::identity(joints));
     }
-    for buf in &mut bufs[..slots] {
+    for buf in &mut bufs[..n] {
         if buf.len() != joints {
             buf.reset_len(joints);
+        }
+    }
+    &mut bufs[..n]
+}
+
+/// Whether `source` samples into blocks ([`sample_source_soa`]): a clip that does, a blend
+/// space whose two clips around its parameter do, a tree of blends whose clips do.
+#[inline(always)]
+fn samples_blocks(source: &Source) -> bool {
+    match source {
+        Source::Clip(p) => writes_blocks(&p.clip),
+        blend => blend_samples_blocks(blend),
+    }
+}
+
+/// [`samples_blocks`] for a blend space or tree (out of line: the clips' test stays short).
+#[inline(never)]
+fn blend_samples_blocks(source: &Source) -> bool {
+    match source {
+        Source::Clip(p) => writes_blocks(&p.clip),
+        Source::Space(space) => {
+            let (a, b, _) = space.bracket();
+            writes_blocks(&space.entries[a].1.clip) && writes_blocks(&space.entries[b].1.clip)
+        }
+        Source::Tree(t) => t.samples_blocks(),
+    }
+}
+
+/// Samples a source that [`samples_blocks`] into `out`: the bits [`sample_slot`] gives as
+/// rows (a blend space's two clips mixed by [`lerp_soa`]'s nlerp, the row formula of
+/// `blend_two`; a tree by `BlendTree::sample_soa`). A space's two clips and a tree's
+/// children sample into the thread's scratch poses ([`SCRATCH_BLOCKS`], made as deep trees
+/// first need them), so a clip keeps sampling into the same pose.
+fn sample_source_soa(source: &mut Source, out: &mut SoaPose) {
+    let joints = out.len();
+    match source {
+        Source::Clip(p) => p.sample_soa(out),
+        Source::Tree(t) => {
+            let need = t.depth_blocks();
+            SCRATCH_BLOCKS.with_borrow_mut(|bufs| {
+                t.sample_soa(out, sized(bufs, need, need, joints));
+            });
+        }
+        Source::Space(space) => {
+            let (a, b, w) = space.bracket();
+            if a == b || w <= 0.0 {
+                return space.entries[a].1.sample_soa(out);
+            }
+            SCRATCH_BLOCKS.with_borrow_mut(|bufs| {
+                if let [from, to] = sized(bufs, 2, 2, joints) {
+                    // Each clip into a pose of its own, which keeps its static joints.
+                    space.entries[a].1.sample_soa(from);
+                    space.entries[b].1.sample_soa(to);
+                    lerp_soa::<true>(out, Some(from), to, w);
+                }
+            });
         }
     }
 }
@@ -240,9 +321,7 @@ fn in_blocks(layers: &[Layer], li: usize) -> bool {
     l.soa.is_some()
         && l.inertial_pending.is_none()
         && !l.inertial.active()
-        && l.slots
-            .iter()
-            .all(|s| matches!(&s.source, Source::Clip(p) if writes_blocks(&p.clip)))
+        && l.slots.iter().all(|s| samples_blocks(&s.source))
         && !layers[li + 1..]
             .iter()
             .any(|l| l.enabled && !l.slots.is_empty())
@@ -257,27 +336,52 @@ fn evaluate_in_blocks(l: &mut Layer, rest: &[Transform]) {
         return;
     };
     let out = &mut soa[l.soa_cur ^ 1];
-    if l.slots.len() == 1 && l.slots[0].weight >= 1.0 {
-        if let Source::Clip(p) = &mut l.slots[0].source {
+    let slots = &mut l.slots;
+    if slots.len() == 1 && slots[0].weight >= 1.0 {
+        let source = &mut slots[0].source;
+        if let Source::Clip(p) = source {
             p.sample_soa(out);
+        } else {
+            sample_source_soa(source, out);
         }
     } else {
-        SLOT_BLOCKS.with_borrow_mut(|bufs| {
-            size_slot_blocks(bufs, rest.len(), l.slots.len());
-            for (s, buf) in l.slots.iter_mut().zip(bufs.iter_mut()) {
-                if let Source::Clip(p) = &mut s.source {
-                    p.sample_soa(buf);
-                }
-            }
-            let inputs: [SoaBlendInput; MAX_SLOTS] = std::array::from_fn(|i| SoaBlendInput {
-                pose: &bufs[i],
-                weight: l.slots.get(i).map_or(0.0, |s| s.weight),
-            });
-            let _ = blend_soa_over_rows(&inputs[..l.slots.len()], rest, out);
+        let [row, extra] = &mut l.scratch;
+        blend_slots_in_blocks::<true>(slots, rest.len(), row, extra, |inputs| {
+            let _ = blend_soa_over_rows(inputs, rest, out);
         });
     }
     l.soa_cur ^= 1;
     l.in_blocks = ((l.in_blocks << 1) | 1) & 3;
+}
+
+/// Samples every slot into the thread's slot blocks (a source that does not sample into
+/// blocks as rows, through `row` and `extra`, copied in) and hands `blend` them with the
+/// slots' weights. `CHECKED`: the caller knows that every slot samples into blocks.
+#[inline(always)]
+fn blend_slots_in_blocks<const CHECKED: bool>(
+    slots: &mut [Slot],
+    joints: usize,
+    row: &mut [Transform],
+    extra: &mut [Transform],
+    blend: impl FnOnce(&[SoaBlendInput]),
+) {
+    with_slot_blocks(joints, slots.len(), |bufs| {
+        for (s, buf) in slots.iter_mut().zip(bufs.iter_mut()) {
+            match &mut s.source {
+                Source::Clip(p) if CHECKED || writes_blocks(&p.clip) => p.sample_soa(buf),
+                source if CHECKED || samples_blocks(source) => sample_source_soa(source, buf),
+                source => {
+                    sample_slot(source, row, extra);
+                    let _ = buf.copy_from(row);
+                }
+            }
+        }
+        let inputs: [SoaBlendInput; MAX_SLOTS] = std::array::from_fn(|i| SoaBlendInput {
+            pose: &bufs[i],
+            weight: slots.get(i).map_or(0.0, |s| s.weight),
+        });
+        blend(&inputs[..slots.len()]);
+    });
 }
 
 fn sample_slot(source: &mut Source, out: &mut [Transform], scratch: &mut [Transform]) {
@@ -304,5 +408,164 @@ fn blend_two(out: &mut [Transform], other: &[Transform], w: f32) {
             rotation: crate::transform::nlerp(a.rotation, b.rotation, w),
             scale: a.scale.lerp(b.scale, w),
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use glam::Vec2;
+
+    use super::super::test_rig::{rig, turning};
+    use super::super::{BlendSpace1D, BlendTree, Space2D, TreeNode, TreeShape, TreeValue, Wrap};
+    use super::*;
+
+    fn bits(t: &[Transform]) -> Vec<u32> {
+        t.iter()
+            .flat_map(|t| {
+                t.rotation
+                    .to_array()
+                    .into_iter()
+                    .chain(t.translation.to_array())
+                    .chain(t.scale.to_array())
+            })
+            .map(f32::to_bits)
+            .collect()
+    }
+
+    fn rows_of(p: &SoaPose) -> Vec<Transform> {
+        (0..p.len()).map(|j| p.get(j)).collect()
+    }
+
+    /// A blend space and two blend trees (a 1D space lerped with a clip, a 2D space of
+    /// three clips) sampled in blocks give the bits of their rows code (`sample_slot`'s
+    /// `blend_two`, `BlendTree::sample`'s fold) at parameters between, on and beyond their
+    /// clips and at several times. One clip moves and scales every joint but one (a clip
+    /// with a single static joint, written lane by lane) and the others only turn them (all
+    /// joints static in some component, written whole); the scratch poses take turns
+    /// between clips as the parameters move.
+    #[test]
+    fn spaces_and_trees_in_blocks_are_their_rows() {
+        let n = 11;
+        let (skeleton, [ca, cb]) = rig(n);
+        let full: Vec<usize> = (0..n).filter(|&i| i != 5).collect();
+        let cc = turning(&skeleton, "c", 0.3, &full);
+        let sources = || {
+            let clip = |c: &Arc<crate::Clip>| TreeNode::Clip(c.clone());
+            let lerp = TreeShape::new(
+                vec![
+                    clip(&ca),
+                    clip(&cb),
+                    clip(&cc),
+                    TreeNode::Space1D {
+                        parameter: 0,
+                        children: vec![(0.0, 0), (1.0, 1)],
+                    },
+                    TreeNode::Lerp {
+                        a: 3,
+                        b: 2,
+                        weight: TreeValue::Parameter(1),
+                    },
+                ],
+                2,
+            )
+            .unwrap();
+            let plane = TreeShape::new(
+                vec![
+                    clip(&ca),
+                    clip(&cb),
+                    clip(&cc),
+                    TreeNode::Space2D {
+                        x: 0,
+                        y: 1,
+                        mode: Space2D::Cartesian,
+                        children: vec![(Vec2::ZERO, 0), (Vec2::X, 1), (Vec2::Y, 2)],
+                    },
+                ],
+                2,
+            )
+            .unwrap();
+            let space = BlendSpace1D::new(vec![
+                (0.0, ca.clone()),
+                (1.0, cb.clone()),
+                (2.5, cc.clone()),
+            ]);
+            [
+                Source::Space(space),
+                Source::Tree(Box::new(BlendTree::new(Arc::new(lerp)))),
+                Source::Tree(Box::new(BlendTree::new(Arc::new(plane)))),
+            ]
+        };
+        let (mut in_rows, mut in_blocks) = (sources(), sources());
+        let blocks = samples_blocks(&in_blocks[0]);
+        assert_eq!(
+            blocks,
+            writes_blocks(&ca),
+            "the space samples into blocks with its clips"
+        );
+        for s in &in_blocks[1..] {
+            assert_eq!(
+                samples_blocks(s),
+                blocks,
+                "trees of blends sample into blocks"
+            );
+        }
+        if !blocks {
+            return;
+        }
+        let (mut rows, mut extra) = (vec![Transform::IDENTITY; n], vec![Transform::IDENTITY; n]);
+        let mut out = SoaPose::identity(n);
+        let mut compared = 0;
+        for p in [-1.0f32, 0.0, 0.3, 1.0, 1.7, 2.5, 3.0, 0.6] {
+            for q in [0.0f32, 0.45, 1.0] {
+                for at in [0.0f64, 0.25, 0.61, 0.999] {
+                    for (r, b) in in_rows.iter_mut().zip(in_blocks.iter_mut()) {
+                        for s in [&mut *r, &mut *b] {
+                            match s {
+                                Source::Space(space) => {
+                                    space.parameter = p;
+                                    for (_, player) in &mut space.entries {
+                                        player.set_fresh(at * player.clip.duration() as f64);
+                                    }
+                                }
+                                Source::Tree(t) => {
+                                    t.restart(at, 1.0, Wrap::Loop);
+                                    t.set_parameter(0, p.clamp(-0.5, 1.5));
+                                    t.set_parameter(1, q);
+                                }
+                                Source::Clip(_) => unreachable!(),
+                            }
+                        }
+                        sample_slot(r, &mut rows, &mut extra);
+                        sample_source_soa(b, &mut out);
+                        assert_eq!(bits(&rows_of(&out)), bits(&rows), "p {p} q {q} at {at}");
+                        compared += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(compared, 8 * 3 * 4 * 3);
+    }
+
+    /// A tree with an additive or layered node samples as rows: it does not take blocks.
+    #[test]
+    fn trees_with_additive_nodes_stay_in_rows() {
+        let (_, [ca, cb]) = rig(9);
+        let shape = TreeShape::new(
+            vec![
+                TreeNode::Clip(ca.clone()),
+                TreeNode::Clip(cb.clone()),
+                TreeNode::Additive {
+                    base: 0,
+                    add: 1,
+                    weight: TreeValue::Const(0.5),
+                },
+            ],
+            0,
+        )
+        .unwrap();
+        let tree = Source::Tree(Box::new(BlendTree::new(Arc::new(shape))));
+        assert!(!samples_blocks(&tree));
     }
 }

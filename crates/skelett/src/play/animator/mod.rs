@@ -94,7 +94,71 @@ mod test_rig {
 
     use glam::{Quat, Vec3};
 
-    use crate::{RawJoint, RawSkeleton, Skeleton, Transform};
+    use crate::{
+        Clip, Interpolation, RawChannel, RawClip, RawJoint, RawSkeleton, RawValues, Skeleton,
+        Target, Transform,
+    };
+
+    /// A chain of `n` joints, and two clips turning and moving them differently.
+    pub(super) fn rig(n: usize) -> (Arc<Skeleton>, [Arc<Clip>; 2]) {
+        let skeleton = chain(n);
+        let clips = [
+            turning(&skeleton, "a", 0.7, &[]),
+            turning(&skeleton, "b", -0.5, &[]),
+        ];
+        (skeleton, clips)
+    }
+
+    /// A clip turning every joint of `skeleton` (a chain of [`chain`]) by angles from `a`,
+    /// moving `j2`, and moving and scaling the joints `full` names too.
+    pub(super) fn turning(skeleton: &Skeleton, name: &str, a: f32, full: &[usize]) -> Arc<Clip> {
+        let n = skeleton.len();
+        let mut channels: Vec<RawChannel> = (0..n)
+            .map(|i| RawChannel {
+                joint: format!("j{i}"),
+                target: Target::Rotation,
+                interpolation: Interpolation::Linear,
+                times: vec![0.0, 0.4, 1.0],
+                values: RawValues::Quat(vec![
+                    Quat::IDENTITY,
+                    Quat::from_rotation_z(a + 0.1 * i as f32),
+                    Quat::from_rotation_x(-a),
+                ]),
+            })
+            .collect();
+        channels.push(RawChannel {
+            joint: "j2".into(),
+            target: Target::Translation,
+            interpolation: Interpolation::Linear,
+            times: vec![0.0, 1.0],
+            values: RawValues::Vec3(vec![Vec3::Y, Vec3::new(a, 1.0, 0.0)]),
+        });
+        for &i in full {
+            if i != 2 {
+                channels.push(RawChannel {
+                    joint: format!("j{i}"),
+                    target: Target::Translation,
+                    interpolation: Interpolation::Linear,
+                    times: vec![0.0, 0.7],
+                    values: RawValues::Vec3(vec![Vec3::Y, Vec3::new(0.0, 1.0, a * i as f32)]),
+                });
+            }
+            channels.push(RawChannel {
+                joint: format!("j{i}"),
+                target: Target::Scale,
+                interpolation: Interpolation::Linear,
+                times: vec![0.0, 0.5, 1.0],
+                values: RawValues::Vec3(vec![Vec3::ONE, Vec3::splat(1.0 + a * 0.2), Vec3::ONE]),
+            });
+        }
+        let raw = RawClip {
+            name: name.into(),
+            start: 0.0,
+            duration: 1.0,
+            channels,
+        };
+        Arc::new(raw.build(skeleton).unwrap())
+    }
 
     /// A chain of `n` joints `j0..`, each one up from its parent.
     pub(super) fn chain(n: usize) -> Arc<Skeleton> {

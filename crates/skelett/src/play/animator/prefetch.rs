@@ -142,35 +142,13 @@ impl Animator {
 mod tests {
     use std::sync::Arc;
 
-    use glam::Quat;
-
     use crate::animator::{Animator, Curve, PlayOptions};
-    use crate::{Interpolation, RawChannel, RawClip, RawValues, Skeleton, Target};
+    use crate::Skeleton;
 
     /// A chain of `n` joints and a clip turning each of them.
     fn rig(n: usize) -> (Arc<Skeleton>, Arc<crate::Clip>) {
-        let skeleton = super::super::test_rig::chain(n);
-        let clip = RawClip {
-            name: "turn".into(),
-            start: 0.0,
-            duration: 1.0,
-            channels: (0..n)
-                .map(|i| RawChannel {
-                    joint: format!("j{i}"),
-                    target: Target::Rotation,
-                    interpolation: Interpolation::Linear,
-                    times: vec![0.0, 0.5, 1.0],
-                    values: RawValues::Quat(vec![
-                        Quat::IDENTITY,
-                        Quat::from_rotation_z(0.3),
-                        Quat::from_rotation_x(0.2),
-                    ]),
-                })
-                .collect(),
-        }
-        .build(&skeleton)
-        .unwrap();
-        (skeleton, Arc::new(clip))
+        let (skeleton, [clip, _]) = super::super::test_rig::rig(n);
+        (skeleton, clip)
     }
 
     fn address<T>(s: &[T]) -> usize {

@@ -17,6 +17,12 @@
 //!    ([`crate::apply_additive`]), a layered node overrides its first with its second under
 //!    a joint mask ([`crate::blend_override`]).
 //!
+//! Trees of blends (no additive or layered node) whose clips sample into blocks (keyed
+//! clips on a CPU with AVX) are evaluated in blocks of eight joints on skeletons of eight
+//! joints or more ([`BlendTree::sample_soa`]): the same weights and the same operations
+//! as the rows (a property test checks the bits), eight joints per instruction, each child
+//! sampled into a scratch pose of its own. The others, and shorter skeletons, use rows.
+//!
 //! The graph (`play/graph`) builds one tree per blend state; the animator's layers play
 //! them beside clips and 1D blend spaces ([`super::Animator::play_tree`]).
 
@@ -26,8 +32,10 @@ use glam::{Vec2, Vec4};
 
 use super::player::Crossing;
 use super::{FiredEvent, Player, Wrap};
+use crate::play::pose::{copy_soa, lerp_soa, normalise_rotations_soa};
+use crate::play::sampling::writes_blocks;
 use crate::pose::{apply_additive, blend_override, JointMask};
-use crate::{Clip, Error, Pose, Transform};
+use crate::{Clip, Error, Pose, SoaPose, Transform};
 
 /// A node weight: a constant or one of the tree's parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -139,6 +147,8 @@ pub struct TreeShape {
     parameters: usize,
     /// Scratch poses the evaluation needs (the tree's depth).
     depth: usize,
+    /// Scratch poses the evaluation in blocks needs (two per level of blends).
+    depth_blocks: usize,
     slots: usize,
 }
 
@@ -269,8 +279,19 @@ impl TreeShape {
                 .max()
                 .unwrap_or(0);
         }
+        // In blocks, a blend takes its first child and each next into scratch poses of its
+        // own, so that a clip keeps sampling into the same pose (which keeps its static
+        // joints); the children evaluate with the scratch after those two.
+        let mut depth_blocks = vec![0usize; nodes.len()];
+        for (i, n) in nodes.iter().enumerate() {
+            n.children(&mut kids);
+            if !kids.is_empty() {
+                depth_blocks[i] = 2 + kids.iter().map(|&c| depth_blocks[c]).max().unwrap_or(0);
+            }
+        }
         Ok(Self {
             depth: depth[root],
+            depth_blocks: depth_blocks[root],
             nodes,
             offsets,
             leaf,
@@ -345,6 +366,9 @@ pub struct BlendTree {
     /// Per player: the unwrapped positions before and after the last advance (root motion).
     pub(super) advanced: Vec<(f64, f64)>,
     weights_fresh: bool,
+    /// Whether the tree samples into blocks ([`BlendTree::sample_soa`]): blend nodes only
+    /// (no additive or layered node) over clips that sample into blocks.
+    blocks: bool,
 }
 
 impl BlendTree {
@@ -380,6 +404,11 @@ impl BlendTree {
             wscratch: vec![vec![0.0; shape.clips[0].morph_channel_count()]; shape.depth],
             advanced: vec![(0.0, 0.0); shape.clips.len()],
             weights_fresh: false,
+            blocks: shape
+                .nodes
+                .iter()
+                .all(|n| !matches!(n, TreeNode::Additive { .. } | TreeNode::Layered { .. }))
+                && shape.clips.iter().all(|c| writes_blocks(c)),
             shape,
         }
     }
@@ -619,9 +648,38 @@ impl BlendTree {
     pub(super) fn sample(&mut self, out: &mut [Transform]) {
         self.update_weights();
         let root = self.shape.nodes.len() - 1;
-        let mut scratch = std::mem::take(&mut self.scratch);
-        self.eval(root, out, &mut scratch);
-        self.scratch = scratch;
+        let tree = Fold {
+            shape: &self.shape,
+            child_weight: &self.child_weight,
+        };
+        tree.eval_rows(&mut self.players, root, out, &mut self.scratch);
+    }
+
+    /// Whether [`BlendTree::sample_soa`] can sample the tree: its nodes are clips and blends
+    /// (1D and 2D spaces, lerps) and its clips sample into blocks (keyed clips on a CPU with
+    /// AVX). Trees with additive or layered nodes sample as rows.
+    pub(super) fn samples_blocks(&self) -> bool {
+        self.blocks
+    }
+
+    /// Scratch poses [`BlendTree::sample_soa`] needs (two per level of blends).
+    pub(super) fn depth_blocks(&self) -> usize {
+        self.shape.depth_blocks
+    }
+
+    /// [`BlendTree::sample`] into blocks, for a tree that [`BlendTree::samples_blocks`]: the
+    /// same bits (the clips sampled into blocks, folded by [`crate::play::pose::lerp_soa`]
+    /// and normalised by [`crate::play::pose::normalise_rotations_soa`], the row formulas
+    /// eight joints at a time). `scratch` holds [`BlendTree::depth_blocks`] poses of the
+    /// clips' joints.
+    pub(super) fn sample_soa(&mut self, out: &mut SoaPose, scratch: &mut [SoaPose]) {
+        self.update_weights();
+        let root = self.shape.nodes.len() - 1;
+        let tree = Fold {
+            shape: &self.shape,
+            child_weight: &self.child_weight,
+        };
+        tree.eval(&mut self.players, root, out, scratch);
     }
 
     /// Samples the tree's morph weights into `out`, weighted as [`BlendTree::sample`] weighs
@@ -701,28 +759,65 @@ impl BlendTree {
             }
         }
     }
+}
 
-    fn eval(&mut self, node: usize, out: &mut [Transform], scratch: &mut [Pose]) {
-        let shape = self.shape.clone();
-        let o = shape.offsets[node];
-        match &shape.nodes[node] {
+/// The children of non-zero weight (`weights` holds the node's children's weights, in
+/// order) with what each is folded in at: `None` for the first, then `w / total` of the
+/// weights so far (a running weighted average). The rows and the blocks fold alike.
+fn folds<'a>(
+    weights: &'a [f32],
+    children: impl Iterator<Item = usize> + 'a,
+) -> impl Iterator<Item = (usize, Option<f32>)> + 'a {
+    let mut total = 0.0f32;
+    children.enumerate().filter_map(move |(k, c)| {
+        let w = weights[k];
+        if w <= 0.0 {
+            return None;
+        }
+        let first = total == 0.0;
+        total += w;
+        Some((c, (!first).then_some(w / total)))
+    })
+}
+
+/// A tree's shape and weights, to evaluate it ([`BlendTree::sample`] as rows,
+/// [`BlendTree::sample_soa`] in blocks) while its players are written.
+struct Fold<'a> {
+    shape: &'a TreeShape,
+    child_weight: &'a [f32],
+}
+
+impl Fold<'_> {
+    /// The tree's output at `node` into `out` (rows), with `scratch` for the children
+    /// after each blend's first.
+    fn eval_rows(
+        &self,
+        players: &mut [Player],
+        node: usize,
+        out: &mut [Transform],
+        scratch: &mut [Pose],
+    ) {
+        let o = self.shape.offsets[node];
+        match &self.shape.nodes[node] {
             TreeNode::Clip(_) => {
-                if let Some(p) = shape.leaf[node] {
-                    self.players[p].sample(out);
+                if let Some(p) = self.shape.leaf[node] {
+                    players[p].sample(out);
                 }
             }
             TreeNode::Space1D { children, .. } => {
-                self.eval_blend(children.iter().map(|c| c.1), o, out, scratch)
+                self.blend_rows(players, children.iter().map(|c| c.1), o, out, scratch)
             }
             TreeNode::Space2D { children, .. } => {
-                self.eval_blend(children.iter().map(|c| c.1), o, out, scratch)
+                self.blend_rows(players, children.iter().map(|c| c.1), o, out, scratch)
             }
-            TreeNode::Lerp { a, b, .. } => self.eval_blend([*a, *b].into_iter(), o, out, scratch),
+            TreeNode::Lerp { a, b, .. } => {
+                self.blend_rows(players, [*a, *b].into_iter(), o, out, scratch)
+            }
             TreeNode::Additive { base, add, .. }
             | TreeNode::Layered {
                 base, overlay: add, ..
             } => {
-                self.eval(*base, out, scratch);
+                self.eval_rows(players, *base, out, scratch);
                 let w = self.child_weight[o + 1];
                 if w == 0.0 {
                     return;
@@ -730,8 +825,8 @@ impl BlendTree {
                 let Some((buf, rest)) = scratch.split_first_mut() else {
                     return;
                 };
-                self.eval(*add, buf, rest);
-                let _ = match &shape.nodes[node] {
+                self.eval_rows(players, *add, buf, rest);
+                let _ = match &self.shape.nodes[node] {
                     TreeNode::Layered { mask, .. } => {
                         blend_override(out, buf, w, mask.as_ref().map(|m| m.weights()))
                     }
@@ -743,33 +838,25 @@ impl BlendTree {
 
     /// A weighted average of children: the first of non-zero weight into `out`, each next
     /// into scratch and folded in; rotations summed on the shortest path, normalised once.
-    fn eval_blend(
-        &mut self,
+    fn blend_rows(
+        &self,
+        players: &mut [Player],
         children: impl Iterator<Item = usize>,
         offset: usize,
         out: &mut [Transform],
         scratch: &mut [Pose],
     ) {
-        let mut total = 0.0f32;
         let mut count = 0;
-        for (k, c) in children.enumerate() {
-            let w = self.child_weight[offset + k];
-            if w <= 0.0 {
+        for (c, t) in folds(&self.child_weight[offset..], children) {
+            count += 1;
+            let Some(t) = t else {
+                self.eval_rows(players, c, out, scratch);
                 continue;
-            }
-            if count == 0 {
-                self.eval(c, out, scratch);
-                total = w;
-                count = 1;
-                continue;
-            }
+            };
             let Some((buf, rest)) = scratch.split_first_mut() else {
                 return;
             };
-            self.eval(c, buf, rest);
-            total += w;
-            count += 1;
-            let t = w / total;
+            self.eval_rows(players, c, buf, rest);
             for (a, b) in out.iter_mut().zip(buf.iter()) {
                 a.translation = a.translation.lerp(b.translation, t);
                 a.scale = a.scale.lerp(b.scale, t);
@@ -785,6 +872,73 @@ impl BlendTree {
                 let v = Vec4::from(a.rotation);
                 a.rotation = glam::Quat::from_vec4(v * v.length_recip());
             }
+        }
+    }
+
+    /// [`Fold::eval_rows`] in blocks. Additive and layered nodes are not evaluated here
+    /// ([`BlendTree::samples_blocks`] is false for trees with them): they leave `out` as is.
+    fn eval(
+        &self,
+        players: &mut [Player],
+        node: usize,
+        out: &mut SoaPose,
+        scratch: &mut [SoaPose],
+    ) {
+        let o = self.shape.offsets[node];
+        match &self.shape.nodes[node] {
+            TreeNode::Clip(_) => {
+                if let Some(p) = self.shape.leaf[node] {
+                    players[p].sample_soa(out);
+                }
+            }
+            TreeNode::Space1D { children, .. } => {
+                self.blend(players, children.iter().map(|c| c.1), o, out, scratch)
+            }
+            TreeNode::Space2D { children, .. } => {
+                self.blend(players, children.iter().map(|c| c.1), o, out, scratch)
+            }
+            TreeNode::Lerp { a, b, .. } => {
+                self.blend(players, [*a, *b].into_iter(), o, out, scratch)
+            }
+            TreeNode::Additive { .. } | TreeNode::Layered { .. } => {}
+        }
+    }
+
+    /// [`Fold::blend_rows`] in blocks, with the same weights and operations: a single
+    /// child of non-zero weight straight into `out`; else the first into one scratch pose,
+    /// each next into another, folded into `out` ([`lerp_soa`], the first fold from the
+    /// first pose), normalised once. Each child thus samples into a pose of its own (which
+    /// keeps its clip's static joints from one update to the next).
+    fn blend(
+        &self,
+        players: &mut [Player],
+        children: impl Iterator<Item = usize> + Clone,
+        offset: usize,
+        out: &mut SoaPose,
+        scratch: &mut [SoaPose],
+    ) {
+        let weights = &self.child_weight[offset..];
+        let mut live = folds(weights, children.clone());
+        if let (Some((only, _)), None) = (live.next(), live.next()) {
+            return self.eval(players, only, out, scratch);
+        }
+        let Some(([first, buf], rest)) = scratch.split_first_chunk_mut::<2>() else {
+            return;
+        };
+        let mut count = 0;
+        for (c, t) in folds(weights, children) {
+            count += 1;
+            let Some(t) = t else {
+                self.eval(players, c, first, rest);
+                continue;
+            };
+            self.eval(players, c, buf, rest);
+            lerp_soa::<false>(out, (count == 2).then_some(&*first), buf, t);
+        }
+        match count {
+            0 => {}
+            1 => copy_soa(out, first),
+            _ => normalise_rotations_soa(out),
         }
     }
 }

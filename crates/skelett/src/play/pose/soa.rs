@@ -377,6 +377,102 @@ pub(crate) fn blend_soa_over_rows(
     Ok(())
 }
 
+/// `out = lerp(a, b, t)` joint by joint, `a` being `from` or, where that is `None`, `out`
+/// itself: as a blend tree folds a child into what its earlier children made and as a blend
+/// space mixes its two neighbouring clips. Translations and scales `a * (1 - t) + b * t`,
+/// rotations the same on `a`'s side (`b` negated where the four-wide dot product is
+/// negative) and, with `NORMALISE`, divided by their length (`v * (1 / sqrt(v · v))`, the
+/// nlerp of [`crate::transform::nlerp`]). The bits of those row formulas (glam's `lerp`,
+/// `dot`, `length_recip`) on every lane: with AVX eight joints per operation in the same
+/// order, without fused multiply-adds, otherwise lane by lane through the row functions
+/// themselves. `from` and `b` hold at least `out`'s joints.
+pub(crate) fn lerp_soa<const NORMALISE: bool>(
+    out: &mut SoaPose,
+    from: Option<&SoaPose>,
+    b: &SoaPose,
+    t: f32,
+) {
+    let n = out.blocks.len();
+    out.statics = 0;
+    let (out, from, b) = (
+        &mut out.blocks[..],
+        from.map(|f| &f.blocks[..n]),
+        &b.blocks[..n],
+    );
+    #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+    if super::avx::available() {
+        // SAFETY: AVX was just detected; every slice has `n` blocks.
+        // `lerp_soa_is_the_row_lerp` runs it.
+        unsafe { super::soa_avx::lerp::<NORMALISE>(out, from, b, t) };
+        return;
+    }
+    lerp_portable::<NORMALISE>(out, from, b, t);
+}
+
+/// [`lerp_soa`] lane by lane through glam's row functions (CPUs without AVX, the `scalar`
+/// build).
+fn lerp_portable<const NORMALISE: bool>(
+    out: &mut [SoaBlock],
+    from: Option<&[SoaBlock]>,
+    b: &[SoaBlock],
+    t: f32,
+) {
+    for k in 0..out.len() {
+        for lane in 0..SOA_LANES {
+            let x = from.map_or(&out[k], |f| &f[k]).get(lane);
+            let y = b[k].get(lane);
+            let (qa, mut qb) = (glam::Vec4::from(x.rotation), glam::Vec4::from(y.rotation));
+            if qa.dot(qb) < 0.0 {
+                qb = -qb;
+            }
+            let mut q = qa.lerp(qb, t);
+            if NORMALISE {
+                q *= q.length_recip();
+            }
+            let joint = Transform {
+                translation: x.translation.lerp(y.translation, t),
+                rotation: Quat::from_vec4(q),
+                scale: x.scale.lerp(y.scale, t),
+            };
+            out[k].set(lane, &joint);
+        }
+    }
+}
+
+/// Copies `from`'s joints into `out` (at least as many), blocks and all, with the identity
+/// of the clip whose static joints they hold.
+pub(crate) fn copy_soa(out: &mut SoaPose, from: &SoaPose) {
+    let n = out.blocks.len();
+    out.blocks.copy_from_slice(&from.blocks[..n]);
+    out.statics = from.statics;
+}
+
+/// Every rotation of `out` divided by its length (`v * (1 / sqrt(v · v))`, glam's
+/// `length_recip`, the bits of the row formula on every lane; the end of a blend tree's
+/// fold, [`lerp_soa`] without `NORMALISE`).
+pub(crate) fn normalise_rotations_soa(out: &mut SoaPose) {
+    out.statics = 0;
+    #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+    if super::avx::available() {
+        // SAFETY: AVX was just detected. `lerp_soa_is_the_row_lerp` runs it.
+        unsafe { super::soa_avx::normalise_rotations(&mut out.blocks) };
+        return;
+    }
+    normalise_portable(&mut out.blocks);
+}
+
+/// [`normalise_rotations_soa`] lane by lane through glam's row functions.
+fn normalise_portable(out: &mut [SoaBlock]) {
+    for o in out {
+        for lane in 0..SOA_LANES {
+            let mut j = o.get(lane);
+            let v = glam::Vec4::from(j.rotation);
+            j.rotation = Quat::from_vec4(v * v.length_recip());
+            o.set(lane, &j);
+        }
+    }
+}
+
 /// Where a structure-of-arrays blend puts block `b`'s result: straight into a pose's blocks,
 /// or into a block on the stack that [`Sink::done`] then writes out as rows.
 pub(super) trait Sink {
@@ -553,6 +649,135 @@ mod tests {
                 ),
             )
         })
+    }
+
+    /// Any transform, rotations not normalised (a blend tree folds unnormalised sums).
+    fn any_transform() -> impl Strategy<Value = Transform> {
+        (
+            proptest::array::uniform3(-5.0f32..5.0),
+            proptest::array::uniform4(-1.0f32..1.0),
+            proptest::array::uniform3(-3.0f32..3.0),
+        )
+            .prop_map(|(t, q, s)| {
+                Transform::new(
+                    Vec3::from(t),
+                    Quat::from_xyzw(q[0], q[1], q[2], q[3]),
+                    Vec3::from(s),
+                )
+            })
+    }
+
+    fn bits(t: &Transform) -> [u32; 10] {
+        let (q, v, s) = (t.rotation.to_array(), t.translation, t.scale);
+        [q[0], q[1], q[2], q[3], v.x, v.y, v.z, s.x, s.y, s.z].map(f32::to_bits)
+    }
+
+    /// The row formulas `lerp_soa` and `normalise_rotations_soa` promise: a blend tree's
+    /// fold (`BlendTree::eval_blend`) and a blend space's mix (`blend_two`, through
+    /// `transform::nlerp`), written as rows.
+    fn row_lerp(a: &Transform, b: &Transform, t: f32, normalise: bool) -> Transform {
+        let rotation = if normalise {
+            crate::transform::nlerp(a.rotation, b.rotation, t)
+        } else {
+            let (qa, mut qb) = (Vec4::from(a.rotation), Vec4::from(b.rotation));
+            if qa.dot(qb) < 0.0 {
+                qb = -qb;
+            }
+            Quat::from_vec4(qa.lerp(qb, t))
+        };
+        Transform {
+            translation: a.translation.lerp(b.translation, t),
+            rotation,
+            scale: a.scale.lerp(b.scale, t),
+        }
+    }
+
+    fn lerped(
+        normalise: bool,
+        out: &[Transform],
+        from: Option<&[Transform]>,
+        b: &[Transform],
+        t: f32,
+        portable: bool,
+    ) -> SoaPose {
+        let mut o = SoaPose::from_transforms(out);
+        let from = from.map(SoaPose::from_transforms);
+        let b = SoaPose::from_transforms(b);
+        match (normalise, portable) {
+            (true, false) => lerp_soa::<true>(&mut o, from.as_ref(), &b, t),
+            (false, false) => lerp_soa::<false>(&mut o, from.as_ref(), &b, t),
+            (true, true) => lerp_portable::<true>(
+                &mut o.blocks,
+                from.as_ref().map(|f| &f.blocks[..]),
+                &b.blocks,
+                t,
+            ),
+            (false, true) => lerp_portable::<false>(
+                &mut o.blocks,
+                from.as_ref().map(|f| &f.blocks[..]),
+                &b.blocks,
+                t,
+            ),
+        }
+        o
+    }
+
+    proptest! {
+        /// `lerp_soa` (from the pose itself or from another) and `normalise_rotations_soa`
+        /// give the row formulas' bits on every joint, on the AVX path where the CPU has it
+        /// and on the portable one; rotations on both sides of the dot product's sign.
+        #[test]
+        fn lerp_soa_is_the_row_lerp(
+            joints in (1usize..30).prop_flat_map(|n| (
+                proptest::collection::vec(any_transform(), n),
+                proptest::collection::vec(any_transform(), n),
+                proptest::collection::vec(any_transform(), n),
+            )),
+            t in prop_oneof![0.0f32..1.0, Just(0.0f32), Just(1.0f32), Just(0.5f32)],
+            normalise in any::<bool>(),
+            from_other in any::<bool>(),
+        ) {
+            let (x, a, b) = joints;
+            let from = from_other.then_some(&a[..]);
+            let first = if from_other { &a } else { &x };
+            for portable in [false, true] {
+                let got = lerped(normalise, &x, from, &b, t, portable);
+                for j in 0..x.len() {
+                    let want = row_lerp(&first[j], &b[j], t, normalise);
+                    prop_assert_eq!(bits(&got.get(j)), bits(&want), "joint {} portable {}", j, portable);
+                }
+                let mut unit = got.clone();
+                if portable {
+                    normalise_portable(&mut unit.blocks);
+                } else {
+                    normalise_rotations_soa(&mut unit);
+                }
+                for j in 0..x.len() {
+                    let v = Vec4::from(got.get(j).rotation);
+                    let want = Quat::from_vec4(v * v.length_recip());
+                    prop_assert_eq!(unit.get(j).rotation.to_array().map(f32::to_bits),
+                        want.to_array().map(f32::to_bits));
+                    prop_assert_eq!(unit.get(j).translation, got.get(j).translation);
+                }
+            }
+        }
+    }
+
+    /// `copy_soa` copies the joints and the identity of the clip whose static joints they
+    /// hold; `lerp_soa` and `normalise_rotations_soa` leave a pose holding none.
+    #[test]
+    fn copies_keep_and_blends_drop_static_joints() {
+        let mut a = SoaPose::from_transforms(&[Transform::IDENTITY; 10]);
+        let _ = a.blocks_for(7);
+        let mut b = SoaPose::identity(10);
+        copy_soa(&mut b, &a);
+        assert_eq!((b.statics, &b), (7, &a));
+        let c = b.clone();
+        lerp_soa::<false>(&mut b, None, &c, 0.5);
+        assert_eq!(b.statics, 0);
+        let _ = b.blocks_for(7);
+        normalise_rotations_soa(&mut b);
+        assert_eq!(b.statics, 0);
     }
 
     proptest! {

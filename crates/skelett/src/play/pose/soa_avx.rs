@@ -167,6 +167,95 @@ unsafe fn blend_any(poses: &[&[SoaBlock]], w: &[f32], out: &mut (impl Sink + ?Si
     }
 }
 
+/// [`super::soa::lerp_soa`]: `out = lerp(a, b, t)` block by block (`a` from `from`, else
+/// `out`), with the row formulas' operations in their order and no fused multiply-add
+/// (Rust does not contract `a * b + c`, so the row code has none either): translations and
+/// scales `a * (1 - t) + b * t`; rotations after the side test on glam's four-wide dot
+/// product `(ax bx + az bz) + (ay by + aw bw)`, `b` multiplied by -1 where it is negative
+/// (glam's quaternion negation; it differs from flipping the sign bit only on NaN, whose dot
+/// product is never negative); with `NORMALISE` each rotation times `1 / sqrt(v · v)`.
+///
+/// # Safety
+/// The CPU must support AVX. `from` (where given) and `other` have at least `out.len()`
+/// blocks (indexing checks it again).
+#[target_feature(enable = "avx")]
+pub(super) unsafe fn lerp<const NORMALISE: bool>(
+    out: &mut [SoaBlock],
+    from: Option<&[SoaBlock]>,
+    other: &[SoaBlock],
+    t: f32,
+) {
+    let (tv, sv) = (_mm256_set1_ps(t), _mm256_set1_ps(1.0 - t));
+    let (zero, minus) = (_mm256_setzero_ps(), _mm256_set1_ps(-1.0));
+    for k in 0..out.len() {
+        let a = match from {
+            Some(f) => &f[k],
+            None => &out[k],
+        };
+        let (va, qa) = (vectors(a), rotation(a));
+        let b = &other[k];
+        let (vb, mut qb) = (vectors(b), rotation(b));
+        let o = &mut out[k];
+        let (t3, s3) = (&mut o.translation, &mut o.scale);
+        // SAFETY: each array is eight f32 of a 32-byte aligned block (asserted above),
+        // written through a unique reference.
+        for ((dst, a), b) in t3.iter_mut().chain(s3.iter_mut()).zip(va).zip(vb) {
+            let v = _mm256_add_ps(_mm256_mul_ps(a, sv), _mm256_mul_ps(b, tv));
+            _mm256_store_ps(dst.as_mut_ptr(), v);
+        }
+        let flip = _mm256_cmp_ps::<_CMP_LT_OQ>(dot4(&qa, &qb), zero);
+        for c in &mut qb {
+            *c = _mm256_blendv_ps(*c, _mm256_mul_ps(*c, minus), flip);
+        }
+        // Plain loops, not closures (which would not run with this function's features).
+        let mut q = qa;
+        for (c, b) in q.iter_mut().zip(qb) {
+            *c = _mm256_add_ps(_mm256_mul_ps(*c, sv), _mm256_mul_ps(b, tv));
+        }
+        if NORMALISE {
+            q = unit(q);
+        }
+        // SAFETY: as above.
+        for (dst, v) in o.rotation.iter_mut().zip(q) {
+            _mm256_store_ps(dst.as_mut_ptr(), v);
+        }
+    }
+}
+
+/// [`super::soa::normalise_rotations_soa`]: each rotation times `1 / sqrt(v · v)`.
+///
+/// # Safety
+/// The CPU must support AVX.
+#[target_feature(enable = "avx")]
+pub(super) unsafe fn normalise_rotations(out: &mut [SoaBlock]) {
+    for o in out {
+        let q = unit(rotation(o));
+        // SAFETY: as in `lerp`.
+        for (dst, v) in o.rotation.iter_mut().zip(q) {
+            _mm256_store_ps(dst.as_mut_ptr(), v);
+        }
+    }
+}
+
+/// glam's four-wide dot product per lane, its additions grouped as its SSE2 code groups
+/// them: `(ax bx + az bz) + (ay by + aw bw)`.
+#[inline(always)]
+unsafe fn dot4(a: &[__m256; 4], b: &[__m256; 4]) -> __m256 {
+    let xz = _mm256_add_ps(_mm256_mul_ps(a[0], b[0]), _mm256_mul_ps(a[2], b[2]));
+    let yw = _mm256_add_ps(_mm256_mul_ps(a[1], b[1]), _mm256_mul_ps(a[3], b[3]));
+    _mm256_add_ps(xz, yw)
+}
+
+/// `v * (1 / sqrt(v · v))` per lane (glam's `v * v.length_recip()`).
+#[inline(always)]
+unsafe fn unit(mut q: [__m256; 4]) -> [__m256; 4] {
+    let r = _mm256_div_ps(_mm256_set1_ps(1.0), _mm256_sqrt_ps(dot4(&q, &q)));
+    for c in &mut q {
+        *c = _mm256_mul_ps(*c, r);
+    }
+    q
+}
+
 /// The rotation's four component rows of a block.
 #[inline(always)]
 unsafe fn rotation(x: &SoaBlock) -> [__m256; 4] {

@@ -148,7 +148,14 @@ impl Out for SoaOut<'_> {
             return;
         }
         let base = &clip.base;
-        if clip.static_joints.len() == clip.joint_count() {
+        // A joint's base written lane by lane costs about as much as eight written by one
+        // transpose: from one static joint in eight on, the whole base is written (the
+        // tracks then write over every component they animate, so the joints end as
+        // they would with only the static ones written). Clips that animate a few
+        // components of many joints (a scale or translation track missing) are the usual
+        // case, and a pose that takes turns between clips (a blend space's, a tree's
+        // scratch, the thread's slot poses in a varied crowd) writes them every sample.
+        if clip.static_joints.len() * SOA_LANES >= clip.joint_count() {
             crate::play::pose::fill_blocks(self.blocks, base);
         } else {
             for &j in clip.static_joints.iter() {
