@@ -8,11 +8,11 @@
 //!
 //! Blend spaces and trees of blends whose clips sample into blocks are sampled and mixed
 //! in blocks too ([`sample_source_soa`]: `lerp_soa`, the row formulas eight joints at a
-//! time, so the bits of `sample_slot`'s rows), each clip into a scratch pose of its own in
-//! the thread's blocks (a pose that a clip samples into again keeps its static joints).
-//! A layer whose output stays in rows (a mask, a layer above, root motion, an inertial
-//! transition) transposes the result once; one that makes the pose alone leaves it in
-//! blocks (`blocks.rs`).
+//! time, so the bits of `sample_slot`'s rows), each clip into the thread's scratch pose of
+//! its place in the space or tree (a pose that a clip samples into again keeps its static
+//! joints). A layer whose output stays in rows (a mask, a layer above, root motion, an
+//! inertial transition) transposes the result once; one that makes the pose alone leaves it
+//! in blocks (`blocks.rs`).
 
 use super::blocks::Held;
 use super::layer::{Layer, Slot, SlotPoses, Source, MAX_SLOTS};
@@ -283,8 +283,10 @@ fn blend_samples_blocks(source: &Source) -> bool {
 /// Samples a source that [`samples_blocks`] into `out`: the bits [`sample_slot`] gives as
 /// rows (a blend space's two clips mixed by [`lerp_soa`]'s nlerp, the row formula of
 /// `blend_two`; a tree by `BlendTree::sample_soa`). A space's two clips and a tree's
-/// children sample into the thread's scratch poses ([`SCRATCH_BLOCKS`], made as deep trees
-/// first need them), so a clip keeps sampling into the same pose.
+/// children sample into the thread's scratch poses ([`SCRATCH_BLOCKS`], made or grown the
+/// first time the thread plays a space, or a tree needing more than before), each into the
+/// pose of its place in the space or tree, so a clip keeps sampling into the same pose
+/// (unless another space or tree on the thread samples into it between).
 fn sample_source_soa(source: &mut Source, out: &mut SoaPose) {
     let joints = out.len();
     match source {
@@ -301,8 +303,10 @@ fn sample_source_soa(source: &mut Source, out: &mut SoaPose) {
                 return space.entries[a].1.sample_soa(out);
             }
             SCRATCH_BLOCKS.with_borrow_mut(|bufs| {
-                if let [from, to] = sized(bufs, 2, 2, joints) {
-                    // Each clip into a pose of its own, which keeps its static joints.
+                if let [even, odd] = sized(bufs, 2, 2, joints) {
+                    // Entry `i` into the pose of its parity (`b` is `a + 1`): a clip keeps its
+                    // pose, and that pose its static joints, while the parameter moves.
+                    let (from, to) = if a % 2 == 0 { (even, odd) } else { (odd, even) };
                     space.entries[a].1.sample_soa(from);
                     space.entries[b].1.sample_soa(to);
                     lerp_soa::<true>(out, Some(from), to, w);
@@ -313,8 +317,8 @@ fn sample_source_soa(source: &mut Source, out: &mut SoaPose) {
 }
 
 /// Whether layer `li`, which covers the pose, makes it in blocks (`blocks`): no inertial
-/// transition on it, its slots all clips that sample into blocks, and no layer above it
-/// playing (blending onto the pose).
+/// transition on it, its slots all sources that sample into blocks ([`samples_blocks`]),
+/// and no layer above it playing (blending onto the pose).
 #[inline(always)]
 fn in_blocks(layers: &[Layer], li: usize) -> bool {
     let l = &layers[li];
@@ -327,8 +331,8 @@ fn in_blocks(layers: &[Layer], li: usize) -> bool {
             .any(|l| l.enabled && !l.slots.is_empty())
 }
 
-/// A layer whose output stays in blocks (`blocks`; its slots are clips that sample into
-/// blocks, checked by the caller): its slots sampled (and blended, over `rest`) into its
+/// A layer whose output stays in blocks (`blocks`; its slots all sample into blocks,
+/// checked by the caller): its slots sampled (and blended, over `rest`) into its
 /// older block output, which becomes the newer. The bits of the rows path's samples and
 /// blend.
 fn evaluate_in_blocks(l: &mut Layer, rest: &[Transform]) {
@@ -451,20 +455,30 @@ mod tests {
         let (skeleton, [ca, cb]) = rig(n);
         let full: Vec<usize> = (0..n).filter(|&i| i != 5).collect();
         let cc = turning(&skeleton, "c", 0.3, &full);
+        // Three static joints of eleven: its whole base written by transposes.
+        let most: Vec<usize> = (0..n).filter(|&i| ![1, 6, 9].contains(&i)).collect();
+        let cd = turning(&skeleton, "d", -0.9, &most);
         let sources = || {
             let clip = |c: &Arc<crate::Clip>| TreeNode::Clip(c.clone());
+            // Three levels of blends: a lerp of a 1D space (one child a lerp) and a clip.
             let lerp = TreeShape::new(
                 vec![
                     clip(&ca),
                     clip(&cb),
+                    clip(&cd),
                     clip(&cc),
+                    TreeNode::Lerp {
+                        a: 1,
+                        b: 2,
+                        weight: TreeValue::Parameter(1),
+                    },
                     TreeNode::Space1D {
                         parameter: 0,
-                        children: vec![(0.0, 0), (1.0, 1)],
+                        children: vec![(0.0, 0), (1.0, 4)],
                     },
                     TreeNode::Lerp {
-                        a: 3,
-                        b: 2,
+                        a: 5,
+                        b: 3,
                         weight: TreeValue::Parameter(1),
                     },
                 ],
@@ -476,11 +490,12 @@ mod tests {
                     clip(&ca),
                     clip(&cb),
                     clip(&cc),
+                    clip(&cd),
                     TreeNode::Space2D {
                         x: 0,
                         y: 1,
                         mode: Space2D::Cartesian,
-                        children: vec![(Vec2::ZERO, 0), (Vec2::X, 1), (Vec2::Y, 2)],
+                        children: vec![(Vec2::ZERO, 0), (Vec2::X, 1), (Vec2::Y, 2), (Vec2::ONE, 3)],
                     },
                 ],
                 2,
@@ -490,6 +505,7 @@ mod tests {
                 (0.0, ca.clone()),
                 (1.0, cb.clone()),
                 (2.5, cc.clone()),
+                (3.2, cd.clone()),
             ]);
             [
                 Source::Space(space),
@@ -517,7 +533,7 @@ mod tests {
         let (mut rows, mut extra) = (vec![Transform::IDENTITY; n], vec![Transform::IDENTITY; n]);
         let mut out = SoaPose::identity(n);
         let mut compared = 0;
-        for p in [-1.0f32, 0.0, 0.3, 1.0, 1.7, 2.5, 3.0, 0.6] {
+        for p in [-1.0f32, 0.0, 0.3, 1.0, 1.7, 2.5, 3.0, 3.6, 0.6] {
             for q in [0.0f32, 0.45, 1.0] {
                 for at in [0.0f64, 0.25, 0.61, 0.999] {
                     for (r, b) in in_rows.iter_mut().zip(in_blocks.iter_mut()) {
@@ -531,7 +547,7 @@ mod tests {
                                 }
                                 Source::Tree(t) => {
                                     t.restart(at, 1.0, Wrap::Loop);
-                                    t.set_parameter(0, p.clamp(-0.5, 1.5));
+                                    t.set_parameter(0, p * 0.4);
                                     t.set_parameter(1, q);
                                 }
                                 Source::Clip(_) => unreachable!(),
@@ -545,27 +561,46 @@ mod tests {
                 }
             }
         }
-        assert_eq!(compared, 8 * 3 * 4 * 3);
+        assert_eq!(compared, 9 * 3 * 4 * 3);
     }
 
-    /// A tree with an additive or layered node samples as rows: it does not take blocks.
+    /// A tree with an additive or layered node samples as rows: it does not take blocks,
+    /// where one of blends over the same clips does.
     #[test]
-    fn trees_with_additive_nodes_stay_in_rows() {
+    fn trees_with_additive_or_layered_nodes_stay_in_rows() {
         let (_, [ca, cb]) = rig(9);
-        let shape = TreeShape::new(
-            vec![
-                TreeNode::Clip(ca.clone()),
-                TreeNode::Clip(cb.clone()),
+        let w = TreeValue::Const(0.5);
+        for (node, blocks) in [
+            (
                 TreeNode::Additive {
                     base: 0,
                     add: 1,
-                    weight: TreeValue::Const(0.5),
+                    weight: w,
                 },
-            ],
-            0,
-        )
-        .unwrap();
-        let tree = Source::Tree(Box::new(BlendTree::new(Arc::new(shape))));
-        assert!(!samples_blocks(&tree));
+                false,
+            ),
+            (
+                TreeNode::Layered {
+                    base: 0,
+                    overlay: 1,
+                    mask: None,
+                    weight: w,
+                },
+                false,
+            ),
+            (
+                TreeNode::Lerp {
+                    a: 0,
+                    b: 1,
+                    weight: w,
+                },
+                writes_blocks(&ca),
+            ),
+        ] {
+            let nodes = vec![TreeNode::Clip(ca.clone()), TreeNode::Clip(cb.clone()), node];
+            let shape = TreeShape::new(nodes, 0).unwrap();
+            let tree = Source::Tree(Box::new(BlendTree::new(Arc::new(shape))));
+            assert_eq!(samples_blocks(&tree), blocks);
+        }
     }
 }

@@ -39,13 +39,15 @@
 //!
 //! The animator writes a local pose ([`Animator::pose`]); the caller runs
 //! [`Animator::local_to_model`] (or [`crate::local_to_model`] on the pose) and
-//! [`crate::skinning_palette`]. Where one layer of clips makes the whole pose and the caller
-//! does not read it as rows, the update leaves it in blocks ([`Animator::pose_soa`]), which
-//! [`Animator::local_to_model`] reads as they are (`blocks.rs`). Clips and the skeleton stay
-//! shared behind `Arc`; after the layers are set up, an update allocates nothing (event and
-//! scratch buffers are reused), except a thread's first update of a skeleton larger than
-//! any it has updated before (the slot blocks it shares between its animators, see
-//! `layer::SlotPoses`, are made or grown then, once).
+//! [`crate::skinning_palette`]. Where one layer of clips, blend spaces or trees of blends
+//! makes the whole pose and the caller does not read it as rows, the update leaves it in
+//! blocks ([`Animator::pose_soa`]), which [`Animator::local_to_model`] reads as they are
+//! (`blocks.rs`). Clips and the skeleton stay shared behind `Arc`; after the layers are set
+//! up, an update allocates nothing (event and scratch buffers are reused), except a
+//! thread's first update of a skeleton larger than any it has updated before, or of a blend
+//! space or tree needing more scratch poses than before (the slot blocks and scratch poses
+//! it shares between its animators, see `layer::SlotPoses` and `evaluate.rs`, are made or
+//! grown then, once).
 //!
 //! ```
 //! use std::sync::Arc;

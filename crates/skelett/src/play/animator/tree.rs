@@ -3,7 +3,9 @@
 //!
 //! A tree is built once from [`TreeNode`]s ([`TreeShape::new`], shared behind an `Arc`) and
 //! instantiated per character ([`BlendTree::new`]), which owns the players, the parameter
-//! values and the scratch poses, so an update allocates nothing. Each update:
+//! values and the scratch poses, so an update allocates nothing (in blocks, below, the
+//! scratch poses are the updating thread's, made the first time it needs as many). Each
+//! update:
 //!
 //! 1. **weights**, top down: every node hands its weight to its children (a blend space by
 //!    its [`weights_1d`]/[`weights_2d`], an additive or layered node gives its second child
@@ -21,7 +23,8 @@
 //! clips on a CPU with AVX) are evaluated in blocks of eight joints on skeletons of eight
 //! joints or more ([`BlendTree::sample_soa`]): the same weights and the same operations
 //! as the rows (a property test checks the bits), eight joints per instruction, each child
-//! sampled into a scratch pose of its own. The others, and shorter skeletons, use rows.
+//! sampled into the scratch pose of its place in the tree. The others, and shorter
+//! skeletons, use rows.
 //!
 //! The graph (`play/graph`) builds one tree per blend state; the animator's layers play
 //! them beside clips and 1D blend spaces ([`super::Animator::play_tree`]).
@@ -32,7 +35,7 @@ use glam::{Vec2, Vec4};
 
 use super::player::Crossing;
 use super::{FiredEvent, Player, Wrap};
-use crate::play::pose::{copy_soa, lerp_soa, normalise_rotations_soa};
+use crate::play::pose::{lerp_soa, normalise_rotations_soa};
 use crate::play::sampling::writes_blocks;
 use crate::pose::{apply_additive, blend_override, JointMask};
 use crate::{Clip, Error, Pose, SoaPose, Transform};
@@ -279,14 +282,16 @@ impl TreeShape {
                 .max()
                 .unwrap_or(0);
         }
-        // In blocks, a blend takes its first child and each next into scratch poses of its
-        // own, so that a clip keeps sampling into the same pose (which keeps its static
-        // joints); the children evaluate with the scratch after those two.
+        // In blocks, a blend of two or more live children takes each child into a scratch
+        // pose of the child's own (one per child), so that a clip keeps sampling into the
+        // same pose (which keeps its static joints); the children evaluate with the scratch
+        // after those.
         let mut depth_blocks = vec![0usize; nodes.len()];
         for (i, n) in nodes.iter().enumerate() {
             n.children(&mut kids);
             if !kids.is_empty() {
-                depth_blocks[i] = 2 + kids.iter().map(|&c| depth_blocks[c]).max().unwrap_or(0);
+                depth_blocks[i] =
+                    kids.len() + kids.iter().map(|&c| depth_blocks[c]).max().unwrap_or(0);
             }
         }
         Ok(Self {
@@ -662,7 +667,8 @@ impl BlendTree {
         self.blocks
     }
 
-    /// Scratch poses [`BlendTree::sample_soa`] needs (two per level of blends).
+    /// Scratch poses [`BlendTree::sample_soa`] needs (one per child of each blend on the
+    /// way down).
     pub(super) fn depth_blocks(&self) -> usize {
         self.shape.depth_blocks
     }
@@ -762,12 +768,13 @@ impl BlendTree {
 }
 
 /// The children of non-zero weight (`weights` holds the node's children's weights, in
-/// order) with what each is folded in at: `None` for the first, then `w / total` of the
-/// weights so far (a running weighted average). The rows and the blocks fold alike.
+/// order): each child's position among them, the child, and what it is folded in at:
+/// `None` for the first, then `w / total` of the weights so far (a running weighted
+/// average). The rows and the blocks fold alike.
 fn folds<'a>(
     weights: &'a [f32],
     children: impl Iterator<Item = usize> + 'a,
-) -> impl Iterator<Item = (usize, Option<f32>)> + 'a {
+) -> impl Iterator<Item = (usize, usize, Option<f32>)> + 'a {
     let mut total = 0.0f32;
     children.enumerate().filter_map(move |(k, c)| {
         let w = weights[k];
@@ -776,7 +783,7 @@ fn folds<'a>(
         }
         let first = total == 0.0;
         total += w;
-        Some((c, (!first).then_some(w / total)))
+        Some((k, c, (!first).then_some(w / total)))
     })
 }
 
@@ -847,7 +854,7 @@ impl Fold<'_> {
         scratch: &mut [Pose],
     ) {
         let mut count = 0;
-        for (c, t) in folds(&self.child_weight[offset..], children) {
+        for (_, c, t) in folds(&self.child_weight[offset..], children) {
             count += 1;
             let Some(t) = t else {
                 self.eval_rows(players, c, out, scratch);
@@ -900,15 +907,18 @@ impl Fold<'_> {
             TreeNode::Lerp { a, b, .. } => {
                 self.blend(players, [*a, *b].into_iter(), o, out, scratch)
             }
-            TreeNode::Additive { .. } | TreeNode::Layered { .. } => {}
+            TreeNode::Additive { .. } | TreeNode::Layered { .. } => {
+                debug_assert!(false, "trees with additive or layered nodes sample as rows")
+            }
         }
     }
 
     /// [`Fold::blend_rows`] in blocks, with the same weights and operations: a single
-    /// child of non-zero weight straight into `out`; else the first into one scratch pose,
-    /// each next into another, folded into `out` ([`lerp_soa`], the first fold from the
-    /// first pose), normalised once. Each child thus samples into a pose of its own (which
-    /// keeps its clip's static joints from one update to the next).
+    /// child of non-zero weight straight into `out`; else each live child into the scratch
+    /// pose of its position among the node's children, folded into `out` ([`lerp_soa`], the
+    /// first fold from the first live child's pose), normalised once. A clip thus samples
+    /// into the same pose update after update while the weights keep it live (and that pose
+    /// keeps its static joints), unless another blend on the thread takes the pose between.
     fn blend(
         &self,
         players: &mut [Player],
@@ -919,27 +929,26 @@ impl Fold<'_> {
     ) {
         let weights = &self.child_weight[offset..];
         let mut live = folds(weights, children.clone());
-        if let (Some((only, _)), None) = (live.next(), live.next()) {
+        if let (Some((_, only, _)), None) = (live.next(), live.next()) {
             return self.eval(players, only, out, scratch);
         }
-        let Some(([first, buf], rest)) = scratch.split_first_chunk_mut::<2>() else {
+        let n = children.clone().count();
+        if scratch.len() < n {
             return;
-        };
-        let mut count = 0;
-        for (c, t) in folds(weights, children) {
-            count += 1;
-            let Some(t) = t else {
-                self.eval(players, c, first, rest);
-                continue;
-            };
-            self.eval(players, c, buf, rest);
-            lerp_soa::<false>(out, (count == 2).then_some(&*first), buf, t);
         }
-        match count {
-            0 => {}
-            1 => copy_soa(out, first),
-            _ => normalise_rotations_soa(out),
+        let (own, rest) = scratch.split_at_mut(n);
+        let mut first = None;
+        for (k, c, t) in folds(weights, children) {
+            self.eval(players, c, &mut own[k], rest);
+            match t {
+                None => first = Some(k),
+                Some(t) => {
+                    let from = first.take().map(|f| &own[f]);
+                    lerp_soa::<false>(out, from, &own[k], t);
+                }
+            }
         }
+        normalise_rotations_soa(out);
     }
 }
 

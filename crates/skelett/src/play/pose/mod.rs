@@ -33,8 +33,7 @@ mod soa_avx;
 
 pub use soa::{blend_soa, SoaBlendInput, SoaBlock, SoaPose, SOA_LANES};
 pub(crate) use soa::{
-    blend_soa_over_rows, blend_soa_to_rows, copy_soa, fill_blocks, lerp_soa,
-    normalise_rotations_soa,
+    blend_soa_over_rows, blend_soa_to_rows, fill_blocks, lerp_soa, normalise_rotations_soa,
 };
 
 use crate::error::check_len;

@@ -439,14 +439,6 @@ fn lerp_portable<const NORMALISE: bool>(
     }
 }
 
-/// Copies `from`'s joints into `out` (at least as many), blocks and all, with the identity
-/// of the clip whose static joints they hold.
-pub(crate) fn copy_soa(out: &mut SoaPose, from: &SoaPose) {
-    let n = out.blocks.len();
-    out.blocks.copy_from_slice(&from.blocks[..n]);
-    out.statics = from.statics;
-}
-
 /// Every rotation of `out` divided by its length (`v * (1 / sqrt(v · v))`, glam's
 /// `length_recip`, the bits of the row formula on every lane; the end of a blend tree's
 /// fold, [`lerp_soa`] without `NORMALISE`).
@@ -763,15 +755,12 @@ mod tests {
         }
     }
 
-    /// `copy_soa` copies the joints and the identity of the clip whose static joints they
-    /// hold; `lerp_soa` and `normalise_rotations_soa` leave a pose holding none.
+    /// `lerp_soa` and `normalise_rotations_soa` leave a pose holding no clip's static
+    /// joints.
     #[test]
-    fn copies_keep_and_blends_drop_static_joints() {
-        let mut a = SoaPose::from_transforms(&[Transform::IDENTITY; 10]);
-        let _ = a.blocks_for(7);
-        let mut b = SoaPose::identity(10);
-        copy_soa(&mut b, &a);
-        assert_eq!((b.statics, &b), (7, &a));
+    fn blends_drop_static_joints() {
+        let mut b = SoaPose::from_transforms(&[Transform::IDENTITY; 10]);
+        let _ = b.blocks_for(7);
         let c = b.clone();
         lerp_soa::<false>(&mut b, None, &c, 0.5);
         assert_eq!(b.statics, 0);

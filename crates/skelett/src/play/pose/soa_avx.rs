@@ -174,6 +174,9 @@ unsafe fn blend_any(poses: &[&[SoaBlock]], w: &[f32], out: &mut (impl Sink + ?Si
 /// product `(ax bx + az bz) + (ay by + aw bw)`, `b` multiplied by -1 where it is negative
 /// (glam's quaternion negation; it differs from flipping the sign bit only on NaN, whose dot
 /// product is never negative); with `NORMALISE` each rotation times `1 / sqrt(v · v)`.
+/// The grouping is glam's SSE2 code's, which x86-64 builds use (glam's `scalar-math`
+/// feature groups the sum otherwise: `lerp_soa_is_the_row_lerp` compares with glam itself
+/// and would fail there).
 ///
 /// # Safety
 /// The CPU must support AVX. `from` (where given) and `other` have at least `out.len()`
