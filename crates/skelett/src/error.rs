@@ -1,6 +1,6 @@
 //! The runtime crate's error type.
 //!
-//! Every fallible function in `skelett` returns [`Error`]. Build-time errors (skeletons, clips,
+//! Every fallible function in `skelett` returns [`Error`](enum@Error). Build-time errors (skeletons, clips,
 //! meshes) name the joint, channel or key at fault; hot-path errors are only length mismatches,
 //! checked once before any output is written.
 

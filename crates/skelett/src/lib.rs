@@ -23,7 +23,7 @@
 //! |---|---|---|
 //! | `src/` | the assets both sides share, and the math | [`skeleton`], [`clip`] (with its compact storage format), [`mesh`], [`parts`], [`transform`], [`error`] |
 //! | `src/build/` | building assets, offline, once per asset | raw clips and [`RawClip::build`] (validation, binding by name), lossless key reduction, [`compress`], [`contacts`] |
-//! | `src/play/` | playing assets, per character, per frame, no allocation | [`sampling`] (every key interpolation: keyed and compact), [`pose`] (blending), [`animator`], [`crowd`] (prefetching in crowds), [`graph`], [`hierarchy`], [`ik`], [`morph`] (morph targets), [`skin`] |
+//! | `src/play/` | playing assets, per character, per frame, no allocation | [`sampling`] (every key interpolation: keyed and compact), [`pose`] (blending), [`animator`], [`crowd`] (prefetching in crowds), [`graph`], [`hierarchy`], [`ik`], [`morph`] (morph targets), [`skin`](mod@skin) |
 //!
 //! New capabilities go beside the step they extend: `retarget` in `build/`; `graph` and
 //! `morph` in `play/`.

@@ -64,7 +64,8 @@ pub struct RawClip {
 /// What [`RawClip::build_with`] does with channels whose joint the skeleton lacks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum UnboundChannels {
-    /// Fail with [`Error::UnboundChannels`], naming every such joint.
+    /// Fail with [`Error::UnboundChannels`](crate::Error::UnboundChannels), naming every such
+    /// joint.
     #[default]
     Error,
     /// Leave them out and list them in [`BuildReport::unbound`].

@@ -7,7 +7,8 @@
 //! in the caches. In a crowd of a thousand characters that own state has left the nearest
 //! caches by the time the character's turn comes again, and an update waits on each block
 //! in turn, since which block comes next is only known from the one before (the layers
-//! name the slots, the slots the caches). [`Animator::prefetch`] starts all those loads at
+//! name the slots, the slots the caches).
+//! [`Animator::prefetch`](crate::animator::Animator::prefetch) starts all those loads at
 //! once, from a list the animator keeps inline of the blocks its next update will touch
 //! (noted at the end of each update);
 //! [`prefetch`] does the same for a slice (the model matrices, the palette), and

@@ -10,9 +10,10 @@ use crate::{local_to_model, Clip, Skeleton};
 /// Where the unit came from.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum UnitSource {
-    /// The caller said ([`CompressOptions::cm_per_unit`]).
+    /// The caller said ([`CompressOptions::cm_per_unit`](super::CompressOptions::cm_per_unit)).
     Given,
-    /// The source's declared unit ([`CompressOptions::declared_cm_per_unit`]).
+    /// The source's declared unit
+    /// ([`CompressOptions::declared_cm_per_unit`](super::CompressOptions::declared_cm_per_unit)).
     Declared,
     /// The skeleton's height (largest extent of its rest pose) fits a human in this unit.
     Detected {

@@ -323,7 +323,8 @@ impl TreeShape {
 }
 
 /// One character's instance of a [`TreeShape`]: its players, parameter values, phase and
-/// scratch poses. See the [module docs](self).
+/// scratch poses. See [`TreeShape`] for the nodes, [`BlendTree::set_parameter`] for the
+/// parameters.
 ///
 /// ```
 /// use std::sync::Arc;

@@ -275,7 +275,7 @@ impl Graph {
     /// Checks `def` and resolves it against `skeleton` and `clips` (found by name).
     ///
     /// # Errors
-    /// The first problem found, with its path (see the [module docs](self)).
+    /// The first problem found, with its path (see the [module docs](crate::graph)).
     pub fn build(
         def: &GraphDef,
         skeleton: Arc<Skeleton>,

@@ -121,7 +121,7 @@ struct LayerRun {
 /// across nested machines, where validation cannot see every cycle).
 pub const MAX_TRANSITIONS_PER_UPDATE: usize = 64;
 
-/// One character playing a [`Graph`]. See the [module docs](self).
+/// One character playing a [`Graph`]. See the [module docs](crate::graph).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -438,7 +438,7 @@ impl GraphInstance {
     }
 
     /// Advances by `dt` seconds: transitions, steering, then the animator (see the
-    /// [module docs](self)).
+    /// [module docs](crate::graph)).
     pub fn update(&mut self, dt: f32) -> GraphUpdate<'_> {
         if std::mem::replace(&mut self.stale, true) {
             self.state_events.clear();

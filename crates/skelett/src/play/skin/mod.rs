@@ -48,7 +48,7 @@
 //! unit normals and unrolled their blend; `scripts/bench/ozz_skinning.sh`,
 //! `benches/skinning.rs`, the README's "Speed").
 //!
-//! [`skin_par`] (feature `rayon`) splits the vertices into chunks skinned on rayon's pool.
+//! `skin_par` (feature `rayon`) splits the vertices into chunks skinned on rayon's pool.
 
 mod dual_avx;
 mod kernel;

@@ -5,7 +5,7 @@ use glam::{Mat3A, Mat4, Quat, Vec3, Vec4};
 
 use crate::{hierarchy::skinning_palette, Error, Skin};
 
-/// How [`skin`] blends joint transforms.
+/// How [`skin`](super::skin()) blends joint transforms.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SkinningMethod {
     /// Linear blend skinning (blended matrices).
@@ -114,7 +114,7 @@ impl SkinPalette {
     /// Computes the palette of `skin` from the skeleton's model-space matrices.
     ///
     /// # Errors
-    /// As [`skinning_palette`]; the palette is left empty then, so [`skin`] refuses it until
+    /// As [`skinning_palette`]; the palette is left empty then, so [`skin`](super::skin()) refuses it until
     /// the next successful update.
     pub fn update(&mut self, skin: &Skin, model: &[Mat4]) -> Result<(), Error> {
         // Resize only when the skin changes size, so steady-state updates never allocate.
