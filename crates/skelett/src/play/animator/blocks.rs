@@ -213,26 +213,13 @@ mod tests {
     use glam::{Mat4, Quat};
 
     use super::super::held_pose;
-    use super::super::test_rig::rig;
+    use super::super::test_rig::{bits, rig};
     use crate::animator::{Animator, BlendMode, Curve, PlayOptions, RootMotionConfig};
     use crate::{Interpolation, RawChannel, RawClip, RawValues, Target, Transform};
 
     /// The pose without asking for rows (which would turn the next update to rows).
     fn quiet_pose(a: &Animator) -> Vec<Transform> {
         held_pose(&a.layers, &a.pose, a.held, &a.lazy).to_vec()
-    }
-
-    fn bits(t: &[Transform]) -> Vec<u32> {
-        t.iter()
-            .flat_map(|t| {
-                t.translation
-                    .to_array()
-                    .into_iter()
-                    .chain(t.rotation.to_array())
-                    .chain(t.scale.to_array())
-            })
-            .map(f32::to_bits)
-            .collect()
     }
 
     fn model_bits(m: &[Mat4]) -> Vec<u32> {

@@ -421,22 +421,9 @@ mod tests {
 
     use glam::Vec2;
 
-    use super::super::test_rig::{rig, turning};
+    use super::super::test_rig::{bits, rig, turning};
     use super::super::{BlendSpace1D, BlendTree, Space2D, TreeNode, TreeShape, TreeValue, Wrap};
     use super::*;
-
-    fn bits(t: &[Transform]) -> Vec<u32> {
-        t.iter()
-            .flat_map(|t| {
-                t.rotation
-                    .to_array()
-                    .into_iter()
-                    .chain(t.translation.to_array())
-                    .chain(t.scale.to_array())
-            })
-            .map(f32::to_bits)
-            .collect()
-    }
 
     fn rows_of(p: &SoaPose) -> Vec<Transform> {
         (0..p.len()).map(|j| p.get(j)).collect()

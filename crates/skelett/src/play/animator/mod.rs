@@ -101,6 +101,20 @@ mod test_rig {
         Target, Transform,
     };
 
+    /// Every float of `t`, as bits (for comparisons that must be exact).
+    pub(super) fn bits(t: &[Transform]) -> Vec<u32> {
+        t.iter()
+            .flat_map(|t| {
+                t.translation
+                    .to_array()
+                    .into_iter()
+                    .chain(t.rotation.to_array())
+                    .chain(t.scale.to_array())
+            })
+            .map(f32::to_bits)
+            .collect()
+    }
+
     /// A chain of `n` joints, and two clips turning and moving them differently.
     pub(super) fn rig(n: usize) -> (Arc<Skeleton>, [Arc<Clip>; 2]) {
         let skeleton = chain(n);
