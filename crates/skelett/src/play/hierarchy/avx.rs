@@ -62,9 +62,10 @@ unsafe fn col2(a: &[__m256; 4], b2: __m256) -> __m256 {
 /// Joints whose rotations [`rotations8`] turns into matrices at a time.
 const BLOCK: usize = 8;
 
-/// A block's rotation matrices, columns times the scale: `[3 * c + r][i]` is the entry of
-/// row `r`, column `c` of the block's joint `i` ([`matrices8`] writes all of them).
-type Rotations = [[f32; BLOCK]; 9];
+/// A block's local matrices in structure-of-arrays form: `[3 * c + r][i]` is the entry of
+/// row `r`, column `c` of joint `i`'s rotation matrix times the scale (`c`, `r` below 3),
+/// `[9 + k][i]` component `k` of its translation ([`matrices8`] writes them all).
+type Locals = [[f32; BLOCK]; 12];
 
 /// [`super::local_to_model`]'s loop: `model[j] = model[parent] * local[j]` for joints
 /// `from..`, roots taking their local matrix (the callers have checked the lengths; parents
@@ -74,15 +75,16 @@ type Rotations = [[f32; BLOCK]; 9];
 /// - The rotations of eight joints at a time become matrices, their columns times the
 ///   scale, in structure-of-arrays form ([`rotations8`]: quaternions and scales loaded from
 ///   the `Transform` rows and transposed, then each product of the formula once for eight
-///   joints), into a small buffer on the stack from which each joint's entries are
-///   broadcast by loads, not shuffles.
+///   joints), into a small buffer on the stack beside the translations, from which each
+///   joint's twelve entries are broadcast by loads at one offset, not shuffles.
 /// - That buffer is filled one block ahead: a 4-byte load from part of a 32-byte store that
 ///   has not reached the cache yet waits for it (measured: 3-6 % of the loop).
 /// - The last, partial block is the skeleton's last eight joints, overlapping the block
 ///   before, not a padded copy: with 19 joints (CesiumMan) the copy had cost 13 %.
 /// - A joint whose parent is the joint just before it (most joints: chains are stored in
 ///   order) takes the parent's columns from registers, not from the store just made.
-/// - Each output column is three fused multiply-adds on four lanes.
+/// - Each output column is three fused multiply-adds on four lanes, and the loop over a
+///   block's joints checks no index: the block's parents are one slice, checked once.
 ///
 /// Trying more did not pay (measured): keeping the last two joints' columns in registers
 /// too (for breadth-first orders, whose limbs interleave) spilled registers and was 10-20 %
@@ -107,52 +109,69 @@ pub(super) unsafe fn local_to_model<L: Local + ?Sized>(
         _mm_setr_ps(0.0, 0.0, 1.0, 0.0),
         _mm_setr_ps(0.0, 0.0, 0.0, 1.0),
     ];
-    let mut previous = identity;
+    // The joint before `from` is already in `model`: a first joint that is its child takes
+    // it from here like any other (and joint 0 is a root, whose `p + 1` is never 0).
+    let mut previous = match from.checked_sub(1) {
+        Some(p) if p < n => load(&model[p]),
+        _ => identity,
+    };
     // Two buffers: the next block's matrices are made before this block's joints read
     // theirs, so the 32-byte stores have reached the cache by the time the 4-byte loads
     // come (a load from part of a store still in flight waits for it). Left uninitialised:
-    // each is read only after `rotations` filled it, and zeroing them first (a 576-byte
-    // `memset`) cost 3 % of a 19-joint skeleton's call.
-    let mut rot = [MaybeUninit::<Rotations>::uninit(); 2];
+    // each is read only after `block` filled it, and zeroing them first (a `memset`) cost
+    // 3 % of a 19-joint skeleton's call.
+    let mut buffers = [MaybeUninit::<Locals>::uninit(); 2];
     // Per buffer: where joint `start` sits in it, and how many joints from `start` it holds.
     let mut span = [(0, 0); 2];
     let mut start = from;
     if start < n {
-        span[0] = local.rotations(n, start, &mut rot[0]);
+        span[0] = local.block(n, start, &mut buffers[0]);
     }
     let mut current = 0;
+    let out = model.as_mut_ptr();
     while start < n {
         let (shift, count) = span[current];
         if start + count < n {
-            span[current ^ 1] = local.rotations(n, start + count, &mut rot[current ^ 1]);
+            span[current ^ 1] = local.block(n, start + count, &mut buffers[current ^ 1]);
         }
-        // SAFETY: `span[current]` was set by a `rotations` call on this buffer (the first
+        // SAFETY: `span[current]` was set by a `block` call on this buffer (the first
         // before the loop, each later one in the iteration before), which wrote every entry
         // of it (the promise of the unsafe trait `Local`); nothing has written it since.
-        let rot = rot[current].assume_init_ref();
+        let locals = buffers[current].assume_init_ref();
         current ^= 1;
-        for i in 0..count {
-            let r = i + shift;
+        // One bounds check for the block: `start + count <= n`, so every `j` below is a
+        // joint, below `model.len()`.
+        let block_parents = &parents[start..start + count];
+        debug_assert!(shift + count <= BLOCK);
+        // SAFETY: `shift + count <= BLOCK` (the promise of `Local::block`), so joint
+        // `start + i`'s entries, at `shift + i` in each row, lie within the buffer.
+        let mut entries = (locals as *const Locals as *const f32).add(shift);
+        for (i, &p) in block_parents.iter().enumerate() {
             let j = start + i;
-            let p = parents[j];
             // The parent just before first (most joints: chains are stored in order); a
             // root's `p as usize + 1` is 65536, never a joint's index.
-            let a = if p as usize + 1 == j && j > from {
+            let a = if p as usize + 1 == j {
                 previous
             } else if p == JointIndex::MAX {
                 identity
             } else {
-                load(&model[p as usize])
+                // SAFETY: `p < n` (asserted), within `model`, whose every matrix is
+                // initialised (a parent after its child, which a `Skeleton` never has,
+                // would read a matrix not yet computed, as the portable loop does).
+                assert!((p as usize) < n, "joint {j}'s parent {p} is not a joint");
+                load(&*out.add(p as usize))
             };
-            let [tx, ty, tz] = local.translation(j);
-            let out = [
-                column(a, rot, r, 0),
-                column(a, rot, r, 1),
-                column(a, rot, r, 2),
-                translation(a, tx, ty, tz),
+            let c = [
+                column(a, entries, 0),
+                column(a, entries, 1),
+                column(a, entries, 2),
+                translation(a, entries),
             ];
-            store(&mut model[j], out);
-            previous = out;
+            // SAFETY: `j < n` (above), `out` is `model`'s pointer and nothing else
+            // borrows `model` while the loop runs.
+            store(&mut *out.add(j), c);
+            previous = c;
+            entries = entries.add(1);
         }
         start += count;
     }
@@ -162,40 +181,36 @@ pub(super) unsafe fn local_to_model<L: Local + ?Sized>(
 /// structure-of-arrays pose (whose rotations and scales need no transposing).
 ///
 /// # Safety
-/// [`Local::rotations`] must write every entry of its `out` ([`local_to_model`] reads the
-/// buffer as initialised after the call).
+/// [`Local::block`] must write every entry of its `out` ([`local_to_model`] reads the buffer
+/// as initialised after the call) and return a `(shift, count)` with `shift + count` at most
+/// [`BLOCK`] ([`local_to_model`] reads entries `shift..shift + count` of each row unchecked).
 pub(super) unsafe trait Local {
-    /// The rotation matrices, columns times the scale, of a block of joints holding joint
-    /// `start` (below `n`, the joints to convert), into `out` as [`rotations8`] writes them
-    /// (every entry of `out`: the caller reads it as initialised); returns where joint
-    /// `start` sits in the block and how many joints from `start` on the block holds (at
-    /// least one).
+    /// The local matrices ([`Locals`]) of a block of joints holding joint `start` (below
+    /// `n`, the joints to convert), into `out` as [`matrices8`] writes them (every entry: the
+    /// caller reads it as initialised); returns where joint `start` sits in the block and how
+    /// many joints from `start` on the block holds (at least one; the two add up to at most
+    /// [`BLOCK`]).
     ///
     /// # Safety
     /// The CPU must support AVX and FMA; the source holds at least `n` joints.
-    unsafe fn rotations(
-        &self,
-        n: usize,
-        start: usize,
-        out: &mut MaybeUninit<Rotations>,
-    ) -> (usize, usize);
-    /// Joint `j`'s translation, x, y and z.
-    fn translation(&self, j: usize) -> [&f32; 3];
+    unsafe fn block(&self, n: usize, start: usize, out: &mut MaybeUninit<Locals>)
+        -> (usize, usize);
 }
 
-// SAFETY: every branch of `rotations` ends in `rotations8`, whose `matrices8` writes all
-// nine rows of `out`.
+// SAFETY: every branch of `block` ends in `rotations8`, whose `matrices8` writes all twelve
+// rows of `out`; each returns `(0, count)` with `count <= BLOCK`, or `(start - (n - BLOCK),
+// n - start)`, whose sum is `BLOCK`.
 unsafe impl Local for [Transform] {
     /// [`rotations8`] of the eight joints from `start`, or, where fewer are left, of the last
     /// eight (the block overlapping the one before; joint `start` then sits at the returned
     /// position, not at 0), or of all of them padded with identities through a copy on the
     /// stack where the skeleton has fewer than eight.
     #[inline(always)]
-    unsafe fn rotations(
+    unsafe fn block(
         &self,
         n: usize,
         start: usize,
-        out: &mut MaybeUninit<Rotations>,
+        out: &mut MaybeUninit<Locals>,
     ) -> (usize, usize) {
         let local = &self[..n];
         let count = (n - start).min(BLOCK);
@@ -212,75 +227,66 @@ unsafe impl Local for [Transform] {
             (0, count)
         }
     }
-
-    #[inline(always)]
-    fn translation(&self, j: usize) -> [&f32; 3] {
-        let t = &self[j].translation;
-        [&t.x, &t.y, &t.z]
-    }
 }
 
-// SAFETY: `rotations` ends in `matrices8`, which writes all nine rows of `out`.
+// SAFETY: `block` ends in `matrices8`, which writes all twelve rows of `out`; `shift` is
+// below `BLOCK` and the count at most `BLOCK - shift`.
 unsafe impl Local for [SoaBlock] {
     /// The matrices of the block holding joint `start`, its rows loaded as they are.
     #[inline(always)]
-    unsafe fn rotations(
+    unsafe fn block(
         &self,
         n: usize,
         start: usize,
-        out: &mut MaybeUninit<Rotations>,
+        out: &mut MaybeUninit<Locals>,
     ) -> (usize, usize) {
         let b = &self[start / BLOCK];
         let shift = start % BLOCK;
-        // SAFETY: every row is eight f32, 32-byte aligned (`SoaBlock` is), read through a
-        // shared reference.
-        let [x, y, z, w] = [
-            _mm256_load_ps(b.rotation[0].as_ptr()),
-            _mm256_load_ps(b.rotation[1].as_ptr()),
-            _mm256_load_ps(b.rotation[2].as_ptr()),
-            _mm256_load_ps(b.rotation[3].as_ptr()),
-        ];
-        let s = [
-            _mm256_load_ps(b.scale[0].as_ptr()),
-            _mm256_load_ps(b.scale[1].as_ptr()),
-            _mm256_load_ps(b.scale[2].as_ptr()),
-        ];
-        matrices8([x, y, z, w], s, out);
+        matrices8(
+            [
+                row(&b.rotation[0]),
+                row(&b.rotation[1]),
+                row(&b.rotation[2]),
+                row(&b.rotation[3]),
+            ],
+            [row(&b.scale[0]), row(&b.scale[1]), row(&b.scale[2])],
+            [
+                row(&b.translation[0]),
+                row(&b.translation[1]),
+                row(&b.translation[2]),
+            ],
+            out,
+        );
         (shift, (n - start).min(BLOCK - shift))
-    }
-
-    #[inline(always)]
-    fn translation(&self, j: usize) -> [&f32; 3] {
-        let t = &self[j / BLOCK].translation;
-        let l = j % BLOCK;
-        [&t[0][l], &t[1][l], &t[2][l]]
     }
 }
 
-/// f32 from one `Transform` to the next (`rotations8` reads the rotation's four first and
-/// the scale's three at 7..10).
+/// f32 from one `Transform` to the next (`rotations8` reads the rotation's four first, the
+/// translation's three at 4..7 and the scale's three at 7..10).
 const STRIDE: usize = crate::play::simd::TRANSFORM_STRIDE;
 
-/// [`matrices8`] of eight joints' transforms (their rotations and scales transposed into one
-/// register per component first).
+/// [`matrices8`] of eight joints' transforms (their rotations, translations and scales
+/// transposed into one register per component first).
 #[inline(always)]
-unsafe fn rotations8(t: &[Transform; BLOCK], out: &mut MaybeUninit<Rotations>) {
+unsafe fn rotations8(t: &[Transform; BLOCK], out: &mut MaybeUninit<Locals>) {
     // SAFETY: `t` is `8 * STRIDE` consecutive f32 (the layout is asserted above); the
-    // 16-byte loads at `STRIDE * i` (the rotation) and `STRIDE * i + 6` (the translation's z
-    // and the scale) read within joint i's.
+    // 16-byte loads at `STRIDE * i` (the rotation), `STRIDE * i + 3` (the rotation's w and
+    // the translation) and `STRIDE * i + 6` (the translation's z and the scale) read within
+    // joint i's.
     let p = t.as_ptr() as *const f32;
     // Joints i and i + 4 in the two halves; a 4x4 transpose in each half.
     let q = columns4(p, 0);
+    let [_, tx, ty, tz] = columns4(p, 3);
     let [_, sx, sy, sz] = columns4(p, 6);
-    matrices8(q, [sx, sy, sz], out);
+    matrices8(q, [sx, sy, sz], [tx, ty, tz], out);
 }
 
-/// The rotation matrices of eight joints (rotations `q`, x y z w, scales `s`, one register
-/// per component) with the columns scaled, `out[3 * c + r][i]` the entry of row `r`, column
-/// `c` of joint `i`'s (the unit-quaternion formula of [`super::compose`], term for term, then
-/// times the scale's component `c`): every entry of `out` written.
+/// The local matrices of eight joints (rotations `q`, x y z w, scales `s` and translations
+/// `t`, one register per component) as [`Locals`]: the rotation matrices (the
+/// unit-quaternion formula of [`super::compose`], term for term) with each column `c` times
+/// the scale's component `c`, then the translations. Every entry of `out` is written.
 #[inline(always)]
-unsafe fn matrices8(q: [__m256; 4], s: [__m256; 3], out: &mut MaybeUninit<Rotations>) {
+unsafe fn matrices8(q: [__m256; 4], s: [__m256; 3], t: [__m256; 3], out: &mut MaybeUninit<Locals>) {
     let [x, y, z, w] = q;
     let [sx, sy, sz] = s;
     let (x2, y2, z2) = (
@@ -315,9 +321,10 @@ unsafe fn matrices8(q: [__m256; 4], s: [__m256; 3], out: &mut MaybeUninit<Rotati
         _mm256_sub_ps(yz, wx),
         _mm256_sub_ps(one, _mm256_add_ps(xx, yy)),
     ];
-    // SAFETY: `Rotations` is nine rows of eight consecutive f32 (72 in all), so row `3 * k +
-    // r` (at most 8) starts at f32 `8 * (3 * k + r)` and its eight lie within; every one of
-    // the nine rows is written here, so all of `out` is initialised on return.
+    // SAFETY: `Locals` is twelve rows of eight consecutive f32 (96 in all), so row `3 * k +
+    // r` (at most 8) starts at f32 `8 * (3 * k + r)` and row `9 + k` at `8 * (9 + k)`, their
+    // eight lying within; every one of the twelve rows is written here, so all of `out` is
+    // initialised on return.
     let p = out.as_mut_ptr() as *mut f32;
     for (k, s) in [sx, sy, sz].into_iter().enumerate() {
         for r in 0..3 {
@@ -327,6 +334,17 @@ unsafe fn matrices8(q: [__m256; 4], s: [__m256; 3], out: &mut MaybeUninit<Rotati
             );
         }
     }
+    for (k, t) in t.into_iter().enumerate() {
+        _mm256_storeu_ps(p.add(BLOCK * (9 + k)), t);
+    }
+}
+
+/// One row of a structure-of-arrays block in a register (an aligned load).
+#[inline(always)]
+unsafe fn row(r: &[f32; BLOCK]) -> __m256 {
+    // SAFETY: eight f32 behind a shared reference, 32-byte aligned (`SoaBlock`'s rows are,
+    // the only ones passed here).
+    _mm256_load_ps(r.as_ptr())
 }
 
 /// The four f32 at offset `o` of eight joints' rows from `p`, one register per float
@@ -350,28 +368,35 @@ unsafe fn pair(p: *const f32, o: usize) -> __m256 {
     crate::play::simd::pair(_mm_loadu_ps(p.add(o)), _mm_loadu_ps(p.add(4 * STRIDE + o)))
 }
 
-/// Column `c` of `parent * local` for the block's joint `i`: the parent's columns `a`
-/// weighted by column `c` of the rotation matrix, already times the scale (three fused
-/// multiply-adds on four lanes). (Helpers, not closures: a closure does not take on its
-/// caller's AVX.)
+/// Column `c` of `parent * local` for the joint whose entries start at `e` (its entry of
+/// [`Locals`]' first row; each next row 8 f32 further): the parent's columns `a` weighted by
+/// column `c` of the rotation matrix, already times the scale (three fused multiply-adds on
+/// four lanes). (Helpers, not closures: a closure does not take on its caller's AVX.)
+///
+/// # Safety
+/// `e` must point at entry `i` of the first row of an initialised [`Locals`], `i` below
+/// [`BLOCK`].
 #[inline(always)]
-unsafe fn column(a: [__m128; 4], rot: &Rotations, i: usize, c: usize) -> __m128 {
-    let x = _mm_mul_ps(a[0], _mm_broadcast_ss(&rot[3 * c][i]));
-    let xy = _mm_fmadd_ps(a[1], _mm_broadcast_ss(&rot[3 * c + 1][i]), x);
-    _mm_fmadd_ps(a[2], _mm_broadcast_ss(&rot[3 * c + 2][i]), xy)
+unsafe fn column(a: [__m128; 4], e: *const f32, c: usize) -> __m128 {
+    let x = _mm_mul_ps(a[0], _mm_broadcast_ss(&*e.add(BLOCK * 3 * c)));
+    let xy = _mm_fmadd_ps(a[1], _mm_broadcast_ss(&*e.add(BLOCK * (3 * c + 1))), x);
+    _mm_fmadd_ps(a[2], _mm_broadcast_ss(&*e.add(BLOCK * (3 * c + 2))), xy)
 }
 
 /// The last column of `parent * local`: the parent's columns `a` weighted by the
-/// translation `(x, y, z)`, plus the parent's translation.
+/// translation `(x, y, z)` (rows 9 to 11 of [`Locals`] from `e`), plus the parent's
+/// translation.
+///
+/// # Safety
+/// As for [`column`].
 #[inline(always)]
-unsafe fn translation(a: [__m128; 4], x: &f32, y: &f32, z: &f32) -> __m128 {
+unsafe fn translation(a: [__m128; 4], e: *const f32) -> __m128 {
+    let x = _mm_broadcast_ss(&*e.add(BLOCK * 9));
+    let y = _mm_broadcast_ss(&*e.add(BLOCK * 10));
+    let z = _mm_broadcast_ss(&*e.add(BLOCK * 11));
     _mm_add_ps(
-        _mm_fmadd_ps(
-            a[1],
-            _mm_broadcast_ss(y),
-            _mm_mul_ps(a[0], _mm_broadcast_ss(x)),
-        ),
-        _mm_fmadd_ps(a[2], _mm_broadcast_ss(z), a[3]),
+        _mm_fmadd_ps(a[1], y, _mm_mul_ps(a[0], x)),
+        _mm_fmadd_ps(a[2], z, a[3]),
     )
 }
 
