@@ -16,8 +16,9 @@ impl Animator {
     pub(super) fn advance(&mut self, dt: f32) {
         let policy = self.policy;
         let notify = self.notify;
-        // Leaders of sync groups: (group, layer, slot, weight).
-        let mut leaders: [(u32, usize, usize, f32); 8] = [(u32::MAX, 0, 0, -1.0); 8];
+        // Leaders of sync groups: (group, layer, slot, weight); entries from `n_leaders` on
+        // are never read (zeros: the cheapest to initialise).
+        let mut leaders: [(u32, usize, usize, f32); 8] = [(0, 0, 0, 0.0); 8];
         let mut n_leaders = 0;
         for (li, l) in self.layers.iter().enumerate().filter(|(_, l)| l.enabled) {
             for (si, s) in l.slots.iter().enumerate() {
@@ -47,7 +48,7 @@ impl Animator {
             }
         }
         // Leaders first: their new normalised positions drive their groups.
-        let mut group_pos: [(u32, f64, f64); 8] = [(u32::MAX, 0.0, 0.0); 8];
+        let mut group_pos: [(u32, f64, f64); 8] = [(0, 0.0, 0.0); 8];
         for (k, &(g, li, si, _)) in leaders[..n_leaders].iter().enumerate() {
             let l = &mut self.layers[li];
             let weight = l.weight * l.slots[si].weight;

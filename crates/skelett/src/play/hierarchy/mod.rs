@@ -266,8 +266,10 @@ pub fn skinning_palette(skin: &Skin, model: &[Mat4], palette: &mut [Mat4]) -> Re
     check_len("model", skin.joint_bound, model.len())?;
     #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
     if avx::available() {
-        // SAFETY: `avx::palette` needs AVX and FMA, which `available` has just confirmed.
-        // `palette_with_and_without_avx_agree` runs it.
+        // SAFETY: `avx::palette` needs AVX and FMA, which `available` has just confirmed,
+        // and joints below `model.len()`: every joint of a skin is below its `joint_bound`
+        // (`Skin::new` computes it from the joints, which nothing changes afterwards),
+        // checked against `model.len()` above. `palette_with_and_without_avx_agree` runs it.
         unsafe { avx::palette(&skin.joints, &skin.inverse_bind, model, &mut palette[..n]) };
         return Ok(());
     }
