@@ -28,8 +28,9 @@ use glam::{Mat4, Quat, Vec3, Vec4};
 /// and the scale's three, ten consecutive `f32` (padded to 48 bytes where glam aligns
 /// quaternions to 16), on which the SIMD paths rely: the blend (`play/pose/avx.rs`) sums
 /// eight transforms' rows as they lie in memory and loads a single one as one 256-bit row
-/// and one 64-bit pair; local-to-model (`play/hierarchy/avx.rs`) loads the rotation and the
-/// scale as 16-byte rows.
+/// and one 64-bit pair; local-to-model (`play/hierarchy/avx.rs`) loads floats 0..4 (the
+/// rotation), 3..7 (the rotation's w and the translation) and 6..10 (the translation's z and
+/// the scale) as 16-byte rows.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C)]
 pub struct Transform {

@@ -73,9 +73,10 @@ type Locals = [[f32; BLOCK]; 12];
 ///
 /// What makes it fast:
 /// - The rotations of eight joints at a time become matrices, their columns times the
-///   scale, in structure-of-arrays form ([`rotations8`]: quaternions and scales loaded from
-///   the `Transform` rows and transposed, then each product of the formula once for eight
-///   joints), into a small buffer on the stack beside the translations, from which each
+///   scale, in structure-of-arrays form ([`rotations8`]: quaternions, translations and
+///   scales loaded from the `Transform` rows and transposed, then each product of the
+///   formula once for eight joints), into a small buffer on the stack beside the
+///   translations, from which each
 ///   joint's twelve entries are broadcast by loads at one offset, not shuffles.
 /// - That buffer is filled one block ahead: a 4-byte load from part of a 32-byte store that
 ///   has not reached the cache yet waits for it (measured: 3-6 % of the loop).
@@ -269,7 +270,8 @@ const STRIDE: usize = crate::play::simd::TRANSFORM_STRIDE;
 /// transposed into one register per component first).
 #[inline(always)]
 unsafe fn rotations8(t: &[Transform; BLOCK], out: &mut MaybeUninit<Locals>) {
-    // SAFETY: `t` is `8 * STRIDE` consecutive f32 (the layout is asserted above); the
+    // SAFETY: `t` is `8 * STRIDE` consecutive f32 (the layout is asserted in
+    // `play/simd.rs`); the
     // 16-byte loads at `STRIDE * i` (the rotation), `STRIDE * i + 3` (the rotation's w and
     // the translation) and `STRIDE * i + 6` (the translation's z and the scale) read within
     // joint i's.
@@ -340,10 +342,13 @@ unsafe fn matrices8(q: [__m256; 4], s: [__m256; 3], t: [__m256; 3], out: &mut Ma
 }
 
 /// One row of a structure-of-arrays block in a register (an aligned load).
+///
+/// # Safety
+/// The CPU must support AVX, and `r` must be 32-byte aligned (a row of a [`SoaBlock`],
+/// `repr(C, align(32))` with rows of 32 bytes: the only rows passed here).
 #[inline(always)]
 unsafe fn row(r: &[f32; BLOCK]) -> __m256 {
-    // SAFETY: eight f32 behind a shared reference, 32-byte aligned (`SoaBlock`'s rows are,
-    // the only ones passed here).
+    // SAFETY: eight f32 behind a shared reference, 32-byte aligned (the caller's promise).
     _mm256_load_ps(r.as_ptr())
 }
 

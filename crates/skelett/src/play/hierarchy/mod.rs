@@ -70,8 +70,8 @@ pub fn local_to_model(
 
 /// [`local_to_model`] from a structure-of-arrays pose ([`SoaPose`], as [`crate::sample_soa`]
 /// and [`crate::blend_soa`] make them): the same matrices, bit for bit. With AVX and FMA the
-/// rotations and scales of eight joints are loaded as they lie, where the slice form
-/// transposes them first.
+/// rotations, translations and scales of eight joints are loaded as they lie, where the
+/// slice form transposes them first.
 ///
 /// ```
 /// # use skelett::*;

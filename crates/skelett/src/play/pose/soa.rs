@@ -590,7 +590,8 @@ fn blend_into(
 
 /// [`blend_into`] of `M` inputs whose weights are all positive (the caller checked; their
 /// lengths too): the same weights, divided by the same total, and the same kernel. Returns
-/// whether it blended (a total of zero after the overflow's scaling does not).
+/// whether it blended: always, as positive weights have a positive total (the check is the
+/// general path's, kept in case `weight_total` changes).
 #[inline(always)]
 fn blend_all<const M: usize>(
     inputs: [&SoaBlendInput; M],
