@@ -380,11 +380,23 @@ fn blend_slots_in_blocks<const CHECKED: bool>(
                 }
             }
         }
-        let inputs: [SoaBlendInput; MAX_SLOTS] = std::array::from_fn(|i| SoaBlendInput {
+        let input = |i: usize| SoaBlendInput {
             pose: &bufs[i],
-            weight: slots.get(i).map_or(0.0, |s| s.weight),
-        });
-        blend(&inputs[..slots.len()]);
+            weight: slots[i].weight,
+        };
+        // A cross-fade's two slots (or three) as an array of their own: building all
+        // `MAX_SLOTS` entries took about 40 instructions per update.
+        match slots.len() {
+            2 => blend(&[input(0), input(1)]),
+            3 => blend(&[input(0), input(1), input(2)]),
+            n => {
+                let inputs: [SoaBlendInput; MAX_SLOTS] = std::array::from_fn(|i| SoaBlendInput {
+                    pose: &bufs[i],
+                    weight: slots.get(i).map_or(0.0, |s| s.weight),
+                });
+                blend(&inputs[..n]);
+            }
+        }
     });
 }
 
