@@ -75,9 +75,9 @@ type Locals = [[f32; BLOCK]; 12];
 /// - The rotations of eight joints at a time become matrices, their columns times the
 ///   scale, in structure-of-arrays form ([`rotations8`]: quaternions, translations and
 ///   scales loaded from the `Transform` rows and transposed, then each product of the
-///   formula once for eight joints), into a small buffer on the stack beside the
-///   translations, from which each
-///   joint's twelve entries are broadcast by loads at one offset, not shuffles.
+///   formula once for eight joints), into a small buffer on the stack that holds the
+///   translations too ([`Locals`]), from which each joint's twelve entries are broadcast by
+///   loads at one offset, not shuffles.
 /// - That buffer is filled one block ahead: a 4-byte load from part of a 32-byte store that
 ///   has not reached the cache yet waits for it (measured: 3-6 % of the loop).
 /// - The last, partial block is the skeleton's last eight joints, overlapping the block
@@ -179,7 +179,7 @@ pub(super) unsafe fn local_to_model<L: Local + ?Sized>(
 }
 
 /// The local transforms [`local_to_model`] reads: a slice of transforms, or the blocks of a
-/// structure-of-arrays pose (whose rotations and scales need no transposing).
+/// structure-of-arrays pose (whose rotations, translations and scales need no transposing).
 ///
 /// # Safety
 /// [`Local::block`] must write every entry of its `out` ([`local_to_model`] reads the buffer
@@ -271,10 +271,9 @@ const STRIDE: usize = crate::play::simd::TRANSFORM_STRIDE;
 #[inline(always)]
 unsafe fn rotations8(t: &[Transform; BLOCK], out: &mut MaybeUninit<Locals>) {
     // SAFETY: `t` is `8 * STRIDE` consecutive f32 (the layout is asserted in
-    // `play/simd.rs`); the
-    // 16-byte loads at `STRIDE * i` (the rotation), `STRIDE * i + 3` (the rotation's w and
-    // the translation) and `STRIDE * i + 6` (the translation's z and the scale) read within
-    // joint i's.
+    // `play/simd.rs`); the 16-byte loads at `STRIDE * i` (the rotation), `STRIDE * i + 3`
+    // (the rotation's w and the translation) and `STRIDE * i + 6` (the translation's z and
+    // the scale) read within joint i's.
     let p = t.as_ptr() as *const f32;
     // Joints i and i + 4 in the two halves; a 4x4 transpose in each half.
     let q = columns4(p, 0);

@@ -591,7 +591,9 @@ fn blend_into(
 /// [`blend_into`] of `M` inputs whose weights are all positive (the caller checked; their
 /// lengths too): the same weights, divided by the same total, and the same kernel. Returns
 /// whether it blended: always, as positive weights have a positive total (the check is the
-/// general path's, kept in case `weight_total` changes).
+/// general path's, kept in case `weight_total` changes). The division is written out here
+/// rather than shared with the general path through a slice: on this array of `M` it
+/// unrolls (sharing it cost 4 of the 434 instructions of a two-pose blend).
 #[inline(always)]
 fn blend_all<const M: usize>(
     inputs: [&SoaBlendInput; M],
