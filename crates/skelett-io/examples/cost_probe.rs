@@ -1,0 +1,223 @@
+//! Fixed workloads for measuring the runtime where timings are too noisy to compare: run
+//! under `valgrind --tool=callgrind` (instructions) or `--tool=cachegrind --cache-sim=yes`
+//! (cache lines missed), twice with different counts, and take the difference per item, as
+//! `scripts/bench/instructions.sh` does; or time a crowd against one character in one
+//! process.
+//!
+//! ```text
+//! cost_probe updates FILE CLIP_A CLIP_B N [blocks|rows|one]
+//!     N updates of one character: the animator cross-fading CLIP_A into CLIP_B (a sync
+//!     group, a smooth-step fade that lasts the whole run), then local-to-model (from the
+//!     pose in blocks, or through `Animator::pose` as rows) and the skinning palette, as
+//!     `benches/animator.rs` does; `one` plays CLIP_A alone.
+//! cost_probe crowd FILE CLIP_A CLIP_B N ROUNDS [CHARACTERS]
+//!     The same update, ns per character: one character N times, CHARACTERS (1024) in turn,
+//!     and in turn with the next one prefetched (`crowd::for_each_prefetched`); medians over
+//!     ROUNDS, the three alternating within each round.
+//! cost_probe samples FILE CLIP N [keyed|lanes]
+//!     N forward samples at 60 Hz of the file's clip CLIP (an index), as keyed, or
+//!     compressed (0.01 cm) in the lanes layout.
+//! ```
+//!
+//! Clip names are the file's (`0` for an unnamed first clip, as CesiumMan's). The workload
+//! is the same however many items run, so the difference between two counts is the cost of
+//! the items alone, without the loading.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use glam::Mat4;
+use skelett::animator::{Animator, Curve, PlayOptions};
+use skelett::compress::{compress, CompactLayout, CompressOptions};
+use skelett::{crowd, local_to_model, sample, skinning_palette, Pose, SamplingCache, Skin};
+
+type Failure = Box<dyn std::error::Error>;
+
+/// A subcommand: its arguments after the name.
+type Command = fn(&[String]) -> Result<(), Failure>;
+
+/// A character's animator and the buffers its update writes.
+struct Character {
+    animator: Animator,
+    model: Vec<Mat4>,
+    palette: Vec<Mat4>,
+}
+
+impl Character {
+    /// The animator playing `a` cross-fading into `b` (or `a` alone), from `phase` of `a`.
+    fn new(
+        asset: &skelett_io::Asset,
+        a: &str,
+        b: Option<&str>,
+        phase: f32,
+    ) -> Result<Self, Failure> {
+        let clip = |name: &str| {
+            asset
+                .clip(name)
+                .cloned()
+                .ok_or_else(|| format!("no clip {name:?}"))
+        };
+        let mut animator = Animator::new(asset.skeleton.clone());
+        let sync = PlayOptions {
+            sync_group: Some(0),
+            start: phase,
+            ..Default::default()
+        };
+        animator.play(0, clip(a)?, sync)?;
+        if let Some(b) = b {
+            animator.crossfade(0, clip(b)?, 1.0e6, Curve::SmoothStep, sync)?;
+        }
+        animator.update(0.5);
+        let skin = skin(asset)?;
+        Ok(Character {
+            animator,
+            model: vec![Mat4::IDENTITY; asset.skeleton.len()],
+            palette: vec![Mat4::IDENTITY; skin.len()],
+        })
+    }
+
+    /// One frame: the animator, local-to-model (through rows with `rows`), the palette.
+    fn update(&mut self, skin: &Skin, rows: bool) {
+        self.animator.update(black_box(1.0 / 60.0));
+        if rows {
+            let skeleton = self.animator.skeleton().clone();
+            local_to_model(&skeleton, self.animator.pose(), 0, &mut self.model)
+                .expect("model matrices sized for the skeleton");
+        } else {
+            self.animator
+                .local_to_model(&mut self.model)
+                .expect("model matrices sized for the skeleton");
+        }
+        skinning_palette(skin, &self.model, &mut self.palette).expect("palette sized for the skin");
+    }
+
+    /// What the next update reads and writes, on its way into the caches.
+    fn prefetch(&self) {
+        self.animator.prefetch();
+        crowd::prefetch(&self.model);
+        crowd::prefetch(&self.palette);
+    }
+}
+
+fn skin(asset: &skelett_io::Asset) -> Result<Skin, Failure> {
+    Ok(asset.skins.first().cloned().ok_or("the file has no skin")?)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn arg<T: std::str::FromStr>(args: &[String], i: usize, what: &str) -> Result<T, Failure> {
+    args.get(i)
+        .ok_or_else(|| format!("missing {what}"))?
+        .parse()
+        .map_err(|_| format!("{what}: not a number: {}", args[i]).into())
+}
+
+fn updates(args: &[String]) -> Result<(), Failure> {
+    let asset = skelett_io::load(&args[0])?;
+    let n: usize = arg(args, 3, "N")?;
+    let mode = args.get(4).map_or("blocks", String::as_str);
+    let b = (mode != "one").then_some(args[2].as_str());
+    let mut c = Character::new(&asset, &args[1], b, 0.0)?;
+    let skin = skin(&asset)?;
+    for _ in 0..n {
+        c.update(&skin, mode == "rows");
+    }
+    black_box(&c.palette);
+    Ok(())
+}
+
+fn crowd_vs_one(args: &[String]) -> Result<(), Failure> {
+    let asset = skelett_io::load(&args[0])?;
+    let n: usize = arg(args, 3, "N")?;
+    let rounds: usize = arg(args, 4, "ROUNDS")?;
+    let count: usize = if args.len() > 5 {
+        arg(args, 5, "CHARACTERS")?
+    } else {
+        1024
+    };
+    let skin = skin(&asset)?;
+    let b = Some(args[2].as_str());
+    let mut one = Character::new(&asset, &args[1], b, 0.0)?;
+    let mut many = (0..count)
+        .map(|i| Character::new(&asset, &args[1], b, (i as f32 * 0.618).fract()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let passes = n.div_ceil(count).max(1);
+    let (mut t_one, mut t_many, mut t_pre) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let s = Instant::now();
+        for _ in 0..n {
+            one.update(&skin, false);
+        }
+        t_one.push(s.elapsed().as_nanos() as f64 / n as f64);
+        let s = Instant::now();
+        for _ in 0..passes {
+            for c in many.iter_mut() {
+                c.update(&skin, false);
+            }
+        }
+        t_many.push(s.elapsed().as_nanos() as f64 / (passes * count) as f64);
+        let s = Instant::now();
+        for _ in 0..passes {
+            crowd::for_each_prefetched(&mut many, Character::prefetch, |c| c.update(&skin, false));
+        }
+        t_pre.push(s.elapsed().as_nanos() as f64 / (passes * count) as f64);
+    }
+    let (o, m, p) = (median(t_one), median(t_many), median(t_pre));
+    println!(
+        "ns per character: one {o:.0}, {count} in turn {m:.0} ({:.2}x), prefetched {p:.0} ({:.2}x)",
+        m / o,
+        p / o
+    );
+    Ok(())
+}
+
+fn samples(args: &[String]) -> Result<(), Failure> {
+    let asset = skelett_io::load(&args[0])?;
+    let index: usize = arg(args, 1, "CLIP")?;
+    let n: usize = arg(args, 2, "N")?;
+    let clip: skelett::Clip = (**asset.clips.get(index).ok_or("no such clip")?).clone();
+    let clip = match args.get(3).map(String::as_str) {
+        Some("lanes") => {
+            let options = CompressOptions {
+                error_cm: 0.01,
+                ..Default::default()
+            };
+            let (small, _) = compress(&asset.skeleton, &clip, &options)?;
+            small
+                .with_compact_layout(CompactLayout::Lanes)
+                .ok_or("no lanes layout")?
+        }
+        _ => clip,
+    };
+    let mut cache = SamplingCache::for_clip(&clip);
+    let mut pose = Pose::rest(&asset.skeleton);
+    let mut t = 0.0f32;
+    for _ in 0..n {
+        t += 1.0 / 60.0;
+        if t > clip.duration() {
+            t -= clip.duration();
+        }
+        sample(&clip, black_box(t), &mut cache, &mut pose)?;
+    }
+    black_box(&pose);
+    Ok(())
+}
+
+fn main() -> Result<(), Failure> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let usage = "usage: cost_probe updates FILE A B N [blocks|rows|one] | \
+                 crowd FILE A B N ROUNDS [CHARACTERS] | samples FILE CLIP N [keyed|lanes]";
+    let (need, run): (usize, Command) = match args.first().map(String::as_str) {
+        Some("updates") => (4, updates),
+        Some("crowd") => (5, crowd_vs_one),
+        Some("samples") => (3, samples),
+        _ => return Err(usage.into()),
+    };
+    if args.len() < need + 1 {
+        return Err(usage.into());
+    }
+    run(&args[1..])
+}
