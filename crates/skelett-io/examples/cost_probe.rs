@@ -17,6 +17,16 @@
 //! cost_probe samples FILE CLIP N [keyed|lanes]
 //!     N forward samples at 60 Hz of the file's clip CLIP (an index), as keyed, or
 //!     compressed (0.01 cm) in the lanes layout.
+//! cost_probe compress FILE CLIP N [CM_PER_UNIT] [smallest|fast]
+//!     N compressions of clip CLIP (an index) at 0.01 cm, on the calling thread, with the
+//!     file's unit taken as CM_PER_UNIT (the tests' 6.822 for the CMU clips, 1.010 for
+//!     Boxing_Toes; without it, guessed from the skeleton), at the default level or the
+//!     fast one; prints the ratio, the error and the median time.
+//! cost_probe skin FILE N [linear|dual] [four]
+//!     N skinnings (positions and unit normals, one thread) of the file's largest
+//!     primitive posed at 40 % of its first clip, as `benches/skinning.rs` does; `four`
+//!     gives every vertex four influences first, as that bench's `cesium_man_all4`;
+//!     prints the median time per vertex.
 //! ```
 //!
 //! Clip names are the file's (`0` for an unnamed first clip, as CesiumMan's). The workload
@@ -28,8 +38,11 @@ use std::time::Instant;
 
 use glam::Mat4;
 use skelett::animator::{Animator, Curve, PlayOptions};
-use skelett::compress::{compress, CompactLayout, CompressOptions};
-use skelett::{crowd, local_to_model, sample, skinning_palette, Pose, SamplingCache, Skin};
+use skelett::compress::{compress, CompactLayout, CompressLevel, CompressOptions};
+use skelett::{
+    crowd, local_to_model, sample, sample_uncached, skin, skinning_palette, Pose, SamplingCache,
+    Skin, SkinOutput, SkinPalette, SkinningMesh, SkinningMethod,
+};
 
 type Failure = Box<dyn std::error::Error>;
 
@@ -68,7 +81,7 @@ impl Character {
             animator.crossfade(0, clip(b)?, 1.0e6, Curve::SmoothStep, sync)?;
         }
         animator.update(0.5);
-        let skin = skin(asset)?;
+        let skin = first_skin(asset)?;
         Ok(Character {
             animator,
             model: vec![Mat4::IDENTITY; asset.skeleton.len()],
@@ -99,7 +112,7 @@ impl Character {
     }
 }
 
-fn skin(asset: &skelett_io::Asset) -> Result<Skin, Failure> {
+fn first_skin(asset: &skelett_io::Asset) -> Result<Skin, Failure> {
     Ok(asset.skins.first().cloned().ok_or("the file has no skin")?)
 }
 
@@ -121,7 +134,7 @@ fn updates(args: &[String]) -> Result<(), Failure> {
     let mode = args.get(4).map_or("blocks", String::as_str);
     let b = (mode != "one").then_some(args[2].as_str());
     let mut c = Character::new(&asset, &args[1], b, 0.0)?;
-    let skin = skin(&asset)?;
+    let skin = first_skin(&asset)?;
     for _ in 0..n {
         c.update(&skin, mode == "rows");
     }
@@ -138,7 +151,7 @@ fn crowd_vs_one(args: &[String]) -> Result<(), Failure> {
     } else {
         1024
     };
-    let skin = skin(&asset)?;
+    let skin = first_skin(&asset)?;
     let b = Some(args[2].as_str());
     let mut one = Character::new(&asset, &args[1], b, 0.0)?;
     let mut many = (0..count)
@@ -206,14 +219,117 @@ fn samples(args: &[String]) -> Result<(), Failure> {
     Ok(())
 }
 
+fn compressions(args: &[String]) -> Result<(), Failure> {
+    let asset = skelett_io::load(&args[0])?;
+    let index: usize = arg(args, 1, "CLIP")?;
+    let n: usize = arg(args, 2, "N")?;
+    let clip = asset.clips.get(index).ok_or("no such clip")?;
+    let cm_per_unit = match args.get(3) {
+        Some(_) => Some(arg(args, 3, "CM_PER_UNIT")?),
+        None => None,
+    };
+    let level = match args.get(4).map(String::as_str) {
+        Some("fast") => CompressLevel::Fast,
+        _ => CompressLevel::Smallest,
+    };
+    let options = CompressOptions {
+        error_cm: 0.01,
+        cm_per_unit,
+        level,
+        ..Default::default()
+    };
+    let mut times = Vec::new();
+    let mut last = None;
+    for _ in 0..n {
+        let s = Instant::now();
+        let (small, report) = compress(&asset.skeleton, clip, &options)?;
+        times.push(s.elapsed().as_secs_f64() * 1e3);
+        black_box(&small);
+        last = Some(report);
+    }
+    if let Some(r) = last {
+        println!(
+            "{:.2}:1, max {:.5} cm, median {:.1} ms over {n}",
+            r.ratio(),
+            r.max_error_cm,
+            median(times)
+        );
+    }
+    Ok(())
+}
+
+fn skinnings(args: &[String]) -> Result<(), Failure> {
+    let asset = skelett_io::load(&args[0])?;
+    let n: usize = arg(args, 1, "N")?;
+    let method = match args.get(2).map(String::as_str) {
+        Some("dual") => SkinningMethod::DualQuaternion,
+        _ => SkinningMethod::Linear,
+    };
+    let clip = asset.clips.first().ok_or("the file has no clip")?;
+    let mut pose = Pose::rest(&asset.skeleton);
+    sample_uncached(clip, clip.start() + clip.duration() * 0.4, &mut pose)?;
+    let mut model = vec![Mat4::IDENTITY; asset.skeleton.len()];
+    local_to_model(&asset.skeleton, &pose, 0, &mut model)?;
+    let (primitive, s) = asset
+        .meshes
+        .iter()
+        .flat_map(|m| m.primitives.iter().map(move |p| (p, m.skin)))
+        .max_by_key(|(p, _)| p.vertex_count())
+        .ok_or("the file has no mesh")?;
+    let skin_def = asset.skins.get(s).ok_or("the mesh has no skin")?;
+    let mut primitive = primitive.clone();
+    if args.get(3).map(String::as_str) == Some("four") {
+        // Every vertex with four non-zero weights (the heaviest kept, the rest made up).
+        for v in 0..primitive.vertex_count() {
+            for i in 0..4.min(primitive.influences) {
+                let slot = v * primitive.influences + i;
+                if primitive.weights[slot] <= 0.0 {
+                    primitive.weights[slot] = 0.05;
+                    primitive.joints[slot] = ((v + i) % skin_def.len()) as u16;
+                }
+            }
+        }
+    }
+    let mesh = SkinningMesh::new(&primitive, skin_def.len())?;
+    let mut palette = SkinPalette::new(method);
+    palette.update(skin_def, &model)?;
+    let mut positions = vec![glam::Vec3::ZERO; mesh.vertex_count()];
+    let mut normals = vec![glam::Vec3::ZERO; mesh.vertex_count()];
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let s = Instant::now();
+        skin(
+            black_box(&mesh),
+            &palette,
+            SkinOutput {
+                positions: &mut positions,
+                normals: Some(&mut normals),
+                tangents: None,
+            },
+        )?;
+        times.push(s.elapsed().as_nanos() as f64);
+    }
+    black_box((&positions, &normals));
+    let vertices = mesh.vertex_count();
+    println!(
+        "{vertices} vertices: median {:.3} ns per vertex over {n}",
+        median(times) / vertices as f64
+    );
+    Ok(())
+}
+
 fn main() -> Result<(), Failure> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage = "usage: cost_probe updates FILE A B N [blocks|rows|one] | \
-                 crowd FILE A B N ROUNDS [CHARACTERS] | samples FILE CLIP N [keyed|lanes]";
+                 crowd FILE A B N ROUNDS [CHARACTERS] | samples FILE CLIP N [keyed|lanes] | \
+                 compress FILE CLIP N [CM_PER_UNIT] [smallest|fast] | \
+                 skin FILE N [linear|dual] [four]";
     let (need, run): (usize, Command) = match args.first().map(String::as_str) {
         Some("updates") => (4, updates),
         Some("crowd") => (5, crowd_vs_one),
         Some("samples") => (3, samples),
+        Some("compress") => (3, compressions),
+        Some("skin") => (2, skinnings),
         _ => return Err(usage.into()),
     };
     if args.len() < need + 1 {

@@ -23,9 +23,11 @@
 //! (robot_quaternius: 1.7 → 1.1 ns per vertex); their normals are renormalised there, in
 //! registers, and the chunk's pass leaves them alone (1.1 → 1.07).
 //!
-//! Positions are written with one 16-byte store per vertex, whose fourth float lands on the
-//! next vertex's `x` and is overwritten by it; the last vertex of a range gets a 12-byte
-//! store. Only the FMA build of the skinning kernel ([`super::kernel::skin_range_fma`])
+//! Positions (and raw normals) are written with one 16-byte store per vertex, whose fourth
+//! float lands on the next vertex's `x` and is overwritten by it; the last vertex of a range
+//! gets an 8-byte and a 4-byte store. The loop runs the range's last vertex on its own, so no
+//! vertex tests which store it needs (that test and its branches, twice per vertex, were
+//! about a ninth of the per-vertex path's instructions on CesiumMan). Only the FMA build of the skinning kernel ([`super::kernel::skin_range_fma`])
 //! calls in here, after run-time detection.
 
 #![cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
@@ -138,15 +140,19 @@ unsafe fn apply(x: __m128, y: __m128, z: __m128, v: &Vec3) -> __m128 {
     _mm_fmadd_ps(x, _mm_broadcast_ss(&v.x), r)
 }
 
-/// Writes the first three lanes of `r` to `out[v]`; `v < out.len()`.
+/// Writes the first three lanes of `r` to `out[v]`; `v < out.len()`. With `WIDE`, the
+/// caller promises `v + 1 < out.len()` as well, and the write is one 16-byte store whose
+/// fourth float lands on `out[v + 1].x` (which the caller writes next); without it, an 8-byte
+/// and a 4-byte store, nothing past `out[v]`. The kernel's loop takes `WIDE` for every vertex
+/// but the range's last, so that no vertex tests which store it needs.
 #[inline(always)]
-unsafe fn store3(out: &mut [Vec3], v: usize, r: __m128) {
-    debug_assert!(v < out.len());
+unsafe fn store3<const WIDE: bool>(out: &mut [Vec3], v: usize, r: __m128) {
+    debug_assert!(v < out.len() && (!WIDE || v + 1 < out.len()));
     let p = out.as_mut_ptr().add(v) as *mut f32;
-    if v + 1 < out.len() {
-        // SAFETY: `out[v]` and `out[v + 1]` are both in the slice (checked just above), and
-        // `Vec3` is three consecutive f32, so the 16 bytes from `out[v]` are `out[v]` and
-        // `out[v + 1].x`, borrowed mutably. Callers write `out[v + 1]` after `out[v]`.
+    if WIDE {
+        // SAFETY: `out[v]` and `out[v + 1]` are both in the slice (the caller's promise),
+        // and `Vec3` is three consecutive f32, so the 16 bytes from `out[v]` are `out[v]`
+        // and `out[v + 1].x`, borrowed mutably. Callers write `out[v + 1]` after `out[v]`.
         _mm_storeu_ps(p, r);
     } else {
         // SAFETY: `out[v]` is in the slice (the caller's promise): eight bytes, then four.
@@ -299,11 +305,16 @@ struct Group<'a, 'o, const K: usize> {
     tangents: Option<&'o mut [Vec4]>,
 }
 
-/// Skins vertex `v < g.n`: writes its position and its raw (not renormalised) normal.
+/// Skins vertex `v < g.n`: writes its position and its raw (not renormalised) normal, with
+/// [`store3`]'s 16-byte stores where `WIDE` (then `v + 1 < g.n`: the next vertex, written
+/// after this one, takes the fourth float).
 #[inline(always)]
-unsafe fn vertex<const K: usize, const MODE: u8>(g: &mut Group<'_, '_, K>, v: usize) {
+unsafe fn vertex<const K: usize, const MODE: u8, const WIDE: bool>(
+    g: &mut Group<'_, '_, K>,
+    v: usize,
+) {
     let w1 = K.saturating_sub(1);
-    debug_assert!(v < g.n);
+    debug_assert!(v < g.n && (!WIDE || v + 1 < g.n));
     // SAFETY: `v < n`, and `joints` and `weights` hold `K` and `K - 1` entries for each of
     // the `n` vertices, so these ranges are in bounds.
     let j = std::slice::from_raw_parts(g.joints.as_ptr().add(v * K), K);
@@ -325,7 +336,7 @@ unsafe fn vertex<const K: usize, const MODE: u8>(g: &mut Group<'_, '_, K>, v: us
     let p = g.src.positions.get_unchecked(v);
     let r = _mm_fmadd_ps(z, _mm_broadcast_ss(&p.z), t);
     let r = _mm_fmadd_ps(y, _mm_broadcast_ss(&p.y), r);
-    store3(g.positions, v, _mm_fmadd_ps(x, _mm_broadcast_ss(&p.x), r));
+    store3::<WIDE>(g.positions, v, _mm_fmadd_ps(x, _mm_broadcast_ss(&p.x), r));
     if let (Some(o), Some(s)) = (g.normals.as_deref_mut(), g.src.normals) {
         let sv = s.get_unchecked(v);
         let d = match g.normal_mats {
@@ -336,7 +347,7 @@ unsafe fn vertex<const K: usize, const MODE: u8>(g: &mut Group<'_, '_, K>, v: us
             }
             _ => apply(x, y, z, sv),
         };
-        store3(o, v, d);
+        store3::<WIDE>(o, v, d);
     }
     if MODE == GENERAL {
         if let (Some(o), Some(s)) = (g.tangents.as_deref_mut(), g.src.tangents) {
@@ -472,7 +483,9 @@ unsafe fn run<const K: usize, const MODE: u8>(
         let mut v = v0;
         // Vertices of the chunk whose normals `rigid8` renormalised already.
         let mut done = 0u64;
-        while v < end {
+        // Every vertex but the range's last has a next one for its 16-byte stores.
+        let wide_end = if end == n { n - 1 } else { end };
+        while v < wide_end {
             if K == 1 && MODE != GENERAL && v + LANES <= end && same_joint8(g.joints, v) {
                 rigid8::<K, MODE>(&mut g, v);
                 if MODE == UNIT_NORMALS {
@@ -480,10 +493,16 @@ unsafe fn run<const K: usize, const MODE: u8>(
                 }
                 v += LANES;
             } else {
-                vertex::<K, MODE>(&mut g, v);
+                vertex::<K, MODE, true>(&mut g, v);
                 v += 1;
             }
         }
+        // The range's last vertex, unless a rigid run took it.
+        if v < end {
+            vertex::<K, MODE, false>(&mut g, v);
+            v += 1;
+        }
+        debug_assert_eq!(v, end);
         if let (true, Some(o), Some(s)) = (unit, g.normals.as_deref_mut(), g.src.normals) {
             unit_in_place(&mut o[v0..end], &s[v0..end], done);
         }
