@@ -22,14 +22,16 @@
 //!     file's unit taken as CM_PER_UNIT (the tests' 6.822 for the CMU clips, 1.010 for
 //!     Boxing_Toes; without it, guessed from the skeleton), at the default level or the
 //!     fast one; prints the ratio, the error and the median time.
-//! cost_probe skin FILE N [linear|dual] [four]
+//! cost_probe skin FILE N [linear|dual] [mixed|four]
 //!     N skinnings (positions and unit normals, one thread) of the file's largest
 //!     primitive posed at 40 % of its first clip, as `benches/skinning.rs` does; `four`
 //!     gives every vertex four influences first, as that bench's `cesium_man_all4`;
 //!     prints the median time per vertex.
 //! ```
 //!
-//! Clip names are the file's (`0` for an unnamed first clip, as CesiumMan's). The workload
+//! `updates` and `crowd` take clip names (the file's; `0` for an unnamed first clip, as
+//! CesiumMan's), `samples` and `compress` a clip's index; counts are at least 1, and a mode
+//! not in the list is refused. The workload
 //! is the same however many items run, so the difference between two counts is the cost of
 //! the items alone, without the loading.
 
@@ -68,7 +70,7 @@ impl Character {
             asset
                 .clip(name)
                 .cloned()
-                .ok_or_else(|| format!("no clip {name:?}"))
+                .ok_or_else(|| format!("no clip {name:?}; the file's clips: {}", clip_names(asset)))
         };
         let mut animator = Animator::new(asset.skeleton.clone());
         let sync = PlayOptions {
@@ -121,6 +123,51 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// The file's clip names, quoted, for messages.
+fn clip_names(asset: &skelett_io::Asset) -> String {
+    let names: Vec<String> = asset
+        .clips
+        .iter()
+        .map(|c| format!("{:?}", c.name()))
+        .collect();
+    names.join(", ")
+}
+
+/// Argument `i` as a count of at least 1.
+fn count(args: &[String], i: usize, what: &str) -> Result<usize, Failure> {
+    match arg(args, i, what)? {
+        0 => Err(format!("{what} must be at least 1").into()),
+        n => Ok(n),
+    }
+}
+
+/// Argument `i` as one of `choices` (the first where it is absent).
+fn choice<'a>(
+    args: &'a [String],
+    i: usize,
+    what: &str,
+    choices: &[&'a str],
+) -> Result<&'a str, Failure> {
+    match args.get(i).map(String::as_str) {
+        None => Ok(choices[0]),
+        Some(c) if choices.contains(&c) => Ok(c),
+        Some(c) => Err(format!("{what}: {c:?} is not one of {}", choices.join(", ")).into()),
+    }
+}
+
+/// Clip `i` (an index) of the file.
+fn clip_at(asset: &skelett_io::Asset, args: &[String], i: usize) -> Result<skelett::Clip, Failure> {
+    let index: usize = arg(args, i, "CLIP (an index)")?;
+    Ok((**asset.clips.get(index).ok_or_else(|| {
+        format!(
+            "no clip {index}: the file has {} ({})",
+            asset.clips.len(),
+            clip_names(asset)
+        )
+    })?)
+    .clone())
+}
+
 fn arg<T: std::str::FromStr>(args: &[String], i: usize, what: &str) -> Result<T, Failure> {
     args.get(i)
         .ok_or_else(|| format!("missing {what}"))?
@@ -130,8 +177,8 @@ fn arg<T: std::str::FromStr>(args: &[String], i: usize, what: &str) -> Result<T,
 
 fn updates(args: &[String]) -> Result<(), Failure> {
     let asset = skelett_io::load(&args[0])?;
-    let n: usize = arg(args, 3, "N")?;
-    let mode = args.get(4).map_or("blocks", String::as_str);
+    let n = count(args, 3, "N")?;
+    let mode = choice(args, 4, "mode", &["blocks", "rows", "one"])?;
     let b = (mode != "one").then_some(args[2].as_str());
     let mut c = Character::new(&asset, &args[1], b, 0.0)?;
     let skin = first_skin(&asset)?;
@@ -144,20 +191,20 @@ fn updates(args: &[String]) -> Result<(), Failure> {
 
 fn crowd_vs_one(args: &[String]) -> Result<(), Failure> {
     let asset = skelett_io::load(&args[0])?;
-    let n: usize = arg(args, 3, "N")?;
-    let rounds: usize = arg(args, 4, "ROUNDS")?;
-    let count: usize = if args.len() > 5 {
-        arg(args, 5, "CHARACTERS")?
+    let n = count(args, 3, "N")?;
+    let rounds = count(args, 4, "ROUNDS")?;
+    let characters = if args.len() > 5 {
+        count(args, 5, "CHARACTERS")?
     } else {
         1024
     };
     let skin = first_skin(&asset)?;
     let b = Some(args[2].as_str());
     let mut one = Character::new(&asset, &args[1], b, 0.0)?;
-    let mut many = (0..count)
+    let mut many = (0..characters)
         .map(|i| Character::new(&asset, &args[1], b, (i as f32 * 0.618).fract()))
         .collect::<Result<Vec<_>, _>>()?;
-    let passes = n.div_ceil(count).max(1);
+    let passes = n.div_ceil(characters);
     let (mut t_one, mut t_many, mut t_pre) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         let s = Instant::now();
@@ -171,16 +218,16 @@ fn crowd_vs_one(args: &[String]) -> Result<(), Failure> {
                 c.update(&skin, false);
             }
         }
-        t_many.push(s.elapsed().as_nanos() as f64 / (passes * count) as f64);
+        t_many.push(s.elapsed().as_nanos() as f64 / (passes * characters) as f64);
         let s = Instant::now();
         for _ in 0..passes {
             crowd::for_each_prefetched(&mut many, Character::prefetch, |c| c.update(&skin, false));
         }
-        t_pre.push(s.elapsed().as_nanos() as f64 / (passes * count) as f64);
+        t_pre.push(s.elapsed().as_nanos() as f64 / (passes * characters) as f64);
     }
     let (o, m, p) = (median(t_one), median(t_many), median(t_pre));
     println!(
-        "ns per character: one {o:.0}, {count} in turn {m:.0} ({:.2}x), prefetched {p:.0} ({:.2}x)",
+        "ns per character: one {o:.0}, {characters} in turn {m:.0} ({:.2}x), prefetched {p:.0} ({:.2}x)",
         m / o,
         p / o
     );
@@ -189,11 +236,10 @@ fn crowd_vs_one(args: &[String]) -> Result<(), Failure> {
 
 fn samples(args: &[String]) -> Result<(), Failure> {
     let asset = skelett_io::load(&args[0])?;
-    let index: usize = arg(args, 1, "CLIP")?;
-    let n: usize = arg(args, 2, "N")?;
-    let clip: skelett::Clip = (**asset.clips.get(index).ok_or("no such clip")?).clone();
-    let clip = match args.get(3).map(String::as_str) {
-        Some("lanes") => {
+    let clip = clip_at(&asset, args, 1)?;
+    let n = count(args, 2, "N")?;
+    let clip = match choice(args, 3, "layout", &["keyed", "lanes"])? {
+        "lanes" => {
             let options = CompressOptions {
                 error_cm: 0.01,
                 ..Default::default()
@@ -207,13 +253,14 @@ fn samples(args: &[String]) -> Result<(), Failure> {
     };
     let mut cache = SamplingCache::for_clip(&clip);
     let mut pose = Pose::rest(&asset.skeleton);
+    // Clip time from the clip's start, wrapping at its end.
     let mut t = 0.0f32;
     for _ in 0..n {
         t += 1.0 / 60.0;
         if t > clip.duration() {
             t -= clip.duration();
         }
-        sample(&clip, black_box(t), &mut cache, &mut pose)?;
+        sample(&clip, black_box(clip.start() + t), &mut cache, &mut pose)?;
     }
     black_box(&pose);
     Ok(())
@@ -221,15 +268,14 @@ fn samples(args: &[String]) -> Result<(), Failure> {
 
 fn compressions(args: &[String]) -> Result<(), Failure> {
     let asset = skelett_io::load(&args[0])?;
-    let index: usize = arg(args, 1, "CLIP")?;
-    let n: usize = arg(args, 2, "N")?;
-    let clip = asset.clips.get(index).ok_or("no such clip")?;
+    let clip = clip_at(&asset, args, 1)?;
+    let n = count(args, 2, "N")?;
     let cm_per_unit = match args.get(3) {
         Some(_) => Some(arg(args, 3, "CM_PER_UNIT")?),
         None => None,
     };
-    let level = match args.get(4).map(String::as_str) {
-        Some("fast") => CompressLevel::Fast,
+    let level = match choice(args, 4, "level", &["smallest", "fast"])? {
+        "fast" => CompressLevel::Fast,
         _ => CompressLevel::Smallest,
     };
     let options = CompressOptions {
@@ -238,11 +284,11 @@ fn compressions(args: &[String]) -> Result<(), Failure> {
         level,
         ..Default::default()
     };
-    let mut times = Vec::new();
+    let mut times = Vec::with_capacity(n);
     let mut last = None;
     for _ in 0..n {
         let s = Instant::now();
-        let (small, report) = compress(&asset.skeleton, clip, &options)?;
+        let (small, report) = compress(&asset.skeleton, &clip, &options)?;
         times.push(s.elapsed().as_secs_f64() * 1e3);
         black_box(&small);
         last = Some(report);
@@ -260,11 +306,12 @@ fn compressions(args: &[String]) -> Result<(), Failure> {
 
 fn skinnings(args: &[String]) -> Result<(), Failure> {
     let asset = skelett_io::load(&args[0])?;
-    let n: usize = arg(args, 1, "N")?;
-    let method = match args.get(2).map(String::as_str) {
-        Some("dual") => SkinningMethod::DualQuaternion,
+    let n = count(args, 1, "N")?;
+    let method = match choice(args, 2, "method", &["linear", "dual"])? {
+        "dual" => SkinningMethod::DualQuaternion,
         _ => SkinningMethod::Linear,
     };
+    let four = choice(args, 3, "influences", &["mixed", "four"])? == "four";
     let clip = asset.clips.first().ok_or("the file has no clip")?;
     let mut pose = Pose::rest(&asset.skeleton);
     sample_uncached(clip, clip.start() + clip.duration() * 0.4, &mut pose)?;
@@ -278,7 +325,7 @@ fn skinnings(args: &[String]) -> Result<(), Failure> {
         .ok_or("the file has no mesh")?;
     let skin_def = asset.skins.get(s).ok_or("the mesh has no skin")?;
     let mut primitive = primitive.clone();
-    if args.get(3).map(String::as_str) == Some("four") {
+    if four {
         // Every vertex with four non-zero weights (the heaviest kept, the rest made up).
         for v in 0..primitive.vertex_count() {
             for i in 0..4.min(primitive.influences) {
@@ -318,12 +365,22 @@ fn skinnings(args: &[String]) -> Result<(), Failure> {
     Ok(())
 }
 
-fn main() -> Result<(), Failure> {
+fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    match probe(&args) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cost_probe: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn probe(args: &[String]) -> Result<(), Failure> {
     let usage = "usage: cost_probe updates FILE A B N [blocks|rows|one] | \
                  crowd FILE A B N ROUNDS [CHARACTERS] | samples FILE CLIP N [keyed|lanes] | \
                  compress FILE CLIP N [CM_PER_UNIT] [smallest|fast] | \
-                 skin FILE N [linear|dual] [four]";
+                 skin FILE N [linear|dual] [mixed|four]";
     let (need, run): (usize, Command) = match args.first().map(String::as_str) {
         Some("updates") => (4, updates),
         Some("crowd") => (5, crowd_vs_one),

@@ -839,11 +839,15 @@ mod tests {
         }
     }
 
-    /// Ranges that end inside, right after or one past a rigid run of eight, and ranges of
-    /// one or two vertices: the last vertex of a range is written with its narrow stores
-    /// (nothing past the range: `skin_ranges`' sentinels), whether a rigid run or the
-    /// per-vertex path takes it, with the bits of the same vertices skinned as part of a
-    /// longer range, and near the baseline build's values.
+    /// The last vertex of a group's slice is written with its narrow stores (nothing past
+    /// the range: `skin_ranges`' sentinels), whether a rigid run of eight or the per-vertex
+    /// path takes it, in every mode the kernel picks (positions only, unit normals: a
+    /// uniform-scale palette, where one-influence runs go through `rigid8`; the general
+    /// mode with normal matrices: a non-uniform one), for ranges of 1 to 25 vertices, in one
+    /// group or two (one- and two-influence vertices), with the bits of the same vertices
+    /// skinned in ranges of other lengths, and near the baseline build's values. (With every
+    /// vertex on one joint, 8, 16 and 24 vertices end in a rigid run; 9, 17 and 25 in one
+    /// vertex after it.)
     #[cfg(not(feature = "scalar"))]
     #[test]
     pub(super) fn avx_linear_range_ends() {
@@ -851,36 +855,38 @@ mod tests {
             return;
         }
         for n in [1usize, 2, 7, 8, 9, 15, 16, 17, 24, 25] {
-            for last_apart in [false, true] {
-                for two in [false, true] {
-                    let k = if two { 2 } else { 1 };
-                    let mut p = crate::MeshPrimitive {
-                        positions: (0..n)
-                            .map(|i| Vec3::new(i as f32 * 0.3 - 1.0, 1.0 + (i % 4) as f32, 0.25))
+            // 0: every vertex one influence; 1: the last apart on another joint; 2: the
+            // first half with two influences (a group of its own, sorted first).
+            for shape in 0..3 {
+                let two = |v: usize| shape == 2 && v < n / 2;
+                let mut p = crate::MeshPrimitive {
+                    positions: (0..n)
+                        .map(|i| Vec3::new(i as f32 * 0.3 - 1.0, 1.0 + (i % 4) as f32, 0.25))
+                        .collect(),
+                    normals: Some(
+                        (0..n)
+                            .map(|i| Vec3::new(0.5, 1.0, i as f32 * 0.1).normalize())
                             .collect(),
-                        normals: Some(
-                            (0..n)
-                                .map(|i| Vec3::new(0.5, 1.0, i as f32 * 0.1).normalize())
-                                .collect(),
-                        ),
-                        influences: k,
-                        ..Default::default()
-                    };
-                    for v in 0..n {
-                        // One joint for all, the last vertex on another where `last_apart`.
-                        let j = if last_apart && v + 1 == n { 2 } else { 1 };
-                        p.joints.push(j);
-                        p.weights.push(1.0);
-                        if two {
-                            p.joints.push(0);
-                            p.weights.push(0.5);
-                        }
-                    }
-                    let mesh = SkinningMesh::new(&p, 3).unwrap();
+                    ),
+                    influences: 2,
+                    ..Default::default()
+                };
+                for v in 0..n {
+                    let j = if shape == 1 && v + 1 == n { 2 } else { 1 };
+                    p.joints.extend([j, 0]);
+                    p.weights.extend([1.0, if two(v) { 0.5 } else { 0.0 }]);
+                }
+                let mesh = SkinningMesh::new(&p, 3).unwrap();
+                for uniform in [true, false] {
                     let mats: Vec<Mat4> = (0..3)
                         .map(|i| {
+                            let scale = if uniform {
+                                Vec3::splat(1.5)
+                            } else {
+                                Vec3::new(1.0, 1.5, 1.0)
+                            };
                             Mat4::from_scale_rotation_translation(
-                                Vec3::new(1.0, 1.5, 1.0),
+                                scale,
                                 Quat::from_rotation_y(0.7 * i as f32 + 0.2),
                                 Vec3::new(i as f32, 1.0, -0.5),
                             )
@@ -888,19 +894,26 @@ mod tests {
                         .collect();
                     let mut pal = SkinPalette::new(SkinningMethod::Linear);
                     pal.set_matrices(&mats);
-                    let run = |fma: bool, chunk: usize| {
-                        skin_ranges(&mesh, &pal, fma, (0, n), chunk, true, false)
-                    };
-                    let (whole, base) = (run(true, n), run(false, n));
-                    for v in 0..n {
-                        let what = format!("n {n}, apart {last_apart}, two {two}, vertex {v}");
-                        assert!((whole.0[v] - base.0[v]).length() <= 1e-5, "{what}");
-                        assert!((whole.1[v] - base.1[v]).length() <= 2e-6, "{what}");
-                    }
-                    for chunk in [1, 2, 5, 8, 9] {
-                        let parts = run(true, chunk);
-                        assert_eq!(parts.0, whole.0, "n {n}, chunks of {chunk}");
-                        assert_eq!(parts.1, whole.1, "n {n}, chunks of {chunk}");
+                    assert_eq!(pal.use_normal, !uniform);
+                    for normals in [true, false] {
+                        let run = |fma: bool, chunk: usize| {
+                            skin_ranges(&mesh, &pal, fma, (0, n), chunk, normals, false)
+                        };
+                        let (whole, base) = (run(true, n), run(false, n));
+                        for v in 0..n {
+                            let what = format!(
+                                "n {n}, shape {shape}, uniform {uniform}, normals {normals}, \
+                                 vertex {v}"
+                            );
+                            assert!((whole.0[v] - base.0[v]).length() <= 1e-5, "{what}");
+                            assert!((whole.1[v] - base.1[v]).length() <= 2e-6, "{what}");
+                        }
+                        for chunk in [1, 2, 5, 8, 9] {
+                            let parts = run(true, chunk);
+                            let what = format!("n {n}, shape {shape}, chunks of {chunk}");
+                            assert_eq!(parts.0, whole.0, "{what}");
+                            assert_eq!(parts.1, whole.1, "{what}");
+                        }
                     }
                 }
             }

@@ -24,11 +24,13 @@
 //! registers, and the chunk's pass leaves them alone (1.1 → 1.07).
 //!
 //! Positions (and raw normals) are written with one 16-byte store per vertex, whose fourth
-//! float lands on the next vertex's `x` and is overwritten by it; the last vertex of a range
-//! gets an 8-byte and a 4-byte store. The loop runs the range's last vertex on its own, so no
-//! vertex tests which store it needs (that test and its branches, twice per vertex, were
-//! about a ninth of the per-vertex path's instructions on CesiumMan). Only the FMA build of the skinning kernel ([`super::kernel::skin_range_fma`])
-//! calls in here, after run-time detection.
+//! float lands on the next vertex's `x` and is overwritten by it (within the 64-vertex chunk
+//! or by the next chunk); the last vertex of a group's slice (the group's vertices within
+//! the range being skinned) gets an 8-byte and a 4-byte store. The loop runs that vertex on
+//! its own, so no vertex tests which store it needs (that test and its branches, twice per
+//! vertex, were about a ninth of the per-vertex path's instructions on CesiumMan). Only the
+//! FMA build of the skinning kernel ([`super::kernel::skin_range_fma`]) calls in here, after
+//! run-time detection.
 
 #![cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
 
@@ -152,7 +154,8 @@ unsafe fn store3<const WIDE: bool>(out: &mut [Vec3], v: usize, r: __m128) {
     if WIDE {
         // SAFETY: `out[v]` and `out[v + 1]` are both in the slice (the caller's promise),
         // and `Vec3` is three consecutive f32, so the 16 bytes from `out[v]` are `out[v]`
-        // and `out[v + 1].x`, borrowed mutably. Callers write `out[v + 1]` after `out[v]`.
+        // and `out[v + 1].x`, borrowed mutably. Callers write `out[v + 1]` after `out[v]`
+        // (in the same 64-vertex chunk or at the start of the next).
         _mm_storeu_ps(p, r);
     } else {
         // SAFETY: `out[v]` is in the slice (the caller's promise): eight bytes, then four.
@@ -483,7 +486,9 @@ unsafe fn run<const K: usize, const MODE: u8>(
         let mut v = v0;
         // Vertices of the chunk whose normals `rigid8` renormalised already.
         let mut done = 0u64;
-        // Every vertex but the range's last has a next one for its 16-byte stores.
+        // Every vertex but the last of the slice (`n`, the length of every output slice `g`
+        // holds) has a next one for its 16-byte stores: below `wide_end`, `v + 1 < n`. At a
+        // chunk's end that next vertex is the following chunk's first, written after it.
         let wide_end = if end == n { n - 1 } else { end };
         while v < wide_end {
             if K == 1 && MODE != GENERAL && v + LANES <= end && same_joint8(g.joints, v) {
@@ -493,11 +498,12 @@ unsafe fn run<const K: usize, const MODE: u8>(
                 }
                 v += LANES;
             } else {
+                // SAFETY (`WIDE`): `v < wide_end`, so `v + 1 < n` (above).
                 vertex::<K, MODE, true>(&mut g, v);
                 v += 1;
             }
         }
-        // The range's last vertex, unless a rigid run took it.
+        // The slice's last vertex, unless a rigid run took it (narrow stores: no promise).
         if v < end {
             vertex::<K, MODE, false>(&mut g, v);
             v += 1;
