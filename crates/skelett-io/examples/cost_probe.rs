@@ -54,6 +54,8 @@ type Command = fn(&[String]) -> Result<(), Failure>;
 /// A character's animator and the buffers its update writes.
 struct Character {
     animator: Animator,
+    /// The animator's skeleton, held here so that the rows path needs no clone per update.
+    skeleton: std::sync::Arc<skelett::Skeleton>,
     model: Vec<Mat4>,
     palette: Vec<Mat4>,
 }
@@ -85,6 +87,7 @@ impl Character {
         animator.update(0.5);
         let skin = first_skin(asset)?;
         Ok(Character {
+            skeleton: asset.skeleton.clone(),
             animator,
             model: vec![Mat4::IDENTITY; asset.skeleton.len()],
             palette: vec![Mat4::IDENTITY; skin.len()],
@@ -95,8 +98,7 @@ impl Character {
     fn update(&mut self, skin: &Skin, rows: bool) {
         self.animator.update(black_box(1.0 / 60.0));
         if rows {
-            let skeleton = self.animator.skeleton().clone();
-            local_to_model(&skeleton, self.animator.pose(), 0, &mut self.model)
+            local_to_model(&self.skeleton, self.animator.pose(), 0, &mut self.model)
                 .expect("model matrices sized for the skeleton");
         } else {
             self.animator

@@ -146,7 +146,7 @@ unsafe fn apply(x: __m128, y: __m128, z: __m128, v: &Vec3) -> __m128 {
 /// caller promises `v + 1 < out.len()` as well, and the write is one 16-byte store whose
 /// fourth float lands on `out[v + 1].x` (which the caller writes next); without it, an 8-byte
 /// and a 4-byte store, nothing past `out[v]`. The kernel's loop takes `WIDE` for every vertex
-/// but the range's last, so that no vertex tests which store it needs.
+/// but its slice's last, so that no vertex tests which store it needs.
 #[inline(always)]
 unsafe fn store3<const WIDE: bool>(out: &mut [Vec3], v: usize, r: __m128) {
     debug_assert!(v < out.len() && (!WIDE || v + 1 < out.len()));
