@@ -295,7 +295,7 @@ const _: () = {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PairSlerp {
     pub(crate) angle: f32,
-    pub(super) inv_sin: f32,
+    pub(crate) inv_sin: f32,
 }
 
 impl PairSlerp {
@@ -340,6 +340,14 @@ pub(crate) fn sin_0_pi(x: f32) -> f32 {
         x
     };
     crate::transform::sin_0_half_pi(x)
+}
+
+/// [`sin_0_pi`] on four lanes: the same operations in the same order, so each lane equals the
+/// scalar result bit for bit (the encoder's four-lane key pair tests, `compress::encode`).
+#[inline(always)]
+pub(crate) fn sin_0_pi4(x: Vec4) -> Vec4 {
+    let past = x.cmpgt(Vec4::splat(std::f32::consts::FRAC_PI_2));
+    super::sin4(Vec4::select(past, Vec4::splat(std::f32::consts::PI) - x, x))
 }
 
 /// The interpolation a key pair of `track` needs (one function for the encoder and the
