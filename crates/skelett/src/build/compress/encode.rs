@@ -618,9 +618,9 @@ fn truncated(x: Vec4) -> [i32; 4] {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{__m128i, _mm_cvttps_epi32};
-        // SAFETY: `_mm_cvttps_epi32` needs SSE2, part of the baseline every x86_64 target
-        // enables, and reads and writes registers only; within i32's range it truncates as
-        // `as i32` does. `__m128i` and `[i32; 4]` are both 16 bytes of plain integers, so
+        // SAFETY: `_mm_cvttps_epi32` needs SSE2, which is part of x86-64 itself (every x86-64
+        // CPU has it), and reads and writes registers only; within i32's range it truncates
+        // as `as i32` does. `__m128i` and `[i32; 4]` are both 16 bytes of plain integers, so
         // the transmute is a reinterpretation of every bit pattern.
         unsafe { std::mem::transmute::<__m128i, [i32; 4]>(_mm_cvttps_epi32(x.into())) }
     }
@@ -631,14 +631,14 @@ fn truncated(x: Vec4) -> [i32; 4] {
 }
 
 /// [`truncated`] back to floats: `x.as_ivec4().as_vec4()` within the same range, exact (the
-/// integers are below 2^24 in magnitude); on x86-64 one conversion each way.
+/// integers are at most 2^24 in magnitude); on x86-64 one conversion each way.
 #[inline(always)]
 fn whole_part(x: Vec4) -> Vec4 {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_cvtepi32_ps, _mm_cvttps_epi32};
         // SAFETY: as in `truncated`; `_mm_cvtepi32_ps` (SSE2 too) converts each integer
-        // exactly where it is below 2^24 in magnitude, as `as f32` does.
+        // exactly where it is at most 2^24 in magnitude, as `as f32` does.
         unsafe { Vec4::from(_mm_cvtepi32_ps(_mm_cvttps_epi32(x.into()))) }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -814,8 +814,9 @@ impl Quantised {
             let deq = &self.deq;
             let seg = pair_slerp(track, deq[a], deq[b]);
             debug_assert_eq!(seg.is_slerp(), slerp);
-            // As `fits` measures the pair: its three points between frames, four lanes at a
-            // time for every interpolation (all three are measured either way).
+            // The errors `fits` measures for the pair (the three points between frames), four
+            // lanes at a time for every interpolation, where `fits` goes point by point for
+            // slerp and vectors: the same bits, and here all three points are measured anyway.
             let e = if four_lanes(input, b) {
                 let (pa, span) = (frame_pos[a], frame_pos[b] - frame_pos[a]);
                 let e = four_errors(input, frame_pos, deq[a], deq[b], seg, pa, span, f);
@@ -958,8 +959,9 @@ fn fits_four(
 /// The errors of keys `ka` and `kb` (at `frame_pos` `pa` and `pa + span`) interpolated as
 /// `seg` says (nlerp, slerp, or a vector's lerp) at the points between frames of interval
 /// `f` ([`SUB_AT`], lanes x, y, z) and at its second frame (lane w), each as [`mid_error`]
-/// and [`fits_one_by_one`] compute them (`interpolate` and [`error_to`] in glam's SSE2
-/// arithmetic, repeated on four lanes).
+/// and [`fits_one_by_one`] compute them (`interpolate` and [`error_to`], glam's SSE2 `Vec4`
+/// arithmetic and, for a vector's distance, its scalar `Vec3::length`, repeated on four
+/// lanes).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn four_errors(
@@ -1525,6 +1527,7 @@ fn write_segment(
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(target_arch = "x86_64")]
     use crate::play::sampling::compact::slerp_of_dot;
 
     #[test]
@@ -1684,14 +1687,17 @@ mod tests {
 
     proptest::proptest! {
         /// [`four_errors`]' lanes are, bit for bit, the errors the point-by-point path
-        /// measures: at the three points between frames of an interval (`mid_error`'s
-        /// largest) and at its second frame (`interpolate` then `error_to`), for rotations
-        /// interpolated by nlerp and by slerp, and for vectors (translations, scales).
+        /// measures: each of the three points between frames of an interval (`interpolate`
+        /// then `error_to`, as `mid_error` computes them, and `mid_error`'s largest) and its
+        /// second frame, for rotations interpolated by nlerp and by slerp (keys of any
+        /// length, a zero key among them: `normalize_or`'s fallback) and for vectors
+        /// (translations, scales).
         #[test]
         #[cfg(target_arch = "x86_64")]
         fn four_lane_errors_are_the_point_by_point_ones(
             raw in proptest::collection::vec(proptest::array::uniform4(-1.0f32..1.0), 8..16),
             keys in proptest::array::uniform2(proptest::array::uniform4(-1.0f32..1.0)),
+            lengths in proptest::array::uniform2(proptest::sample::select(vec![0.0f32, 0.5, 1.0, 1.0, 1.7])),
             kind in 0usize..4,
             a in 0usize..3,
             len in 1usize..5,
@@ -1711,11 +1717,11 @@ mod tests {
             let frame_pos: Vec<f32> = (0..n).map(|f| f as f32 * 1.0001).collect();
             let b = a + len;
             let mut deq = raw.clone();
-            deq[a] = Vec4::from_array(keys[0]);
-            deq[b] = Vec4::from_array(keys[1]);
-            if rot {
-                deq[a] = deq[a].normalize_or(Vec4::W);
-                deq[b] = deq[b].normalize_or(Vec4::W);
+            for (k, key) in [a, b].into_iter().enumerate() {
+                let v = Vec4::from_array(keys[k]);
+                // Rotations near unit length as dequantised, or not at all (zero: the
+                // fallback of `normalize_or`).
+                deq[key] = if rot { v.normalize_or(Vec4::W) * lengths[k] } else { v };
             }
             let target = [Target::Rotation, Target::Rotation, Target::Translation, Target::Scale][kind];
             let tol = vec![1.0f32; n];
@@ -1740,8 +1746,16 @@ mod tests {
             let f = a + pick % len;
             let (pa, span) = (frame_pos[a], frame_pos[b] - frame_pos[a]);
             let e = four_errors(&input, &frame_pos, deq[a], deq[b], seg, pa, span, f);
+            // Each point between frames, as `mid_error` computes it.
+            for (k, at) in SUB_AT.iter().enumerate() {
+                let x = frame_pos[f] + (frame_pos[f + 1] - frame_pos[f]) * at;
+                let u = (x - frame_pos[a]) / (frame_pos[b] - frame_pos[a]);
+                let point = error_to(rot, interpolate(deq[a], deq[b], seg, u), input.sub_unit[f * SUB + k]);
+                proptest::prop_assert_eq!(e[k].to_bits(), point.to_bits(), "point {}", k);
+            }
             let mid = mid_error(&input, &track, &deq, a, b, seg, &frame_pos, f).unwrap();
             proptest::prop_assert_eq!(worst(worst(e.x, e.y), e.z).to_bits(), mid.to_bits());
+            // The frame, as `fits_one_by_one` computes it.
             let u = (frame_pos[f + 1] - frame_pos[a]) / (frame_pos[b] - frame_pos[a]);
             let frame = error_to(rot, interpolate(deq[a], deq[b], seg, u), input.raw_unit[f + 1]);
             proptest::prop_assert_eq!(e.w.to_bits(), frame.to_bits());
