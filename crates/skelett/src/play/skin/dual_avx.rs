@@ -41,14 +41,19 @@ const _: () = assert!(std::mem::size_of::<Vec3>() == 12);
 pub(super) const LANES: usize = 8;
 
 /// The real and dual halves of dual quaternions `a` and `b`, `a`'s in the low halves.
+///
+/// # Safety
+/// `a` and `b` must be below `d.len()`: the loads are unchecked (the callers check the
+/// largest joint of a whole group once, see [`dual_block`]).
 #[inline(always)]
 unsafe fn load_dual_pair(d: &[DualQuat], a: u16, b: u16) -> (__m256, __m256) {
-    // SAFETY: `DualQuat` is `repr(C)` of two `Quat`s, each four `f32` (x, y, z, w), so a
-    // reference to one is valid for reading 8 consecutive f32; indexing `d` checks the joints
-    // are in range. Unaligned loads have no alignment requirement.
+    debug_assert!((a as usize) < d.len() && (b as usize) < d.len());
+    // SAFETY: `DualQuat` is `repr(C)` of two `Quat`s, each four `f32` (x, y, z, w), so an
+    // element of `d` is 8 consecutive f32, and `a`, `b` are elements (the caller's promise).
+    // Unaligned loads have no alignment requirement.
     let (a, b) = (
-        &d[a as usize] as *const DualQuat as *const f32,
-        &d[b as usize] as *const DualQuat as *const f32,
+        d.as_ptr().add(a as usize) as *const f32,
+        d.as_ptr().add(b as usize) as *const f32,
     );
     (
         pair(_mm_loadu_ps(a), _mm_loadu_ps(b)),
@@ -58,6 +63,9 @@ unsafe fn load_dual_pair(d: &[DualQuat], a: u16, b: u16) -> (__m256, __m256) {
 
 /// The dual quaternions of `joints[l * K + i]` for the eight lanes `l`, transposed: element
 /// `c` holds component `c` (real x, y, z, w, then dual x, y, z, w) of every lane.
+///
+/// # Safety
+/// Every joint read must be below `d.len()` (as [`load_dual_pair`]).
 #[inline(always)]
 unsafe fn load_transposed<const K: usize>(d: &[DualQuat], joints: &[u16], i: usize) -> [__m256; 8] {
     // Lanes l and l + 4 share a register (four-by-four transposes in each half, inserts on
@@ -242,7 +250,10 @@ pub(super) unsafe fn scale_unit8([x, y, z]: [__m256; 3]) -> ([__m256; 3], __m256
 /// group's (`K` and `K - 1` per vertex), `src` and `out` cover the group.
 ///
 /// # Safety
-/// The CPU must support AVX and FMA.
+/// The CPU must support AVX and FMA, and every joint of the block must be below `d.len()`
+/// (the dual quaternions are loaded unchecked: the caller checks the largest joint of the
+/// whole group once, where a check per load had cost 32 compares and branches per block of
+/// four influences, and hoisted all the indices to the stack before the arithmetic).
 #[target_feature(enable = "avx,fma")]
 pub(super) unsafe fn dual_block<const K: usize>(
     d: &[DualQuat],
@@ -402,7 +413,7 @@ pub(super) unsafe fn dual_block<const K: usize>(
 /// full block.
 ///
 /// # Safety
-/// The CPU must support AVX and FMA.
+/// As [`dual_block`]: AVX and FMA, and every joint of the vertices `idx` below `d.len()`.
 #[target_feature(enable = "avx,fma")]
 pub(super) unsafe fn dual_gathered<const K: usize>(
     d: &[DualQuat],

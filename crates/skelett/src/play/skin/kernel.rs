@@ -517,11 +517,25 @@ pub(super) fn group<const K: usize, const F: bool>(
     #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
     let v = {
         use super::dual_avx::{dual_block, dual_gathered, LANES};
+        // What makes the kernel's unchecked loads sound: every joint of the group below the
+        // palette's dual quaternions (`SkinningMesh::new` and `skin`'s checks already
+        // guarantee it; one vectorised pass keeps the proof local).
+        if F {
+            let top = joints.iter().copied().max().map_or(0, |j| j as usize + 1);
+            assert!(
+                top <= palette.dual.len(),
+                "skinning: joint index {} beyond the palette of {}",
+                top - 1,
+                palette.dual.len()
+            );
+        }
         let mut v = 0;
         while F && v < n {
             let end = (v + LANES).min(n);
             // SAFETY (both calls): `F` is true only in code instantiated from
-            // `skin_range_fma`, called only after `fma_available()` confirmed AVX and FMA.
+            // `skin_range_fma`, called only after `fma_available()` confirmed AVX and FMA;
+            // every joint of the group is below `palette.dual.len()` (asserted above), and
+            // `dual_gathered` reads joints of this group only.
             // `avx_dual_blocks_match_one_vertex_at_a_time` runs both.
             if end == v + LANES && rigid(&joints[v * K..end * K]) {
                 unsafe { dual_block::<K>(&palette.dual, joints, weights, &src, v, &mut out) };
