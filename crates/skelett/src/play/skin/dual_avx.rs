@@ -409,7 +409,7 @@ pub(super) unsafe fn dual_block<const K: usize>(
 }
 
 /// The vertices `idx` (one to `LANES` of them, all rigid) through [`dual_block`] by way of a
-/// block padded with copies of the first, so that each gets the bits it would get inside a
+/// block padded with copies of the last, so that each gets the bits it would get inside a
 /// full block.
 ///
 /// # Safety
