@@ -91,7 +91,11 @@ type Locals = [[f32; BLOCK]; 12];
 /// too (for breadth-first orders, whose limbs interleave) spilled registers and was 10-20 %
 /// slower; summing a column as a tree instead of a chain (shorter latency, one more
 /// instruction) made no difference: the loop is bound by its instructions, not by the
-/// chain's latency.
+/// chain's latency. Again on an AMD Zen 3, whose multiplies and adds take 3 cycles to a
+/// fused multiply-add's 4: three products and two adds per column (9 cycles from the
+/// parent's columns, not 11; 7 more instructions per joint) took 1.02x, 0.98x and 0.97x the
+/// time of a whole CesiumMan, Fox and robot character update (20-30 alternated pairs, all
+/// within their quartiles).
 ///
 /// # Safety
 /// The CPU must support AVX and FMA.
