@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Fails if skelett's code in a binary holds masked vector stores: `vmaskmovps`/`vmaskmovpd`/`vpmaskmovd`/`q`
-# with a register mask and a memory destination (the forms a compiler makes from a load,
-# blend and store; `maskmovdqu`, whose destination is implicit, is not looked for). AMD's Zen
-# cores run them in microcode: on the build machine (a Zen 3) one masked 256-bit store took
-# 6.0 ns where a load, blend and store took 1.6, and LLVM makes them from a plain load, blend
-# and store of one address (see `store_lanes` in crates/skelett/src/play/sampling/lanes.rs,
-# which reads the row with a volatile load so that it does not). Masked loads are not slow
-# and are allowed.
+# Fails if skelett's code in a binary holds masked vector stores: `vmaskmovps`, `vmaskmovpd`,
+# `vpmaskmovd` or `vpmaskmovq` with a register mask and a memory destination (the forms a
+# compiler makes from a load, blend and store; `maskmovdqu`, whose destination is implicit,
+# is not looked for). AMD's Zen cores run them in microcode: on the build machine (a Zen 3)
+# one masked 256-bit store took 6.0 ns where a load, blend and store took 1.6, and LLVM makes
+# them from a plain load, blend and store of one address (see `store_lanes` in
+# crates/skelett/src/play/sampling/lanes.rs, which reads the row with a volatile load so that
+# it does not). Masked loads are not slow and are allowed.
 #
 # Usage: scripts/check_masked_stores.sh [BINARY]   (default: the release `skelett` program in
 # cargo's target directory)

@@ -521,7 +521,7 @@ pub(super) fn group<const K: usize, const F: bool>(
         // palette's dual quaternions (`SkinningMesh::new` and `skin`'s checks already
         // guarantee it; one vectorised pass keeps the proof local).
         if F {
-            let top = joints.iter().copied().max().map_or(0, |j| j as usize + 1);
+            let top = super::joint_bound(joints);
             assert!(
                 top <= palette.dual.len(),
                 "skinning: joint index {} beyond the palette of {}",

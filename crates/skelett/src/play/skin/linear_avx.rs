@@ -448,11 +448,7 @@ unsafe fn run<const K: usize, const MODE: u8>(
     // What makes the unchecked palette loads sound. `SkinningMesh::new` and `skin`'s checks
     // already guarantee it; this pass (vectorised, a few hundredths of a nanosecond per
     // vertex) keeps the proof local.
-    let top = joints[..n * K]
-        .iter()
-        .copied()
-        .max()
-        .map_or(0, |j| j as usize + 1);
+    let top = super::joint_bound(&joints[..n * K]);
     assert!(
         top <= palette.matrices.len() && palette.normal.is_none_or(|m| top <= m.len()),
         "skinning: joint index {} beyond the palette of {}",

@@ -99,6 +99,14 @@ impl<'a> SkinOutput<'a> {
     }
 }
 
+/// One past the largest joint index in `joints` (0 for none): what the AVX kernels check
+/// against the palette once before loading its entries unchecked.
+#[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+#[inline]
+pub(super) fn joint_bound(joints: &[u16]) -> usize {
+    joints.iter().copied().max().map_or(0, |j| j as usize + 1)
+}
+
 #[allow(clippy::type_complexity)]
 pub(super) fn split_opt<T>(
     s: Option<&mut [T]>,
