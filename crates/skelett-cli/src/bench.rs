@@ -22,7 +22,8 @@
 //! - animator: the same two clips through an [`Animator`] cross-fading from one to the other
 //!   (a fade that lasts, synchronised), local-to-model (`Animator::local_to_model`: from the
 //!   pose where the animator left it, blocks or rows), palette: one, 1024 in turn, and 1024
-//!   with the next one's memory prefetched ([`skelett::crowd`]);
+//!   with the next one's memory prefetched ([`skelett::crowd`]); and the prefetched 1024
+//!   writing their palettes alone (`Animator::skinning_palette`, no model matrices kept);
 //! - skinning: the largest skinned primitive, positions and normals, linear blend and dual
 //!   quaternion, one thread.
 
@@ -87,6 +88,9 @@ struct AnimatorRow {
     crowd_1024_us: f64,
     /// The crowd with `crowd::for_each_prefetched` and `Animator::prefetch`.
     crowd_1024_prefetch_us: f64,
+    /// The prefetched crowd writing its palettes alone (`Animator::skinning_palette`: no
+    /// model matrices of each character's); none without a skin.
+    crowd_1024_palette_us: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -245,6 +249,18 @@ impl Animated {
     fn prefetch(&self) {
         self.animator.prefetch();
         crowd::prefetch(&self.model);
+        crowd::prefetch(&self.palette);
+    }
+
+    /// The palette alone, its model matrices in the thread's buffer.
+    fn update_palette(&mut self, skin: &Skin) {
+        self.animator.update(black_box(1.0 / 60.0));
+        let _ = self.animator.skinning_palette(skin, &mut self.palette);
+        black_box(&self.palette);
+    }
+
+    fn prefetch_palette(&self) {
+        self.animator.prefetch();
         crowd::prefetch(&self.palette);
     }
 }
@@ -517,10 +533,18 @@ pub fn run(
             let prefetch_ns = median_ns(rounds, || {
                 crowd::for_each_prefetched(&mut crowd, Animated::prefetch, |c| c.update(skin))
             }) / 1024.0;
+            let palette_ns = skin.map(|skin| {
+                median_ns(rounds, || {
+                    crowd::for_each_prefetched(&mut crowd, Animated::prefetch_palette, |c| {
+                        c.update_palette(skin)
+                    })
+                }) / 1024.0
+            });
             Some(AnimatorRow {
                 one_us: one_ns / 1000.0,
                 crowd_1024_us: crowd_ns / 1000.0,
                 crowd_1024_prefetch_us: prefetch_ns / 1000.0,
+                crowd_1024_palette_us: palette_ns.map(|ns| ns / 1000.0),
             })
         }
     };
@@ -668,6 +692,12 @@ pub fn run(
             a.crowd_1024_us,
             a.crowd_1024_prefetch_us,
         );
+        if let Some(p) = a.crowd_1024_palette_us {
+            outln!(
+                out,
+                "  animator palette          {p:.3} µs each of 1024 prefetched (palettes alone: `Animator::skinning_palette`)",
+            );
+        }
     }
     if report.skinning.is_none() {
         outln!(out, "  skinning         (no skinned mesh)");

@@ -296,7 +296,12 @@ fn bench_reports_every_clip() {
     assert!(c["one_us"].as_f64().unwrap() > 0.0 && c["crowd_1024_us"].as_f64().unwrap() > 0.0);
     assert_eq!(c["clips"][0], "Survey");
     let a = &v["animator"];
-    for row in ["one_us", "crowd_1024_us", "crowd_1024_prefetch_us"] {
+    for row in [
+        "one_us",
+        "crowd_1024_us",
+        "crowd_1024_prefetch_us",
+        "crowd_1024_palette_us",
+    ] {
         assert!(a[row].as_f64().unwrap() > 0.0, "animator {row}");
     }
     let k = &v["skinning"];

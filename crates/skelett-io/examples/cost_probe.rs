@@ -94,16 +94,22 @@ impl Character {
         })
     }
 
-    /// One frame: the animator, local-to-model (through rows with `rows`), the palette.
-    fn update(&mut self, skin: &Skin, rows: bool) {
+    /// One frame: the animator, local-to-model and the palette, as `out` says.
+    fn update(&mut self, skin: &Skin, out: Out) {
         self.animator.update(black_box(1.0 / 60.0));
-        if rows {
-            local_to_model(&self.skeleton, self.animator.pose(), 0, &mut self.model)
-                .expect("model matrices sized for the skeleton");
-        } else {
-            self.animator
+        match out {
+            Out::Rows => local_to_model(&self.skeleton, self.animator.pose(), 0, &mut self.model)
+                .expect("model matrices sized for the skeleton"),
+            Out::Blocks => self
+                .animator
                 .local_to_model(&mut self.model)
-                .expect("model matrices sized for the skeleton");
+                .expect("model matrices sized for the skeleton"),
+            Out::Palette => {
+                self.animator
+                    .skinning_palette(skin, &mut self.palette)
+                    .expect("palette sized for the skin");
+                return;
+            }
         }
         skinning_palette(skin, &self.model, &mut self.palette).expect("palette sized for the skin");
     }
@@ -114,6 +120,23 @@ impl Character {
         crowd::prefetch(&self.model);
         crowd::prefetch(&self.palette);
     }
+
+    /// [`Character::prefetch`] for [`Out::Palette`], which writes no model matrices.
+    fn prefetch_palette(&self) {
+        self.animator.prefetch();
+        crowd::prefetch(&self.palette);
+    }
+}
+
+/// Where an update's local-to-model goes.
+#[derive(Clone, Copy, PartialEq)]
+enum Out {
+    /// `Animator::pose` (rows), then `local_to_model` and `skinning_palette`.
+    Rows,
+    /// `Animator::local_to_model` (from blocks), then `skinning_palette`.
+    Blocks,
+    /// `Animator::skinning_palette`: no model matrices of the character's.
+    Palette,
 }
 
 fn first_skin(asset: &skelett_io::Asset) -> Result<Skin, Failure> {
@@ -180,12 +203,17 @@ fn arg<T: std::str::FromStr>(args: &[String], i: usize, what: &str) -> Result<T,
 fn updates(args: &[String]) -> Result<(), Failure> {
     let asset = skelett_io::load(&args[0])?;
     let n = count(args, 3, "N")?;
-    let mode = choice(args, 4, "mode", &["blocks", "rows", "one"])?;
+    let mode = choice(args, 4, "mode", &["blocks", "rows", "one", "palette"])?;
     let b = (mode != "one").then_some(args[2].as_str());
     let mut c = Character::new(&asset, &args[1], b, 0.0)?;
     let skin = first_skin(&asset)?;
+    let out = match mode {
+        "rows" => Out::Rows,
+        "palette" => Out::Palette,
+        _ => Out::Blocks,
+    };
     for _ in 0..n {
-        c.update(&skin, mode == "rows");
+        c.update(&skin, out);
     }
     black_box(&c.palette);
     Ok(())
@@ -207,31 +235,51 @@ fn crowd_vs_one(args: &[String]) -> Result<(), Failure> {
         .map(|i| Character::new(&asset, &args[1], b, (i as f32 * 0.618).fract()))
         .collect::<Result<Vec<_>, _>>()?;
     let passes = n.div_ceil(characters);
-    let (mut t_one, mut t_many, mut t_pre) = (Vec::new(), Vec::new(), Vec::new());
+    let [mut t_one, mut t_many, mut t_pre, mut t_one_p, mut t_pre_p]: [Vec<f64>; 5] =
+        Default::default();
+    let per = |s: Instant, items: usize| s.elapsed().as_nanos() as f64 / items as f64;
     for _ in 0..rounds {
         let s = Instant::now();
         for _ in 0..n {
-            one.update(&skin, false);
+            one.update(&skin, Out::Blocks);
         }
-        t_one.push(s.elapsed().as_nanos() as f64 / n as f64);
+        t_one.push(per(s, n));
         let s = Instant::now();
         for _ in 0..passes {
             for c in many.iter_mut() {
-                c.update(&skin, false);
+                c.update(&skin, Out::Blocks);
             }
         }
-        t_many.push(s.elapsed().as_nanos() as f64 / (passes * characters) as f64);
+        t_many.push(per(s, passes * characters));
         let s = Instant::now();
         for _ in 0..passes {
-            crowd::for_each_prefetched(&mut many, Character::prefetch, |c| c.update(&skin, false));
+            crowd::for_each_prefetched(&mut many, Character::prefetch, |c| {
+                c.update(&skin, Out::Blocks)
+            });
         }
-        t_pre.push(s.elapsed().as_nanos() as f64 / (passes * characters) as f64);
+        t_pre.push(per(s, passes * characters));
+        let s = Instant::now();
+        for _ in 0..n {
+            one.update(&skin, Out::Palette);
+        }
+        t_one_p.push(per(s, n));
+        let s = Instant::now();
+        for _ in 0..passes {
+            crowd::for_each_prefetched(&mut many, Character::prefetch_palette, |c| {
+                c.update(&skin, Out::Palette)
+            });
+        }
+        t_pre_p.push(per(s, passes * characters));
     }
     let (o, m, p) = (median(t_one), median(t_many), median(t_pre));
+    let (op, pp) = (median(t_one_p), median(t_pre_p));
     println!(
-        "ns per character: one {o:.0}, {characters} in turn {m:.0} ({:.2}x), prefetched {p:.0} ({:.2}x)",
+        "ns per character: one {o:.0}, {characters} in turn {m:.0} ({:.2}x), prefetched {p:.0} ({:.2}x); \
+         palette only: one {op:.0}, prefetched {pp:.0} ({:.2}x one, {:.2}x the prefetched crowd)",
         m / o,
-        p / o
+        p / o,
+        pp / op,
+        pp / p
     );
     Ok(())
 }

@@ -20,6 +20,9 @@
 //! - `crowd_1024_prefetch`, `crowd_1024_rayon_prefetch`: both again, each character's
 //!   animator and buffers prefetched while the one before it is updated
 //!   (`crowd::for_each_prefetched`, `Animator::prefetch`; on rayon, within chunks of 64);
+//! - `crowd_1024_palette_prefetch`, `crowd_1024_rayon_palette_prefetch`: the prefetched
+//!   crowds writing their palettes alone (`Animator::skinning_palette`: the model matrices
+//!   in the thread's buffer, not each character's);
 //! - `one_blend_space`, `one_blend_tree`: the two clips as a 1D blend space, and as a blend
 //!   tree's 1D space, at 40 % of the way from the first to the second (both sampled and
 //!   mixed every update, in blocks since 2026-11-29: 17-27 % fewer instructions per update
@@ -66,6 +69,22 @@ impl Character {
     fn prefetch(&self) {
         self.animator.prefetch();
         crowd::prefetch(&self.model);
+        crowd::prefetch(&self.palette);
+    }
+
+    /// The palette alone ([`Animator::skinning_palette`]: the model matrices in the
+    /// thread's buffer, not the character's).
+    fn update_palette(&mut self, skin: &Skin, dt: f32) {
+        self.animator.update(dt);
+        self.animator
+            .skinning_palette(skin, &mut self.palette)
+            .unwrap();
+    }
+
+    /// [`Character::prefetch`] for [`Character::update_palette`], which writes no model
+    /// matrices of the character's.
+    fn prefetch_palette(&self) {
+        self.animator.prefetch();
         crowd::prefetch(&self.palette);
     }
 }
@@ -235,6 +254,22 @@ fn bench(c: &mut Criterion) {
                 crowd.par_chunks_mut(64).for_each(|chunk| {
                     crowd::for_each_prefetched(chunk, Character::prefetch, |ch| {
                         ch.update(&skin, black_box(1.0 / 60.0))
+                    })
+                })
+            })
+        });
+        group.bench_function("crowd_1024_palette_prefetch", |bch| {
+            bch.iter(|| {
+                crowd::for_each_prefetched(&mut crowd, Character::prefetch_palette, |ch| {
+                    ch.update_palette(&skin, black_box(1.0 / 60.0))
+                })
+            })
+        });
+        group.bench_function("crowd_1024_rayon_palette_prefetch", |bch| {
+            bch.iter(|| {
+                crowd.par_chunks_mut(64).for_each(|chunk| {
+                    crowd::for_each_prefetched(chunk, Character::prefetch_palette, |ch| {
+                        ch.update_palette(&skin, black_box(1.0 / 60.0))
                     })
                 })
             })

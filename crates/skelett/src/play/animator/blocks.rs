@@ -28,7 +28,7 @@ use glam::Mat4;
 
 use super::layer::Layer;
 use super::Animator;
-use crate::{Error, SoaPose, Transform};
+use crate::{Error, Skin, SoaPose, Transform};
 
 /// Where the last update's pose is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,6 +204,60 @@ impl Animator {
             }
         }
     }
+
+    /// The skinning palette of the last update's pose into `palette`, without model
+    /// matrices of the caller's: [`Animator::local_to_model`] into a buffer the calling
+    /// thread keeps for every animator it serves (grown to the largest skeleton it has
+    /// seen, so no allocation after the first call at that size), then
+    /// [`crate::skinning_palette`] from there. The same bits as those two calls.
+    ///
+    /// For crowds whose characters need their palette and not their model matrices (no
+    /// attachments, no modifiers reading them): each update then writes one array of
+    /// matrices per character instead of two, and a crowd's time is mostly the memory its
+    /// characters bring in and write out (measured in the README's "Speed").
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use skelett::{*, animator::*};
+    /// # use glam::{Mat4, Vec3};
+    /// # let skeleton = Arc::new(RawSkeleton { joints: (0..10).map(|i| RawJoint { name: format!("j{i}"),
+    /// #     parent: (i > 0).then(|| i - 1), rest: Transform::IDENTITY }).collect(), ..Default::default() }.build().unwrap());
+    /// # let clip = Arc::new(RawClip { name: "walk".into(), start: 0.0, duration: 1.0,
+    /// #     channels: vec![RawChannel { joint: "j3".into(), target: Target::Translation,
+    /// #     interpolation: Interpolation::Linear, times: vec![0.0, 1.0],
+    /// #     values: RawValues::Vec3(vec![Vec3::ZERO, Vec3::X]) }] }.build(&skeleton).unwrap());
+    /// // A skin on joints 9 and 3 with identity inverse bind matrices.
+    /// let skin = Skin::new("body", vec![9, 3], vec![Mat4::IDENTITY; 2])?;
+    /// let mut animator = Animator::new(skeleton.clone());
+    /// animator.play(0, clip, PlayOptions::default())?;
+    /// animator.update(0.25);
+    /// let mut palette = vec![Mat4::IDENTITY; skin.len()];
+    /// animator.skinning_palette(&skin, &mut palette)?;
+    /// assert!((palette[0].w_axis.x - 0.25).abs() < 1e-6);
+    /// # Ok::<(), skelett::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Length`] if `palette` is shorter than the skin, or the skin uses a joint the
+    /// skeleton lacks; nothing is written.
+    pub fn skinning_palette(&self, skin: &Skin, palette: &mut [Mat4]) -> Result<(), Error> {
+        let n = self.skeleton.len();
+        MODEL_SCRATCH.with_borrow_mut(|model| {
+            if model.len() < n {
+                model.resize(n, Mat4::IDENTITY);
+            }
+            let model = &mut model[..n];
+            // On an error only the thread's matrices may have been written.
+            self.local_to_model(model)?;
+            crate::skinning_palette(skin, model, palette)
+        })
+    }
+}
+
+thread_local! {
+    /// The model matrices [`Animator::skinning_palette`] computes on their way to the
+    /// palette: the calling thread's, for every animator it serves.
+    static MODEL_SCRATCH: std::cell::RefCell<Vec<Mat4>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 #[cfg(test)]
@@ -468,5 +522,60 @@ mod tests {
         a.update(0.1);
         assert!(a.pose_soa().is_none());
         assert!(a.layers[0].soa.is_none());
+    }
+
+    /// `skinning_palette` gives the bits of `local_to_model` then the free
+    /// `skinning_palette`, from blocks and from rows, on skeletons of two sizes served by one
+    /// thread (its buffer grows, then serves the smaller one), and refuses a short palette
+    /// or a skin on joints the skeleton lacks without writing.
+    #[test]
+    fn palette_from_the_animator_is_the_two_calls() {
+        for n in [11, 30, 5] {
+            let (skeleton, [ca, cb]) = rig(n);
+            // Every other joint, backwards, with inverse bind matrices of their own.
+            let joints: Vec<u16> = (0..n as u16).rev().step_by(2).collect();
+            let ibm = joints
+                .iter()
+                .map(|&j| Mat4::from_translation(glam::Vec3::new(0.1 * j as f32, -1.0, 0.5)))
+                .collect();
+            let skin = crate::Skin::new("s", joints, ibm).unwrap();
+            let mut a = Animator::new(skeleton.clone());
+            let po = PlayOptions::default();
+            a.play(0, ca.clone(), po).unwrap();
+            let mut model = vec![Mat4::IDENTITY; n];
+            let (mut want, mut got) = (vec![Mat4::ZERO; skin.len()], vec![Mat4::ZERO; skin.len()]);
+            for frame in 0..40 {
+                if frame == 10 {
+                    a.crossfade(0, cb.clone(), 0.3, Curve::SmoothStep, po)
+                        .unwrap();
+                }
+                if frame == 25 {
+                    let _ = a.pose(); // rows for the next update
+                }
+                a.update(1.0 / 30.0);
+                a.local_to_model(&mut model).unwrap();
+                crate::skinning_palette(&skin, &model, &mut want).unwrap();
+                a.skinning_palette(&skin, &mut got).unwrap();
+                assert_eq!(
+                    model_bits(&got),
+                    model_bits(&want),
+                    "{n} joints, frame {frame}"
+                );
+            }
+            let mut short = vec![Mat4::ZERO; skin.len() - 1];
+            assert!(matches!(
+                a.skinning_palette(&skin, &mut short),
+                Err(crate::Error::Length { .. })
+            ));
+            assert!(short.iter().all(|m| *m == Mat4::ZERO));
+            // A skin on a joint past the skeleton's end.
+            let wide = crate::Skin::new("w", vec![n as u16], vec![Mat4::IDENTITY]).unwrap();
+            let mut one = vec![Mat4::ZERO];
+            assert!(matches!(
+                a.skinning_palette(&wide, &mut one),
+                Err(crate::Error::Length { .. })
+            ));
+            assert_eq!(one[0], Mat4::ZERO);
+        }
     }
 }
