@@ -22,8 +22,9 @@
 //! - animator: the same two clips through an [`Animator`] cross-fading from one to the other
 //!   (a fade that lasts, synchronised), local-to-model (`Animator::local_to_model`: from the
 //!   pose where the animator left it, blocks or rows), palette: one, 1024 in turn, and 1024
-//!   with the next one's memory prefetched ([`skelett::crowd`]); and the prefetched 1024
-//!   writing their palettes alone (`Animator::skinning_palette`, no model matrices kept);
+//!   with the next one's memory prefetched ([`skelett::crowd`]); and 1024 lean animators
+//!   (`Animator::new_lean`), prefetched, writing their palettes alone
+//!   (`Animator::skinning_palette`, no model matrices kept);
 //! - skinning: the largest skinned primitive, positions and normals, linear blend and dual
 //!   quaternion, one thread.
 
@@ -88,9 +89,10 @@ struct AnimatorRow {
     crowd_1024_us: f64,
     /// The crowd with `crowd::for_each_prefetched` and `Animator::prefetch`.
     crowd_1024_prefetch_us: f64,
-    /// The prefetched crowd writing its palettes alone (`Animator::skinning_palette`: no
-    /// model matrices of each character's); none without a skin.
-    crowd_1024_palette_us: Option<f64>,
+    /// A prefetched crowd of lean animators (`Animator::new_lean`) writing their palettes
+    /// alone (`Animator::skinning_palette`: no model matrices of each character's); none
+    /// without a skin.
+    crowd_1024_lean_palette_us: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -216,9 +218,20 @@ struct Animated {
 }
 
 impl Animated {
-    fn new(asset: &skelett_io::Asset, clips: [&std::sync::Arc<Clip>; 2], phase: f32) -> Self {
+    /// With `lean`, the animator of [`Animator::new_lean`] and no model matrices of its own
+    /// (it writes its palette alone: [`Animated::update_palette`]).
+    fn new(
+        asset: &skelett_io::Asset,
+        clips: [&std::sync::Arc<Clip>; 2],
+        phase: f32,
+        lean: bool,
+    ) -> Self {
         let skeleton = &asset.skeleton;
-        let mut animator = Animator::new(skeleton.clone());
+        let mut animator = if lean {
+            Animator::new_lean(skeleton.clone())
+        } else {
+            Animator::new(skeleton.clone())
+        };
         let sync = PlayOptions {
             sync_group: Some(0),
             start: phase,
@@ -231,7 +244,7 @@ impl Animated {
         animator.update(0.5);
         Animated {
             animator,
-            model: vec![Mat4::IDENTITY; skeleton.len()],
+            model: vec![Mat4::IDENTITY; if lean { 0 } else { skeleton.len() }],
             palette: vec![Mat4::IDENTITY; asset.skins.first().map_or(0, Skin::len)],
         }
     }
@@ -259,6 +272,7 @@ impl Animated {
         black_box(&self.palette);
     }
 
+    /// [`Animated::prefetch`] for [`Animated::update_palette`].
     fn prefetch_palette(&self) {
         self.animator.prefetch();
         crowd::prefetch(&self.palette);
@@ -520,10 +534,10 @@ pub fn run(
         clips => {
             let pair = [&clips[0], clips.get(1).unwrap_or(&clips[0])];
             let skin = asset.skins.first();
-            let mut one = Animated::new(&asset, pair, 0.0);
+            let mut one = Animated::new(&asset, pair, 0.0, false);
             let one_ns = median_ns(rounds, || one.update(skin));
             let mut crowd: Vec<Animated> = (0..1024)
-                .map(|i| Animated::new(&asset, pair, (i as f32 * 0.618).fract()))
+                .map(|i| Animated::new(&asset, pair, (i as f32 * 0.618).fract(), false))
                 .collect();
             let crowd_ns = median_ns(rounds, || {
                 for c in crowd.iter_mut() {
@@ -534,8 +548,12 @@ pub fn run(
                 crowd::for_each_prefetched(&mut crowd, Animated::prefetch, |c| c.update(skin))
             }) / 1024.0;
             let palette_ns = skin.map(|skin| {
+                drop(std::mem::take(&mut crowd));
+                let mut lean: Vec<Animated> = (0..1024)
+                    .map(|i| Animated::new(&asset, pair, (i as f32 * 0.618).fract(), true))
+                    .collect();
                 median_ns(rounds, || {
-                    crowd::for_each_prefetched(&mut crowd, Animated::prefetch_palette, |c| {
+                    crowd::for_each_prefetched(&mut lean, Animated::prefetch_palette, |c| {
                         c.update_palette(skin)
                     })
                 }) / 1024.0
@@ -544,7 +562,7 @@ pub fn run(
                 one_us: one_ns / 1000.0,
                 crowd_1024_us: crowd_ns / 1000.0,
                 crowd_1024_prefetch_us: prefetch_ns / 1000.0,
-                crowd_1024_palette_us: palette_ns.map(|ns| ns / 1000.0),
+                crowd_1024_lean_palette_us: palette_ns.map(|ns| ns / 1000.0),
             })
         }
     };
@@ -692,10 +710,10 @@ pub fn run(
             a.crowd_1024_us,
             a.crowd_1024_prefetch_us,
         );
-        if let Some(p) = a.crowd_1024_palette_us {
+        if let Some(p) = a.crowd_1024_lean_palette_us {
             outln!(
                 out,
-                "  animator palette          {p:.3} µs each of 1024 prefetched (palettes alone: `Animator::skinning_palette`)",
+                "  animator, lean            {p:.3} µs each of 1024 prefetched (`Animator::new_lean`, palettes alone: `skinning_palette`)",
             );
         }
     }

@@ -300,7 +300,7 @@ fn bench_reports_every_clip() {
         "one_us",
         "crowd_1024_us",
         "crowd_1024_prefetch_us",
-        "crowd_1024_palette_us",
+        "crowd_1024_lean_palette_us",
     ] {
         assert!(a[row].as_f64().unwrap() > 0.0, "animator {row}");
     }

@@ -67,6 +67,7 @@ impl Character {
         a: &str,
         b: Option<&str>,
         phase: f32,
+        lean: bool,
     ) -> Result<Self, Failure> {
         let clip = |name: &str| {
             asset
@@ -74,7 +75,11 @@ impl Character {
                 .cloned()
                 .ok_or_else(|| format!("no clip {name:?}; the file's clips: {}", clip_names(asset)))
         };
-        let mut animator = Animator::new(asset.skeleton.clone());
+        let mut animator = if lean {
+            Animator::new_lean(asset.skeleton.clone())
+        } else {
+            Animator::new(asset.skeleton.clone())
+        };
         let sync = PlayOptions {
             sync_group: Some(0),
             start: phase,
@@ -205,7 +210,7 @@ fn updates(args: &[String]) -> Result<(), Failure> {
     let n = count(args, 3, "N")?;
     let mode = choice(args, 4, "mode", &["blocks", "rows", "one", "palette"])?;
     let b = (mode != "one").then_some(args[2].as_str());
-    let mut c = Character::new(&asset, &args[1], b, 0.0)?;
+    let mut c = Character::new(&asset, &args[1], b, 0.0, false)?;
     let skin = first_skin(&asset)?;
     let out = match mode {
         "rows" => Out::Rows,
@@ -230,12 +235,15 @@ fn crowd_vs_one(args: &[String]) -> Result<(), Failure> {
     };
     let skin = first_skin(&asset)?;
     let b = Some(args[2].as_str());
-    let mut one = Character::new(&asset, &args[1], b, 0.0)?;
+    let mut one = Character::new(&asset, &args[1], b, 0.0, false)?;
     let mut many = (0..characters)
-        .map(|i| Character::new(&asset, &args[1], b, (i as f32 * 0.618).fract()))
+        .map(|i| Character::new(&asset, &args[1], b, (i as f32 * 0.618).fract(), false))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut lean = (0..characters)
+        .map(|i| Character::new(&asset, &args[1], b, (i as f32 * 0.618).fract(), true))
         .collect::<Result<Vec<_>, _>>()?;
     let passes = n.div_ceil(characters);
-    let [mut t_one, mut t_many, mut t_pre, mut t_one_p, mut t_pre_p]: [Vec<f64>; 5] =
+    let [mut t_one, mut t_many, mut t_pre, mut t_one_p, mut t_pre_p, mut t_lean, mut t_lean_p]: [Vec<f64>; 7] =
         Default::default();
     let per = |s: Instant, items: usize| s.elapsed().as_nanos() as f64 / items as f64;
     for _ in 0..rounds {
@@ -270,9 +278,24 @@ fn crowd_vs_one(args: &[String]) -> Result<(), Failure> {
             });
         }
         t_pre_p.push(per(s, passes * characters));
+        let s = Instant::now();
+        for _ in 0..passes {
+            crowd::for_each_prefetched(&mut lean, Character::prefetch, |c| {
+                c.update(&skin, Out::Blocks)
+            });
+        }
+        t_lean.push(per(s, passes * characters));
+        let s = Instant::now();
+        for _ in 0..passes {
+            crowd::for_each_prefetched(&mut lean, Character::prefetch_palette, |c| {
+                c.update(&skin, Out::Palette)
+            });
+        }
+        t_lean_p.push(per(s, passes * characters));
     }
     let (o, m, p) = (median(t_one), median(t_many), median(t_pre));
     let (op, pp) = (median(t_one_p), median(t_pre_p));
+    let (l, lp) = (median(t_lean), median(t_lean_p));
     println!(
         "ns per character: one {o:.0}, {characters} in turn {m:.0} ({:.2}x), prefetched {p:.0} ({:.2}x); \
          palette only: one {op:.0}, prefetched {pp:.0} ({:.2}x one, {:.2}x the prefetched crowd)",
@@ -280,6 +303,14 @@ fn crowd_vs_one(args: &[String]) -> Result<(), Failure> {
         p / o,
         pp / op,
         pp / p
+    );
+    println!(
+        "lean animators (Animator::new_lean), prefetched: {l:.0} ({:.2}x one, {:.2}x the prefetched crowd); \
+         palette only {lp:.0} ({:.2}x one, {:.2}x the prefetched crowd)",
+        l / o,
+        l / p,
+        lp / op,
+        lp / p
     );
     Ok(())
 }

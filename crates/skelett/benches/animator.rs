@@ -20,9 +20,13 @@
 //! - `crowd_1024_prefetch`, `crowd_1024_rayon_prefetch`: both again, each character's
 //!   animator and buffers prefetched while the one before it is updated
 //!   (`crowd::for_each_prefetched`, `Animator::prefetch`; on rayon, within chunks of 64);
-//! - `crowd_1024_palette_prefetch`, `crowd_1024_rayon_palette_prefetch`: the prefetched
-//!   crowds writing their palettes alone (`Animator::skinning_palette`: the model matrices
-//!   in the thread's buffer, not each character's);
+//! - `crowd_1024_palette_prefetch`: the prefetched crowd writing its palettes alone
+//!   (`Animator::skinning_palette`: the model matrices in the thread's buffer, not each
+//!   character's);
+//! - `crowd_1024_lean_prefetch`, `crowd_1024_lean_palette_prefetch`,
+//!   `crowd_1024_rayon_lean_palette_prefetch`: a crowd of lean animators
+//!   (`Animator::new_lean`: no buffers for paths in rows until one is needed), prefetched,
+//!   with model matrices, and writing palettes alone (also on rayon);
 //! - `one_blend_space`, `one_blend_tree`: the two clips as a 1D blend space, and as a blend
 //!   tree's 1D space, at 40 % of the way from the first to the second (both sampled and
 //!   mixed every update, in blocks since 2026-11-29: 17-27 % fewer instructions per update
@@ -97,11 +101,26 @@ fn character(
     b: &str,
     phase: f32,
 ) -> (Character, Arc<Skeleton>, Skin) {
+    character_with(asset, a, b, phase, false)
+}
+
+/// [`character`], with `lean` on an [`Animator::new_lean`].
+fn character_with(
+    asset: &skelett_io::Asset,
+    a: &str,
+    b: &str,
+    phase: f32,
+    lean: bool,
+) -> (Character, Arc<Skeleton>, Skin) {
     let (ca, cb) = (
         asset.clip(a).unwrap().clone(),
         asset.clip(b).unwrap().clone(),
     );
-    let mut animator = Animator::new(asset.skeleton.clone());
+    let mut animator = if lean {
+        Animator::new_lean(asset.skeleton.clone())
+    } else {
+        Animator::new(asset.skeleton.clone())
+    };
     let sync = PlayOptions {
         sync_group: Some(0),
         start: phase,
@@ -265,9 +284,27 @@ fn bench(c: &mut Criterion) {
                 })
             })
         });
-        group.bench_function("crowd_1024_rayon_palette_prefetch", |bch| {
+        drop(crowd);
+        let mut lean: Vec<Character> = (0..1024)
+            .map(|i| character_with(&asset, a, b, (i as f32 * 0.618).fract(), true).0)
+            .collect();
+        group.bench_function("crowd_1024_lean_prefetch", |bch| {
             bch.iter(|| {
-                crowd.par_chunks_mut(64).for_each(|chunk| {
+                crowd::for_each_prefetched(&mut lean, Character::prefetch, |ch| {
+                    ch.update(&skin, black_box(1.0 / 60.0))
+                })
+            })
+        });
+        group.bench_function("crowd_1024_lean_palette_prefetch", |bch| {
+            bch.iter(|| {
+                crowd::for_each_prefetched(&mut lean, Character::prefetch_palette, |ch| {
+                    ch.update_palette(&skin, black_box(1.0 / 60.0))
+                })
+            })
+        });
+        group.bench_function("crowd_1024_rayon_lean_palette_prefetch", |bch| {
+            bch.iter(|| {
+                lean.par_chunks_mut(64).for_each(|chunk| {
                     crowd::for_each_prefetched(chunk, Character::prefetch_palette, |ch| {
                         ch.update_palette(&skin, black_box(1.0 / 60.0))
                     })

@@ -56,7 +56,7 @@ pub(super) struct LazyRows {
     rows: OnceLock<Vec<Transform>>,
     spare: Mutex<Vec<Transform>>,
     read: AtomicBool,
-    /// The skeleton's joints: the rows' length.
+    /// The rows' room made up front: the skeleton's joints, or 0 for a lean animator.
     joints: usize,
 }
 
@@ -110,6 +110,24 @@ impl LazyRows {
 }
 
 impl Layer {
+    /// Makes the rows outputs and scratch poses (copies of `rest`) where a lean animator
+    /// ([`Animator::new_lean`]) has not made them yet: before a path in rows writes or
+    /// reads them.
+    #[inline]
+    pub(super) fn ensure_rows(&mut self, rest: &[Transform]) {
+        if self.outputs[0].len() != rest.len() {
+            self.make_rows(rest);
+        }
+    }
+
+    #[cold]
+    fn make_rows(&mut self, rest: &[Transform]) {
+        for p in self.outputs.iter_mut().chain(self.scratch.iter_mut()) {
+            p.0.clear();
+            p.0.extend_from_slice(rest);
+        }
+    }
+
     /// The newer block output.
     pub(super) fn newest_blocks(&self) -> &SoaPose {
         let soa = self.soa.as_deref().expect("a layer with block outputs");
@@ -119,7 +137,8 @@ impl Layer {
     /// Writes the last two outputs that went to blocks into their places among the rows
     /// outputs (`outputs[cur]` the newest, `outputs[(cur + 2) % 3]` the one before), so that
     /// an inertial transition captures them from rows.
-    pub(super) fn rows_for_capture(&mut self) {
+    pub(super) fn rows_for_capture(&mut self, rest: &[Transform]) {
+        self.ensure_rows(rest);
         let (Some(soa), mask) = (self.soa.as_deref(), self.in_blocks) else {
             return;
         };
@@ -576,6 +595,134 @@ mod tests {
                 Err(crate::Error::Length { .. })
             ));
             assert_eq!(one[0], Mat4::ZERO);
+        }
+    }
+
+    /// A lean animator (`Animator::new_lean`, its rows, identity pose, model matrices,
+    /// inertial offsets and event buffers made when first needed) gives what a full one
+    /// gives, bit for bit, through every path that needs them: cross-fades in blocks, rows
+    /// read (the next update in rows), inertial switches from blocks, a masked layer above,
+    /// an additive layer, a fade from nothing, a disabled layer, root motion, a modifier,
+    /// events and notifications, and a clone made while it still had none of them.
+    #[test]
+    fn lean_animators_match_full_ones() {
+        for n in [11, 5] {
+            let (skeleton, [ca, cb]) = rig(n);
+            let event = |t: f32| crate::ClipEvent {
+                time: t,
+                name: format!("e{t}"),
+                payload: None,
+            };
+            let cb = Arc::new(
+                (*cb)
+                    .clone()
+                    .with_events(vec![event(0.25), event(0.75)])
+                    .unwrap(),
+            );
+            let mask = crate::pose::JointMask::from_weights(
+                (0..n).map(|j| if j % 2 == 0 { 1.0 } else { 0.3 }).collect(),
+            );
+            let (mut lean, mut full) = (
+                Animator::new_lean(skeleton.clone()),
+                Animator::new(skeleton.clone()),
+            );
+            let po = PlayOptions::default();
+            let (mut ml, mut mf) = (vec![Mat4::IDENTITY; n], vec![Mat4::IDENTITY; n]);
+            let mut fired = 0;
+            for frame in 0..260 {
+                if frame == 15 {
+                    // Cloned before any path in rows made the lean one's buffers.
+                    lean = lean.clone();
+                }
+                for x in [&mut lean, &mut full] {
+                    match frame {
+                        0 => x.play(0, ca.clone(), po).unwrap(),
+                        20 => x
+                            .crossfade(0, cb.clone(), 0.3, Curve::SmoothStep, po)
+                            .unwrap(),
+                        40 => x.inertialize(0, ca.clone(), 0.2, po).unwrap(),
+                        60 => {
+                            let l = x
+                                .add_layer(BlendMode::Override, 0.7, Some(mask.clone()))
+                                .unwrap();
+                            // A fade from nothing on the new layer.
+                            x.crossfade(l, cb.clone(), 0.4, Curve::Linear, po).unwrap();
+                        }
+                        80 => x.remove_layer(1).unwrap(),
+                        90 => {
+                            let l = x.add_layer(BlendMode::Additive, 0.5, None).unwrap();
+                            x.play(l, cb.clone(), po).unwrap();
+                        }
+                        100 => x.remove_layer(1).unwrap(),
+                        105 => x.set_layer_enabled(0, false).unwrap(),
+                        108 => x.set_layer_enabled(0, true).unwrap(),
+                        120 => x.set_notifications(true),
+                        130 => x
+                            .set_root_motion(Some(RootMotionConfig {
+                                joint: 0,
+                                ..Default::default()
+                            }))
+                            .unwrap(),
+                        140 => x.set_root_motion(None).unwrap(),
+                        150 => {
+                            let chain =
+                                crate::ik::TwoBoneChain::new(&x.skeleton, [0, 1, 2]).unwrap();
+                            let ik = crate::ik::TwoBone::new(
+                                glam::Vec3::new(0.5, 1.5, 0.2),
+                                glam::Vec3::Z,
+                            );
+                            x.add_modifier(crate::animator::Modifier::TwoBone { chain, ik }, 1.0)
+                                .unwrap();
+                        }
+                        190 => x.inertialize(0, cb.clone(), 0.25, po).unwrap(),
+                        _ => {}
+                    }
+                }
+                let el: Vec<(String, u32, usize)> = lean
+                    .update(1.0 / 30.0)
+                    .events
+                    .iter()
+                    .map(|e| (e.name().to_owned(), e.at.to_bits(), e.layer))
+                    .collect();
+                let ef: Vec<(String, u32, usize)> = full
+                    .update(1.0 / 30.0)
+                    .events
+                    .iter()
+                    .map(|e| (e.name().to_owned(), e.at.to_bits(), e.layer))
+                    .collect();
+                assert_eq!(el, ef, "{n} joints, frame {frame}: events");
+                fired += el.len();
+                // Nothing made before a path needed it; rows once they were read.
+                let rows_made = !lean.layers[0].outputs[0].is_empty();
+                if frame == 25 {
+                    assert_eq!(rows_made, n < crate::SOA_LANES, "{n} joints");
+                    assert!(lean.model.is_empty() && lean.identity.is_empty());
+                    assert!(lean.events.capacity() == 0 && full.events.capacity() >= 64);
+                }
+                if frame == 35 {
+                    assert!(rows_made);
+                }
+                assert_eq!(
+                    bits(&quiet_pose(&lean)),
+                    bits(&quiet_pose(&full)),
+                    "{n} joints, frame {frame}"
+                );
+                if (30..35).contains(&frame) || (170..175).contains(&frame) {
+                    // Rows read: both make rows next.
+                    assert_eq!(bits(lean.pose()), bits(full.pose()), "frame {frame}");
+                }
+                lean.local_to_model(&mut ml).unwrap();
+                full.local_to_model(&mut mf).unwrap();
+                assert_eq!(
+                    model_bits(&ml),
+                    model_bits(&mf),
+                    "{n} joints, frame {frame}"
+                );
+                if frame >= 150 {
+                    assert_eq!(model_bits(lean.model()), model_bits(full.model()));
+                }
+            }
+            assert!(fired > 4, "{fired} events");
         }
     }
 }

@@ -70,6 +70,10 @@ impl Animator {
                 l.produced = false;
                 continue;
             }
+            if l.mode == BlendMode::Additive && identity.len() != rest.len() {
+                // A lean animator's first additive layer (`Animator::new_lean`).
+                identity.resize(rest.len(), Transform::IDENTITY);
+            }
             let neutral: &[Transform] = if l.mode == BlendMode::Additive {
                 &identity[..]
             } else {
@@ -111,9 +115,11 @@ impl Animator {
                 continue;
             }
             let l = &mut layers[li];
+            // Rows from here on (made now where a lean animator had none).
+            l.ensure_rows(rest);
             // The last two outputs where an inertial capture reads them.
             if l.in_blocks != 0 && l.inertial_pending.is_some() {
-                l.rows_for_capture();
+                l.rows_for_capture(rest);
             }
             l.in_blocks = (l.in_blocks << 1) & 3;
             // Write into the oldest output; the other two are the last ones.

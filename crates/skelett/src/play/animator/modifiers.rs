@@ -330,6 +330,7 @@ impl Animator {
 
     /// Recomputes [`Animator::model`] from [`Animator::pose`].
     pub fn update_model(&mut self) {
+        self.ensure_model();
         // Read where it is held: only reading, no copy out (blocks as they are).
         if let super::Held::Blocks(li) = self.held {
             let blocks = self.layers[li].newest_blocks();
@@ -338,6 +339,13 @@ impl Animator {
         }
         let pose = super::held_pose(&self.layers, &self.pose, self.held, &self.lazy);
         let _ = local_to_model(&self.skeleton, pose, 0, &mut self.model);
+    }
+
+    /// Makes the model matrices where a lean animator ([`Animator::new_lean`]) has none yet.
+    fn ensure_model(&mut self) {
+        if self.model.len() != self.skeleton.len() {
+            self.model.resize(self.skeleton.len(), Mat4::IDENTITY);
+        }
     }
 
     fn modifier_slot(&mut self, index: usize) -> Result<&mut Slot, Error> {
@@ -368,6 +376,7 @@ impl Animator {
         }
         // The modifiers write the pose: out of the layer output that may hold it.
         self.own_pose();
+        self.ensure_model();
         let _ = local_to_model(&self.skeleton, &self.pose, 0, &mut self.model);
         let skeleton = &*self.skeleton;
         let layer0 = self.layers.first().filter(|l| l.enabled);
