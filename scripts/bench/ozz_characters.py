@@ -6,7 +6,9 @@ Per round and per asset (robot_quaternius, Fox, CesiumMan): ozz's `ozz_bench` on
 (built and converted by ../shared/bench/ozz: build.sh, convert.sh), then `cost_probe crowd`
 of each skelett build given (order alternating between rounds). Prints, per build and
 asset, the medians (and quartiles) of the per-round ratios: skelett's one character over
-ozz's, and its crowd of 1024 (in turn, and prefetched) over ozz's crowd.
+ozz's, and its crowd of 1024 (in turn, prefetched, and where the build has them, lean
+animators prefetched, with model matrices and writing their palettes alone) over ozz's
+crowd.
 
 usage: scripts/bench/ozz_characters.py OZZ_BUILD OZZ_ASSETS ROUNDS COST_PROBE [COST_PROBE...]
   OZZ_BUILD   the directory holding ozz_bench (../shared/bench/ozz/build.sh's)
@@ -38,14 +40,20 @@ for r in range(rounds):
         for b in (bins if (r + len(name)) % 2 == 0 else bins[::-1]):
             out = subprocess.run([b, "crowd", f"{data}/{name}.glb", sa, sb, "3000", "5"],
                                  capture_output=True, text=True, check=True).stdout
-            m = re.search(r"one (\d+), \d+ in turn (\d+) .*prefetched (\d+)", out)
+            m = re.search(r"one (\d+), \d+ in turn (\d+) \([^)]*\), prefetched (\d+)", out)
             one, turn, pre = (float(x) for x in m.groups())
+            # Builds from 2026-11-30 on: lean animators writing palettes alone.
+            lean = re.search(r"lean animators.*prefetched: (\d+) .*palette only (\d+)", out)
+            lean_model, lean = (float(x) for x in lean.groups()) if lean else (float("nan"),) * 2
             rows.setdefault((b, name), []).append(
-                (one / ozz_one, turn / ozz_crowd, pre / ozz_crowd, one, pre, ozz_one, ozz_crowd))
+                (one / ozz_one, turn / ozz_crowd, pre / ozz_crowd, one, pre, ozz_one, ozz_crowd,
+                 lean / ozz_crowd, lean, lean_model / ozz_crowd))
     print(f"round {r + 1} of {rounds} done", file=sys.stderr, flush=True)
 for (b, name), v in rows.items():
     med = lambda i: statistics.median(x[i] for x in v)
     quart = lambda i: "-".join(f"{q:.2f}" for q in statistics.quantiles([x[i] for x in v], n=4)[::2]) if len(v) > 1 else "-"
     print(f"{b} {name}: one/ozz {med(0):.3f} (quartiles {quart(0)}), crowd/ozz {med(1):.3f}, "
-          f"prefetched/ozz {med(2):.3f} (quartiles {quart(2)}); medians: skelett one {med(3):.0f} ns, "
-          f"prefetched {med(4):.0f}; ozz one {med(5):.0f}, crowd {med(6):.0f}")
+          f"prefetched/ozz {med(2):.3f} (quartiles {quart(2)}), lean prefetched/ozz {med(9):.3f} "
+          f"(quartiles {quart(9)}), lean palette prefetched/ozz "
+          f"{med(7):.3f} (quartiles {quart(7)}); medians: skelett one {med(3):.0f} ns, "
+          f"prefetched {med(4):.0f}, lean palette {med(8):.0f}; ozz one {med(5):.0f}, crowd {med(6):.0f}")

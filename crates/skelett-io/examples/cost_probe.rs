@@ -5,15 +5,19 @@
 //! process.
 //!
 //! ```text
-//! cost_probe updates FILE CLIP_A CLIP_B N [blocks|rows|one]
+//! cost_probe updates FILE CLIP_A CLIP_B N [blocks|rows|one|palette]
 //!     N updates of one character: the animator cross-fading CLIP_A into CLIP_B (a sync
 //!     group, a smooth-step fade that lasts the whole run), then local-to-model (from the
 //!     pose in blocks, or through `Animator::pose` as rows) and the skinning palette, as
-//!     `benches/animator.rs` does; `one` plays CLIP_A alone.
+//!     `benches/animator.rs` does; `one` plays CLIP_A alone; `palette` writes the palette
+//!     alone (`Animator::skinning_palette`).
 //! cost_probe crowd FILE CLIP_A CLIP_B N ROUNDS [CHARACTERS]
 //!     The same update, ns per character: one character N times, CHARACTERS (1024) in turn,
-//!     and in turn with the next one prefetched (`crowd::for_each_prefetched`); medians over
-//!     ROUNDS, the three alternating within each round.
+//!     and in turn with the next one prefetched (`crowd::for_each_prefetched`); then writing
+//!     the palette alone (`Animator::skinning_palette`: one character, and the prefetched
+//!     crowd); then a second crowd of lean animators (`Animator::new_lean`), prefetched, with
+//!     model matrices and writing palettes alone; medians over ROUNDS, all alternating within
+//!     each round.
 //! cost_probe samples FILE CLIP N [keyed|lanes]
 //!     N forward samples at 60 Hz of the file's clip CLIP (an index), as keyed, or
 //!     compressed (0.01 cm) in the lanes layout.
@@ -458,7 +462,7 @@ fn main() -> std::process::ExitCode {
 }
 
 fn probe(args: &[String]) -> Result<(), Failure> {
-    let usage = "usage: cost_probe updates FILE A B N [blocks|rows|one] | \
+    let usage = "usage: cost_probe updates FILE A B N [blocks|rows|one|palette] | \
                  crowd FILE A B N ROUNDS [CHARACTERS] | samples FILE CLIP N [keyed|lanes] | \
                  compress FILE CLIP N [CM_PER_UNIT] [smallest|fast] | \
                  skin FILE N [linear|dual] [mixed|four]";

@@ -695,7 +695,10 @@ mod tests {
                 // Nothing made before a path needed it; rows once they were read.
                 let rows_made = !lean.layers[0].outputs[0].is_empty();
                 if frame == 25 {
-                    assert_eq!(rows_made, n < crate::SOA_LANES, "{n} joints");
+                    // Rows from the start where blocks are not possible (short skeletons,
+                    // the `scalar` build).
+                    let blocks = n >= crate::SOA_LANES && crate::play::sampling::writes_blocks(&ca);
+                    assert_eq!(rows_made, !blocks, "{n} joints");
                     assert!(lean.model.is_empty() && lean.identity.is_empty());
                     assert!(lean.events.capacity() == 0 && full.events.capacity() >= 64);
                 }
