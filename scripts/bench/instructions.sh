@@ -4,7 +4,7 @@
 # and prints the difference per item, so the loading drops out.
 #
 # Usage, from anywhere (needs valgrind; ../shared/data beside the repository):
-#   scripts/bench/instructions.sh updates [blocks|rows|one]   # per character update, 3 assets
+#   scripts/bench/instructions.sh updates [blocks|rows|one|palette]   # per character update
 #   scripts/bench/instructions.sh samples FILE CLIP_INDEX     # per forward sample, keyed and lanes
 #   scripts/bench/instructions.sh skin FILE                   # per vertex: linear and dual
 #                                                             # quaternions, mixed and four influences

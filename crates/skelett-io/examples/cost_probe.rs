@@ -16,8 +16,8 @@
 //!     and in turn with the next one prefetched (`crowd::for_each_prefetched`); then writing
 //!     the palette alone (`Animator::skinning_palette`: one character, and the prefetched
 //!     crowd); then a second crowd of lean animators (`Animator::new_lean`), prefetched, with
-//!     model matrices and writing palettes alone; medians over ROUNDS, all alternating within
-//!     each round.
+//!     model matrices and writing palettes alone; medians over ROUNDS, each round running
+//!     all seven in that order.
 //! cost_probe samples FILE CLIP N [keyed|lanes]
 //!     N forward samples at 60 Hz of the file's clip CLIP (an index), as keyed, or
 //!     compressed (0.01 cm) in the lanes layout.

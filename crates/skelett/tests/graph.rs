@@ -702,11 +702,6 @@ fn prefetching_a_crowd_of_graphs_changes_no_bits() {
 #[test]
 fn graph_model_matrices_from_blocks_are_the_rows_matrices() {
     let (sk, g) = robot_graph();
-    let (speed, punch, jump) = (
-        g.parameter("speed").unwrap(),
-        g.parameter("punch").unwrap(),
-        g.parameter("jump").unwrap(),
-    );
     let n = sk.skeleton.len();
     let mut blocks = GraphInstance::new(g.clone());
     let mut rows = GraphInstance::new(g.clone());
@@ -714,30 +709,12 @@ fn graph_model_matrices_from_blocks_are_the_rows_matrices() {
     let (mut in_blocks, mut possible) = (0, false);
     for k in 0..600 {
         for ch in [&mut blocks, &mut rows] {
-            // Standing (a single clip) a third of the time, else walking to running.
-            let s = if (k / 100) % 3 == 0 {
-                0.0
-            } else {
-                1.0 + (k as f32 * 0.013).sin().abs() * 2.0
-            };
-            ch.set_float(speed, s).unwrap();
-            if k % 170 == 60 {
-                ch.set_trigger(jump).unwrap();
-            }
-            if k % 130 == 20 {
-                ch.set_trigger(punch).unwrap();
-            }
+            drive_robot(ch, &g, k);
             ch.update(1.0 / 60.0);
         }
         blocks.local_to_model(&mut a).unwrap();
         local_to_model(&sk.skeleton, rows.pose(), 0, &mut b).unwrap();
-        let bits = |m: &[Mat4]| -> Vec<u32> {
-            m.iter()
-                .flat_map(|m| m.to_cols_array())
-                .map(f32::to_bits)
-                .collect()
-        };
-        assert_eq!(bits(&a), bits(&b), "update {k}");
+        assert_eq!(matrix_bits(&a), matrix_bits(&b), "update {k}");
         in_blocks += usize::from(blocks.animator().pose_soa().is_some());
         if k == 0 {
             // Before its rows were first read: blocks where the CPU samples into blocks.
@@ -755,6 +732,72 @@ fn graph_model_matrices_from_blocks_are_the_rows_matrices() {
     } else {
         assert_eq!(in_blocks, 0);
     }
+}
+
+/// The robot graph's parameters at update `k` of the model-matrix tests: standing (a
+/// single clip) a third of the time, else walking to running, with jumps and punches.
+fn drive_robot(ch: &mut GraphInstance, g: &Graph, k: usize) {
+    let s = if (k / 100) % 3 == 0 {
+        0.0
+    } else {
+        1.0 + (k as f32 * 0.013).sin().abs() * 2.0
+    };
+    ch.set_float(g.parameter("speed").unwrap(), s).unwrap();
+    if k % 170 == 60 {
+        ch.set_trigger(g.parameter("jump").unwrap()).unwrap();
+    }
+    if k % 130 == 20 {
+        ch.set_trigger(g.parameter("punch").unwrap()).unwrap();
+    }
+}
+
+/// Every float of `m`, as bits.
+fn matrix_bits(m: &[Mat4]) -> Vec<u32> {
+    m.iter()
+        .flat_map(|m| m.to_cols_array())
+        .map(f32::to_bits)
+        .collect()
+}
+
+/// Lean graph characters (`GraphInstance::new_lean`: their animator's buffers for paths in
+/// rows made when first needed) give a full character's model matrices, clip and state
+/// events and transitions, bit for bit, through the robot graph's states, blend trees, the
+/// masked punch layer and jumps, read from blocks and, now and then, as rows.
+#[test]
+fn lean_graph_characters_match_full_ones() {
+    let (sk, g) = robot_graph();
+    let n = sk.skeleton.len();
+    let mut lean = GraphInstance::new_lean(g.clone());
+    let mut full = GraphInstance::new(g.clone());
+    let (mut a, mut b) = (vec![Mat4::IDENTITY; n], vec![Mat4::IDENTITY; n]);
+    let mut taken = 0;
+    for k in 0..600 {
+        let mut seen = Vec::new();
+        for ch in [&mut lean, &mut full] {
+            drive_robot(ch, &g, k);
+            let r = ch.update(1.0 / 60.0);
+            let events: Vec<(String, u32)> = r
+                .events
+                .iter()
+                .map(|e| (e.name().to_owned(), e.at.to_bits()))
+                .collect();
+            seen.push(format!(
+                "{:?} {:?} {events:?}",
+                r.transitions, r.state_events
+            ));
+            taken += r.transitions.len();
+        }
+        assert_eq!(seen[0], seen[1], "update {k}");
+        lean.local_to_model(&mut a).unwrap();
+        full.local_to_model(&mut b).unwrap();
+        assert_eq!(matrix_bits(&a), matrix_bits(&b), "update {k}");
+        if k % 97 == 50 {
+            local_to_model(&sk.skeleton, lean.pose(), 0, &mut a).unwrap();
+            local_to_model(&sk.skeleton, full.pose(), 0, &mut b).unwrap();
+            assert_eq!(matrix_bits(&a), matrix_bits(&b), "update {k}: rows");
+        }
+    }
+    assert!(taken > 10, "{taken} transitions");
 }
 
 #[test]

@@ -215,13 +215,27 @@ fn per_frame_path_does_not_allocate() {
 
 /// The animator's pose in blocks (`Animator::local_to_model`, `pose_soa`): updates in
 /// blocks, rows asked for now and then (written from the blocks, then made by the update
-/// after), cross-fades and inertial switches in between (started outside the count).
+/// after), cross-fades and inertial switches in between (started outside the count), and
+/// the palette from the animator (`Animator::skinning_palette`). A full animator, and a
+/// lean one (`Animator::new_lean`) once a first cycle has made its buffers.
 #[test]
 fn pose_in_blocks_does_not_allocate() {
+    for lean in [false, true] {
+        pose_in_blocks(lean);
+    }
+}
+
+fn pose_in_blocks(lean: bool) {
     let fox = skelett_io::load(data("gltf/Fox.glb")).unwrap();
     let sk = fox.skeleton.clone();
     let (walk, run) = (fox.clip("Walk").unwrap(), fox.clip("Run").unwrap());
-    let mut anim = Animator::new(sk.clone());
+    let skin = fox.skins[0].clone();
+    let mut palette = vec![Mat4::IDENTITY; skin.len()];
+    let mut anim = if lean {
+        Animator::new_lean(sk.clone())
+    } else {
+        Animator::new(sk.clone())
+    };
     anim.play(0, walk.clone(), PlayOptions::default()).unwrap();
     let mut model = vec![Mat4::IDENTITY; sk.len()];
     // Starting clips allocates (their sampling caches): only the frames are counted.
@@ -246,6 +260,7 @@ fn pose_in_blocks_does_not_allocate() {
         anim.prefetch();
         anim.update(1.0 / 60.0);
         anim.local_to_model(&mut model).unwrap();
+        anim.skinning_palette(&skin, &mut palette).unwrap();
         if i % 50 == 7 {
             std::hint::black_box(anim.pose());
         }
@@ -262,7 +277,11 @@ fn pose_in_blocks_does_not_allocate() {
     let in_blocks = (0..600).filter(|&i| frame(&mut anim, i)).count();
     let after = allocations();
     COUNTED.with(|c| c.set(false));
-    assert_eq!(after - before, 0, "allocations in 600 frames");
+    assert_eq!(
+        after - before,
+        0,
+        "allocations in 600 frames (lean: {lean})"
+    );
     if possible {
         assert!(in_blocks > 400, "{in_blocks} frames in blocks");
     } else {

@@ -231,7 +231,7 @@ impl Animator {
     /// [`crate::skinning_palette`] from there. The same bits as those two calls.
     ///
     /// For crowds whose characters need their palette and not their model matrices (no
-    /// attachments, no modifiers reading them): each update then writes one array of
+    /// attachments): each update then writes one array of
     /// matrices per character instead of two, and a crowd's time is mostly the memory its
     /// characters bring in and write out (measured in the README's "Speed").
     ///
@@ -603,7 +603,8 @@ mod tests {
     /// gives, bit for bit, through every path that needs them: cross-fades in blocks, rows
     /// read (the next update in rows), inertial switches from blocks, a masked layer above,
     /// an additive layer, a fade from nothing, a disabled layer, root motion, a modifier,
-    /// events and notifications, and a clone made while it still had none of them.
+    /// events and notifications, a blend space, a compressed clip, and clones made before
+    /// and after it made them.
     #[test]
     fn lean_animators_match_full_ones() {
         for n in [11, 5] {
@@ -628,10 +629,18 @@ mod tests {
             );
             let po = PlayOptions::default();
             let (mut ml, mut mf) = (vec![Mat4::IDENTITY; n], vec![Mat4::IDENTITY; n]);
+            // A compressed clip (sampled as rows, then copied into blocks).
+            let small = Arc::new(
+                crate::compress::compress(&skeleton, &ca, &Default::default())
+                    .unwrap()
+                    .0,
+            );
+            let space =
+                || crate::animator::BlendSpace1D::new(vec![(0.0, ca.clone()), (1.0, cb.clone())]);
             let mut fired = 0;
-            for frame in 0..260 {
-                if frame == 15 {
-                    // Cloned before any path in rows made the lean one's buffers.
+            for frame in 0..320 {
+                if frame == 15 || frame == 230 {
+                    // Cloned before any path in rows made the lean one's buffers, and after.
                     lean = lean.clone();
                 }
                 for x in [&mut lean, &mut full] {
@@ -675,6 +684,13 @@ mod tests {
                                 .unwrap();
                         }
                         190 => x.inertialize(0, cb.clone(), 0.25, po).unwrap(),
+                        210 => x
+                            .play_blend_space(0, space(), crate::animator::Transition::Immediate)
+                            .unwrap(),
+                        212..=240 => x.set_parameter(0, (frame - 212) as f32 / 28.0).unwrap(),
+                        250 => x
+                            .crossfade(0, small.clone(), 0.3, Curve::Linear, po)
+                            .unwrap(),
                         _ => {}
                     }
                 }

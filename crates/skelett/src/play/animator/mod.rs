@@ -283,23 +283,25 @@ pub struct Animator {
 impl Animator {
     /// An animator with one override layer of weight 1 and nothing playing (rest pose).
     ///
-    /// Every buffer an update may need is made now (rows of poses for layers that blend
-    /// onto others, masks, fades from nothing, inertial transitions and readers of
-    /// [`Animator::pose`]; model matrices for modifiers; room for 64 events), so that once
-    /// the layers are set up no update allocates. [`Animator::new_lean`] makes them when
-    /// first needed instead.
+    /// The buffers an update's paths need are made now (rows of poses for layers that
+    /// blend onto others, masks, fades from nothing, inertial transitions and readers of
+    /// [`Animator::pose`]; model matrices for modifiers; room for 64 events per update), so
+    /// that an update takes those paths without allocating (a clone's event and inertial
+    /// buffers start empty, and grow once). [`Animator::new_lean`] makes them when first
+    /// needed instead.
     pub fn new(skeleton: Arc<Skeleton>) -> Self {
         Self::with_buffers(skeleton, false)
     }
 
     /// An animator as [`Animator::new`] makes it, but with the buffers of the paths an
-    /// update in blocks does not take (see [`Animator::pose_soa`]) made the first time a
-    /// path needs them, in that update: rows of poses for the layer's outputs and scratch,
-    /// the rows [`Animator::pose`] writes from blocks, the identity pose of additive layers,
-    /// model matrices for modifiers, an inertial transition's offsets and the event
-    /// buffers. An update may therefore allocate the first time it takes such a path (and
-    /// the event buffers grow to the most events an update has fired); after that it
-    /// allocates no more than [`Animator::new`]'s.
+    /// update in blocks does not take (see [`Animator::pose_soa`]) made the first time
+    /// something needs them: rows of poses for the layers' outputs and scratch (an update
+    /// taking a path in rows), the rows [`Animator::pose`] writes from blocks (its first
+    /// call), the identity pose of additive layers, model matrices ([`Animator::add_modifier`],
+    /// [`Animator::update_model`]), an inertial transition's offsets and the event buffers
+    /// (grown to the most events an update or a seek has fired). An update may therefore
+    /// allocate the first time it takes such a path; after that it allocates no more than
+    /// [`Animator::new`]'s.
     ///
     /// For crowds of characters that play clips in blocks: an animator of CesiumMan's 19
     /// joints playing a cross-fade then holds 8.4 KB of heap instead of 22.5,

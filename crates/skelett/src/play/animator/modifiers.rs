@@ -245,6 +245,8 @@ impl Animator {
             first = first.min(feet.first_joint());
         }
         let weight = weight.clamp(0.0, 1.0);
+        // A lean animator's model matrices, made here rather than in an update.
+        self.ensure_model();
         self.modifiers.push(Slot {
             modifier,
             weight,
@@ -323,7 +325,8 @@ impl Animator {
 
     /// The model-space matrices of the last update's pose, modifiers applied (computed by
     /// the update only when a modifier ran; otherwise run [`crate::local_to_model`] on
-    /// [`Animator::pose`], or call [`Animator::update_model`]).
+    /// [`Animator::pose`], or call [`Animator::update_model`]). Empty on a lean animator
+    /// ([`Animator::new_lean`]) until a modifier is added or `update_model` is called.
     pub fn model(&self) -> &[Mat4] {
         &self.model
     }

@@ -179,7 +179,55 @@ impl GraphInstance {
     /// A character at the graph's entry states with the parameters' defaults; its animator
     /// has one layer per graph layer and a source ready for every state.
     pub fn new(graph: Arc<Graph>) -> Self {
-        let mut animator = Animator::new(graph.skeleton.clone());
+        Self::with_animator(graph, false)
+    }
+
+    /// [`GraphInstance::new`] on a lean animator ([`Animator::new_lean`]): the buffers of
+    /// paths in rows (layers blended onto others, fades, inertial transitions, rows read),
+    /// model matrices for modifiers and event buffers are made the first time an update
+    /// needs them, so an update may allocate then; for crowds, whose characters then hold
+    /// less memory between the blocks their updates touch. The same poses and events.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use skelett::*;
+    /// # use skelett::graph::*;
+    /// # let skeleton = Arc::new(RawSkeleton { joints: (0..10).map(|i| RawJoint { name: format!("j{i}"),
+    /// #     parent: (i > 0).then(|| i - 1), rest: Transform::IDENTITY }).collect(), ..Default::default() }.build().unwrap());
+    /// # let idle = Arc::new(RawClip { name: "idle".into(), start: 0.0, duration: 1.0,
+    /// #     channels: vec![RawChannel { joint: "j3".into(), target: Target::Translation,
+    /// #     interpolation: Interpolation::Linear, times: vec![0.0, 1.0],
+    /// #     values: RawValues::Vec3(vec![glam::Vec3::ZERO, glam::Vec3::X]) }] }.build(&skeleton).unwrap());
+    /// # let def = GraphDef {
+    /// #     version: GRAPH_VERSION,
+    /// #     parameters: vec![],
+    /// #     layers: vec![LayerDef {
+    /// #         name: "base".into(), blend: animator::BlendMode::Override, weight: 1.0,
+    /// #         weight_parameter: None, mask: None,
+    /// #         machine: MachineDef { entry: "Idle".into(), entry_transitions: vec![], any_state: vec![],
+    /// #             states: vec![StateDef::new("Idle", Motion::Clip("idle".into()))] },
+    /// #     }],
+    /// # };
+    /// # let graph = Arc::new(Graph::build(&def, skeleton.clone(), &[idle]).map_err(|e| e.to_string()).unwrap());
+    /// let mut crowd: Vec<GraphInstance> =
+    ///     (0..100).map(|_| GraphInstance::new_lean(graph.clone())).collect();
+    /// let mut full = GraphInstance::new(graph.clone());
+    /// for c in crowd.iter_mut().chain([&mut full]) {
+    ///     c.update(0.25);
+    /// }
+    /// assert_eq!(crowd[3].pose(), full.pose());
+    /// ```
+    pub fn new_lean(graph: Arc<Graph>) -> Self {
+        Self::with_animator(graph, true)
+    }
+
+    /// [`GraphInstance::new`], with `lean` on [`Animator::new_lean`].
+    fn with_animator(graph: Arc<Graph>, lean: bool) -> Self {
+        let mut animator = if lean {
+            Animator::new_lean(graph.skeleton.clone())
+        } else {
+            Animator::new(graph.skeleton.clone())
+        };
         for (i, l) in graph.layers.iter().enumerate() {
             // Masks were checked against the skeleton when the graph was built.
             let _ = if i == 0 {
