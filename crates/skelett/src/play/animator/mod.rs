@@ -47,7 +47,8 @@
 //! thread's first update of a skeleton larger than any it has updated before, or of a blend
 //! space or tree needing more scratch poses than before (the slot blocks and scratch poses
 //! it shares between its animators, see `layer::SlotPoses` and `evaluate.rs`, are made or
-//! grown then, once).
+//! grown then, once), and a lean animator's first update on a path that needs rows
+//! ([`Animator::new_lean`]).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -583,7 +584,7 @@ impl Animator {
     ///
     /// Where the update left the pose in blocks ([`Animator::pose_soa`]), the first call
     /// after it writes rows from them (the same bits; a buffer the animator keeps, so no
-    /// allocation), and calling it makes the next update make rows itself, as a caller that
+    /// allocation after a lean animator's first call), and calling it makes the next update make rows itself, as a caller that
     /// reads rows every frame wants. A caller that needs model matrices is faster with
     /// [`Animator::local_to_model`], which reads the pose where it is.
     pub fn pose(&self) -> &[Transform] {
