@@ -249,53 +249,15 @@ fn crowd_vs_one(args: &[String]) -> Result<(), Failure> {
     let passes = n.div_ceil(characters);
     let [mut t_one, mut t_many, mut t_pre, mut t_one_p, mut t_pre_p, mut t_lean, mut t_lean_p]: [Vec<f64>; 7] =
         Default::default();
-    let per = |s: Instant, items: usize| s.elapsed().as_nanos() as f64 / items as f64;
+    let skin = &skin;
     for _ in 0..rounds {
-        let s = Instant::now();
-        for _ in 0..n {
-            one.update(&skin, Out::Blocks);
-        }
-        t_one.push(per(s, n));
-        let s = Instant::now();
-        for _ in 0..passes {
-            for c in many.iter_mut() {
-                c.update(&skin, Out::Blocks);
-            }
-        }
-        t_many.push(per(s, passes * characters));
-        let s = Instant::now();
-        for _ in 0..passes {
-            crowd::for_each_prefetched(&mut many, Character::prefetch, |c| {
-                c.update(&skin, Out::Blocks)
-            });
-        }
-        t_pre.push(per(s, passes * characters));
-        let s = Instant::now();
-        for _ in 0..n {
-            one.update(&skin, Out::Palette);
-        }
-        t_one_p.push(per(s, n));
-        let s = Instant::now();
-        for _ in 0..passes {
-            crowd::for_each_prefetched(&mut many, Character::prefetch_palette, |c| {
-                c.update(&skin, Out::Palette)
-            });
-        }
-        t_pre_p.push(per(s, passes * characters));
-        let s = Instant::now();
-        for _ in 0..passes {
-            crowd::for_each_prefetched(&mut lean, Character::prefetch, |c| {
-                c.update(&skin, Out::Blocks)
-            });
-        }
-        t_lean.push(per(s, passes * characters));
-        let s = Instant::now();
-        for _ in 0..passes {
-            crowd::for_each_prefetched(&mut lean, Character::prefetch_palette, |c| {
-                c.update(&skin, Out::Palette)
-            });
-        }
-        t_lean_p.push(per(s, passes * characters));
+        t_one.push(again(&mut one, skin, Out::Blocks, n));
+        t_many.push(in_turn(&mut many, skin, passes, false, Out::Blocks));
+        t_pre.push(in_turn(&mut many, skin, passes, true, Out::Blocks));
+        t_one_p.push(again(&mut one, skin, Out::Palette, n));
+        t_pre_p.push(in_turn(&mut many, skin, passes, true, Out::Palette));
+        t_lean.push(in_turn(&mut lean, skin, passes, true, Out::Blocks));
+        t_lean_p.push(in_turn(&mut lean, skin, passes, true, Out::Palette));
     }
     let (o, m, p) = (median(t_one), median(t_many), median(t_pre));
     let (op, pp) = (median(t_one_p), median(t_pre_p));
@@ -317,6 +279,36 @@ fn crowd_vs_one(args: &[String]) -> Result<(), Failure> {
         lp / p
     );
     Ok(())
+}
+
+/// ns per update of `c` updated `n` times, writing `out`.
+fn again(c: &mut Character, skin: &Skin, out: Out, n: usize) -> f64 {
+    let s = Instant::now();
+    for _ in 0..n {
+        c.update(skin, out);
+    }
+    s.elapsed().as_nanos() as f64 / n as f64
+}
+
+/// ns per character of `passes` passes over `crowd` in turn, each update writing `out`;
+/// with `prefetch`, the next character's memory prefetched (`crowd::for_each_prefetched`:
+/// its animator, and its model matrices where `out` writes them, and its palette).
+fn in_turn(crowd: &mut [Character], skin: &Skin, passes: usize, prefetch: bool, out: Out) -> f64 {
+    let s = Instant::now();
+    for _ in 0..passes {
+        match (prefetch, out) {
+            (false, _) => crowd.iter_mut().for_each(|c| c.update(skin, out)),
+            (true, Out::Palette) => {
+                crowd::for_each_prefetched(crowd, Character::prefetch_palette, |c| {
+                    c.update(skin, out)
+                })
+            }
+            (true, _) => {
+                crowd::for_each_prefetched(crowd, Character::prefetch, |c| c.update(skin, out))
+            }
+        }
+    }
+    s.elapsed().as_nanos() as f64 / (passes * crowd.len()) as f64
 }
 
 fn samples(args: &[String]) -> Result<(), Failure> {

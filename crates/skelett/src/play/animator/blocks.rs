@@ -600,7 +600,7 @@ mod tests {
 
     /// A lean animator (`Animator::new_lean`, its rows, identity pose, model matrices,
     /// inertial offsets and event buffers made when first needed) gives what a full one
-    /// gives, bit for bit, through every path that needs them: cross-fades in blocks, rows
+    /// gives, bit for bit, through the paths that need them: cross-fades in blocks, rows
     /// read (the next update in rows), inertial switches from blocks, a masked layer above,
     /// an additive layer, a fade from nothing, a disabled layer, root motion, a modifier,
     /// events and notifications, a blend space, a compressed clip, and clones made before

@@ -388,7 +388,12 @@ impl Animator {
         } else {
             rest.clone()
         };
-        let joints = if self.lean { 0 } else { self.skeleton.len() };
+        // A lean animator's inertial offsets grow at its first inertial transition.
+        let (joints, channels) = if self.lean {
+            (0, 0)
+        } else {
+            (self.skeleton.len(), self.skeleton.morph_channel_count())
+        };
         self.layers.push(Layer {
             weight: layer_weight(mode, weight),
             mode,
@@ -407,14 +412,7 @@ impl Animator {
             outputs: [rows.clone(), rows.clone(), rows],
             cur: 0,
             last_dt: 0.0,
-            inertial: Inertial::with_capacity(
-                joints,
-                if self.lean {
-                    0
-                } else {
-                    self.skeleton.morph_channel_count()
-                },
-            ),
+            inertial: Inertial::with_capacity(joints, channels),
             morph: LayerMorph::new(self.skeleton.morph_rest()),
             inertial_pending: None,
             produced: false,
@@ -584,8 +582,8 @@ impl Animator {
     ///
     /// Where the update left the pose in blocks ([`Animator::pose_soa`]), the first call
     /// after it writes rows from them (the same bits; a buffer the animator keeps, so no
-    /// allocation after a lean animator's first call), and calling it makes the next update make rows itself, as a caller that
-    /// reads rows every frame wants. A caller that needs model matrices is faster with
+    /// allocation after a lean animator's first call), and calling it makes the next update
+    /// make rows itself, as a caller that reads rows every frame wants. A caller that needs model matrices is faster with
     /// [`Animator::local_to_model`], which reads the pose where it is.
     pub fn pose(&self) -> &[Transform] {
         self.lazy.note_read();
