@@ -10,19 +10,34 @@ use super::player::Crossing;
 use super::{Animator, FiredEvent, Player};
 use crate::Clip;
 
+/// The most sync groups an update leads; slots of further groups play at their own speed.
+pub(super) const MAX_GROUPS: usize = 8;
+
+/// A sync group's leader in an update: the group, the layer and slot of its heaviest
+/// player, that player's weight, and once it has stepped its normalised position (a tree's
+/// phase).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Leader {
+    group: u32,
+    layer: usize,
+    slot: usize,
+    weight: f32,
+    pos: f64,
+}
+
 impl Animator {
     /// Advances every player: sync groups by their leader's normalised time, the rest by
     /// their own speed; collects events.
     pub(super) fn advance(&mut self, dt: f32) {
         let policy = self.policy;
         let notify = self.notify;
-        // Leaders of sync groups: (group, layer, slot, weight); entries from `n_leaders` on
-        // are never read (zeros: the cheapest to initialise).
-        let mut leaders: [(u32, usize, usize, f32); 8] = [(0, 0, 0, 0.0); 8];
-        let mut n_leaders = 0;
+        // Leaders of sync groups, found first: their new normalised positions drive their
+        // groups.
+        let leaders = &mut self.leaders;
+        leaders.clear();
         for (li, l) in self.layers.iter().enumerate().filter(|(_, l)| l.enabled) {
             for (si, s) in l.slots.iter().enumerate() {
-                let Some(g) = s.sync else {
+                let Some(group) = s.sync else {
                     continue;
                 };
                 // Paused or zero-length players follow; they do not lead.
@@ -34,22 +49,24 @@ impl Animator {
                 if !can_lead {
                     continue;
                 }
-                let w = l.weight * s.weight;
-                let capacity = leaders.len();
-                match leaders[..n_leaders].iter_mut().find(|x| x.0 == g) {
-                    Some(x) if w > x.3 => *x = (g, li, si, w),
+                let weight = l.weight * s.weight;
+                let leader = Leader {
+                    group,
+                    layer: li,
+                    slot: si,
+                    weight,
+                    pos: 0.0,
+                };
+                match leaders.iter().position(|x| x.group == group) {
+                    Some(k) if weight > leaders[k].weight => leaders[k] = leader,
                     Some(_) => {}
-                    None if n_leaders < capacity => {
-                        leaders[n_leaders] = (g, li, si, w);
-                        n_leaders += 1;
-                    }
+                    None if leaders.len() < MAX_GROUPS => leaders.push(leader),
                     None => {}
                 }
             }
         }
-        // Leaders first: their new normalised positions drive their groups.
-        let mut group_pos: [(u32, f64, f64); 8] = [(0, 0.0, 0.0); 8];
-        for (k, &(g, li, si, _)) in leaders[..n_leaders].iter().enumerate() {
+        for leader in leaders.iter_mut() {
+            let (li, si) = (leader.layer, leader.slot);
             let l = &mut self.layers[li];
             let weight = l.weight * l.slots[si].weight;
             let fires = weight >= policy.min_weight;
@@ -64,20 +81,17 @@ impl Animator {
                     weight,
                 );
                 l.slots[si].advanced = (a, b);
-                group_pos[k] = (g, a, b);
+                leader.pos = b;
             } else if let Source::Clip(p) = &mut l.slots[si].source {
                 let d = p.clip.duration() as f64;
                 let delta = own_step(p, dt);
                 let out = (&mut self.crossings, &mut self.events);
                 let (a, b) = step(p, delta, (fires, notify), out, li, weight, Some(delta));
                 l.slots[si].advanced = (a, b);
-                group_pos[k] = (
-                    g,
-                    if d > 0.0 { a / d } else { 0.0 },
-                    if d > 0.0 { b / d } else { 0.0 },
-                );
+                leader.pos = if d > 0.0 { b / d } else { 0.0 };
             }
         }
+        let leaders = &self.leaders[..];
         for (li, l) in self
             .layers
             .iter_mut()
@@ -87,20 +101,21 @@ impl Animator {
             let lw = l.weight;
             for (si, s) in l.slots.iter_mut().enumerate() {
                 let weight = lw * s.weight;
-                let is_leader = leaders[..n_leaders].iter().any(|x| x.1 == li && x.2 == si);
+                let is_leader = leaders.iter().any(|x| x.layer == li && x.slot == si);
                 if is_leader {
                     continue;
                 }
                 let group = s
                     .sync
-                    .and_then(|g| group_pos[..n_leaders].iter().find(|x| x.0 == g));
+                    .and_then(|g| leaders.iter().find(|x| x.group == g))
+                    .map(|x| x.pos);
                 match &mut s.source {
                     Source::Tree(t) => {
                         let fires = weight >= policy.min_weight
                             && !(group.is_some() && policy.sync_leader_only);
                         let delta = match group {
                             Some(_) if t.paused => 0.0,
-                            Some(&(_, _, nb)) => nb - t.phase,
+                            Some(nb) => nb - t.phase,
                             None => t.own_step(dt),
                         };
                         let out = (&mut self.crossings, &mut self.events);
@@ -113,7 +128,7 @@ impl Animator {
                         let delta = match group {
                             Some(_) if p.paused => 0.0,
                             // Followers move to their leader's normalised position.
-                            Some(&(_, _, nb)) => nb * d - p.position(),
+                            Some(nb) => nb * d - p.position(),
                             None => own_step(p, dt),
                         };
                         let out = (&mut self.crossings, &mut self.events);

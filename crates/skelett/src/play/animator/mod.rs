@@ -258,6 +258,8 @@ pub struct Animator {
     identity: Vec<Transform>,
     events: Vec<FiredEvent>,
     crossings: Vec<Crossing>,
+    /// This update's sync group leaders (reused; `advance.rs`).
+    leaders: Vec<advance::Leader>,
     /// The events of the last update were handed out; the next call that adds any clears
     /// them first.
     events_stale: bool,
@@ -347,6 +349,7 @@ impl Animator {
             layers: Vec::new(),
             events: Vec::with_capacity(events),
             crossings: Vec::with_capacity(events),
+            leaders: Vec::with_capacity(if lean { 0 } else { advance::MAX_GROUPS }),
             events_stale: false,
             policy: EventPolicy::default(),
             root: None,
