@@ -264,32 +264,41 @@ impl SamplingCache {
         self.rotation
     }
 
-    #[inline]
+    /// Makes the cache follow `clip`: as it was where it followed it already (a player's
+    /// every sample), reset otherwise ([`SamplingCache::rebind`], out of line).
+    #[inline(always)]
     fn bind(&mut self, clip: &Clip) {
         if self.clip != clip.id() {
-            self.clip = clip.id();
-            let timelines = match &clip.storage {
-                Storage::Keyed(keys) => {
-                    self.compact.cursors.clear();
-                    keys.timelines.len()
-                }
-                Storage::Compact(c) => {
-                    // The seekable layout keeps no state between samples.
-                    if c.layout == CompactLayout::Stream {
-                        self.compact.reset(c);
-                    } else {
-                        self.compact.cursors.clear();
-                    }
-                    0
-                }
-            };
-            self.cursors.clear();
-            self.cursors.resize(timelines, Cursor::default());
-            self.union = Cursor::default();
-            self.lanes_key = 0;
-            self.at.clear();
-            self.at.resize(timelines, (0, 0.0));
+            self.rebind(clip);
         }
+    }
+
+    /// [`SamplingCache::bind`] to a clip the cache did not follow: cursors and keys reset.
+    #[cold]
+    #[inline(never)]
+    fn rebind(&mut self, clip: &Clip) {
+        self.clip = clip.id();
+        let timelines = match &clip.storage {
+            Storage::Keyed(keys) => {
+                self.compact.cursors.clear();
+                keys.timelines.len()
+            }
+            Storage::Compact(c) => {
+                // The seekable layout keeps no state between samples.
+                if c.layout == CompactLayout::Stream {
+                    self.compact.reset(c);
+                } else {
+                    self.compact.cursors.clear();
+                }
+                0
+            }
+        };
+        self.cursors.clear();
+        self.cursors.resize(timelines, Cursor::default());
+        self.union = Cursor::default();
+        self.lanes_key = 0;
+        self.at.clear();
+        self.at.resize(timelines, (0, 0.0));
     }
 }
 
