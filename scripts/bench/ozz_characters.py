@@ -8,7 +8,9 @@ of each skelett build given (order alternating between rounds). Prints, per buil
 asset, the medians (and quartiles) of the per-round ratios: skelett's one character over
 ozz's, and its crowd of 1024 (in turn, prefetched, and where the build has them, lean
 animators prefetched, with model matrices and writing their palettes alone) over ozz's
-crowd.
+crowd; and where the build has them, the same for the stateless calls alone (one
+character, the crowd in turn and prefetched), which do what ozz's harness does: no
+animator, so nothing fades, syncs or fires events.
 
 usage: scripts/bench/ozz_characters.py OZZ_BUILD OZZ_ASSETS ROUNDS COST_PROBE [COST_PROBE...]
   OZZ_BUILD   the directory holding ozz_bench (../shared/bench/ozz/build.sh's)
@@ -45,9 +47,13 @@ for r in range(rounds):
             # Builds from 2026-11-30 on: lean animators writing palettes alone.
             lean = re.search(r"lean animators.*prefetched: (\d+) .*palette only (\d+)", out)
             lean_model, lean = (float(x) for x in lean.groups()) if lean else (float("nan"),) * 2
+            # Builds from 2026-11-30 on: the stateless calls alone, ozz's harness's shape.
+            direct = re.search(r"stateless calls.*: one (\d+), \d+ in turn (\d+) \([^)]*\), prefetched (\d+)", out)
+            d_one, d_turn, d_pre = (float(x) for x in direct.groups()) if direct else (float("nan"),) * 3
             rows.setdefault((b, name), []).append(
                 (one / ozz_one, turn / ozz_crowd, pre / ozz_crowd, one, pre, ozz_one, ozz_crowd,
-                 lean / ozz_crowd, lean, lean_model / ozz_crowd))
+                 lean / ozz_crowd, lean, lean_model / ozz_crowd,
+                 d_one / ozz_one, d_turn / ozz_crowd, d_pre / ozz_crowd, d_one, d_pre))
     print(f"round {r + 1} of {rounds} done", file=sys.stderr, flush=True)
 for (b, name), v in rows.items():
     med = lambda i: statistics.median(x[i] for x in v)
@@ -57,3 +63,6 @@ for (b, name), v in rows.items():
           f"(quartiles {quart(9)}), lean palette prefetched/ozz "
           f"{med(7):.3f} (quartiles {quart(7)}); medians: skelett one {med(3):.0f} ns, "
           f"prefetched {med(4):.0f}, lean palette {med(8):.0f}; ozz one {med(5):.0f}, crowd {med(6):.0f}")
+    print(f"{b} {name}, stateless calls: one/ozz {med(10):.3f} (quartiles {quart(10)}), "
+          f"crowd/ozz {med(11):.3f} (quartiles {quart(11)}), prefetched/ozz {med(12):.3f} "
+          f"(quartiles {quart(12)}); medians: skelett one {med(13):.0f} ns, prefetched {med(14):.0f}")

@@ -16,8 +16,11 @@
 //!     and in turn with the next one prefetched (`crowd::for_each_prefetched`); then writing
 //!     the palette alone (`Animator::skinning_palette`: one character, and the prefetched
 //!     crowd); then a second crowd of lean animators (`Animator::new_lean`), prefetched, with
-//!     model matrices and writing palettes alone; medians over ROUNDS, each round running
-//!     all seven in that order.
+//!     model matrices and writing palettes alone; then the same two clips through the
+//!     stateless calls alone, in the shape of ozz-animation's harness (`sample_soa` into a
+//!     cache each, `blend_soa` half and half, `local_to_model_soa`, `skinning_palette`; no
+//!     animator): one character, 1024 in turn and prefetched; medians over ROUNDS, each
+//!     round running all ten in that order.
 //! cost_probe samples FILE CLIP N [keyed|lanes]
 //!     N forward samples at 60 Hz of the file's clip CLIP (an index), as keyed, or
 //!     compressed (0.01 cm) in the lanes layout.
@@ -46,8 +49,9 @@ use glam::Mat4;
 use skelett::animator::{Animator, Curve, PlayOptions};
 use skelett::compress::{compress, CompactLayout, CompressLevel, CompressOptions};
 use skelett::{
-    crowd, local_to_model, sample, sample_uncached, skin, skinning_palette, Pose, SamplingCache,
-    Skin, SkinOutput, SkinPalette, SkinningMesh, SkinningMethod,
+    blend_soa, crowd, local_to_model, local_to_model_soa, sample, sample_soa, sample_uncached,
+    skin, skinning_palette, Clip, Pose, SamplingCache, Skeleton, Skin, SkinOutput, SkinPalette,
+    SkinningMesh, SkinningMethod, SoaBlendInput, SoaPose,
 };
 
 type Failure = Box<dyn std::error::Error>;
@@ -133,6 +137,83 @@ impl Character {
     /// [`Character::prefetch`] for [`Out::Palette`], which writes no model matrices.
     fn prefetch_palette(&self) {
         self.animator.prefetch();
+        crowd::prefetch(&self.palette);
+    }
+}
+
+/// A character made of the stateless calls alone, in the shape of ozz-animation's harness
+/// (`../shared/bench/ozz`): two clips sampled into structure-of-arrays poses through a
+/// cache each, blended half and half, local-to-model, the palette. No animator: nothing
+/// fades, syncs or fires events, and the times wrap as ozz's ratios do.
+struct Direct {
+    /// Each clip's local time, 0 to its duration.
+    times: [f32; 2],
+    caches: [SamplingCache; 2],
+    /// The two samples and their blend.
+    poses: [SoaPose; 3],
+    model: Vec<Mat4>,
+    palette: Vec<Mat4>,
+}
+
+/// What every [`Direct`] character shares: the skeleton, its rest pose in blocks, the clips
+/// and the skin.
+struct Shared<'a> {
+    skeleton: &'a Skeleton,
+    rest: SoaPose,
+    clips: [&'a Clip; 2],
+    skin: &'a Skin,
+}
+
+impl Direct {
+    /// At `phase` (0 to 1) of the first clip, and of the second; a second clip that is the
+    /// first again starts half a cycle on (as ozz's harness plays CesiumMan's one clip).
+    fn new(shared: &Shared, phase: f32) -> Self {
+        let [a, b] = shared.clips;
+        let offset = if std::ptr::eq(a, b) { 0.5 } else { 0.0 };
+        Direct {
+            times: [
+                phase * a.duration(),
+                ((phase + offset) % 1.0) * b.duration(),
+            ],
+            caches: [SamplingCache::for_clip(a), SamplingCache::for_clip(b)],
+            poses: std::array::from_fn(|_| SoaPose::rest(shared.skeleton)),
+            model: vec![Mat4::IDENTITY; shared.skeleton.len()],
+            palette: vec![Mat4::IDENTITY; shared.skin.len()],
+        }
+    }
+
+    /// One frame at 60 Hz.
+    fn update(&mut self, shared: &Shared) {
+        let [a, b, blended] = &mut self.poses;
+        for (k, (clip, pose)) in shared.clips.iter().zip([&mut *a, &mut *b]).enumerate() {
+            let mut t = self.times[k] + black_box(1.0 / 60.0);
+            if t >= clip.duration() {
+                t -= clip.duration();
+            }
+            self.times[k] = t;
+            let _ = sample_soa(clip, clip.start() + t, &mut self.caches[k], pose);
+        }
+        let inputs = [
+            SoaBlendInput {
+                pose: a,
+                weight: 0.5,
+            },
+            SoaBlendInput {
+                pose: b,
+                weight: 0.5,
+            },
+        ];
+        let _ = blend_soa(&inputs, &shared.rest, blended);
+        let _ = local_to_model_soa(shared.skeleton, blended, 0, &mut self.model);
+        let _ = skinning_palette(shared.skin, &self.model, &mut self.palette);
+    }
+
+    /// What the next update reads and writes, on its way into the caches.
+    fn prefetch(&self) {
+        for p in &self.poses {
+            crowd::prefetch(p.blocks());
+        }
+        crowd::prefetch(&self.model);
         crowd::prefetch(&self.palette);
     }
 }
@@ -246,9 +327,21 @@ fn crowd_vs_one(args: &[String]) -> Result<(), Failure> {
     let mut lean = (0..characters)
         .map(|i| Character::new(&asset, &args[1], b, (i as f32 * 0.618).fract(), true))
         .collect::<Result<Vec<_>, _>>()?;
+    let clip = |name: &str| asset.clip(name).map(|c| &**c).ok_or("no clip");
+    let shared = Shared {
+        skeleton: &asset.skeleton,
+        rest: SoaPose::rest(&asset.skeleton),
+        clips: [clip(&args[1])?, clip(&args[2])?],
+        skin: &skin,
+    };
+    let mut direct_one = Direct::new(&shared, 0.0);
+    let mut direct = (0..characters)
+        .map(|i| Direct::new(&shared, (i as f32 * 0.618).fract()))
+        .collect::<Vec<_>>();
     let passes = n.div_ceil(characters);
     let [mut t_one, mut t_many, mut t_pre, mut t_one_p, mut t_pre_p, mut t_lean, mut t_lean_p]: [Vec<f64>; 7] =
         Default::default();
+    let [mut t_d_one, mut t_d_many, mut t_d_pre]: [Vec<f64>; 3] = Default::default();
     let skin = &skin;
     for _ in 0..rounds {
         t_one.push(again(&mut one, skin, Out::Blocks, n));
@@ -258,7 +351,23 @@ fn crowd_vs_one(args: &[String]) -> Result<(), Failure> {
         t_pre_p.push(in_turn(&mut many, skin, passes, true, Out::Palette));
         t_lean.push(in_turn(&mut lean, skin, passes, true, Out::Blocks));
         t_lean_p.push(in_turn(&mut lean, skin, passes, true, Out::Palette));
+        let s = Instant::now();
+        for _ in 0..n {
+            direct_one.update(&shared);
+        }
+        t_d_one.push(s.elapsed().as_nanos() as f64 / n as f64);
+        let s = Instant::now();
+        for _ in 0..passes {
+            direct.iter_mut().for_each(|c| c.update(&shared));
+        }
+        t_d_many.push(s.elapsed().as_nanos() as f64 / (passes * characters) as f64);
+        let s = Instant::now();
+        for _ in 0..passes {
+            crowd::for_each_prefetched(&mut direct, Direct::prefetch, |c| c.update(&shared));
+        }
+        t_d_pre.push(s.elapsed().as_nanos() as f64 / (passes * characters) as f64);
     }
+    black_box((&direct_one.palette, &direct[0].palette));
     let (o, m, p) = (median(t_one), median(t_many), median(t_pre));
     let (op, pp) = (median(t_one_p), median(t_pre_p));
     let (l, lp) = (median(t_lean), median(t_lean_p));
@@ -277,6 +386,13 @@ fn crowd_vs_one(args: &[String]) -> Result<(), Failure> {
         l / p,
         lp / op,
         lp / p
+    );
+    let (d_one, d_many, d_pre) = (median(t_d_one), median(t_d_many), median(t_d_pre));
+    println!(
+        "stateless calls (sample_soa, blend_soa, local_to_model_soa, skinning_palette): \
+         one {d_one:.0}, {characters} in turn {d_many:.0} ({:.2}x), prefetched {d_pre:.0} ({:.2}x)",
+        d_many / d_one,
+        d_pre / d_one
     );
     Ok(())
 }
