@@ -31,6 +31,12 @@
 //!   tree's 1D space, at 40 % of the way from the first to the second (both sampled and
 //!   mixed every update, in blocks since 2026-11-29: 17-27 % fewer instructions per update
 //!   than the rows' mix before, callgrind);
+//! - `stateless_one`, `stateless_crowd_1024`, `stateless_crowd_1024_prefetch`,
+//!   `stateless_crowd_1024_rayon_prefetch`: the same two clips through the stateless calls
+//!   alone, the shape of ozz's harness (`sample_soa` into a cache each, `blend_soa` half
+//!   and half, `local_to_model_soa`, `skinning_palette`; no animator, so nothing fades,
+//!   syncs or fires events): one character, and 1024 in turn, prefetched, and prefetched on
+//!   rayon;
 //! - `graph_robot/one`, `graph_robot/crowd_1024`: robot_quaternius driven by the example
 //!   graph (`examples/robot_quaternius.graph.json`) at speed 2: its walk-run blend tree.
 
@@ -45,7 +51,10 @@ use skelett::animator::{
     Animator, BlendSpace1D, BlendTree, Curve, PlayOptions, Transition, TreeNode, TreeShape,
 };
 use skelett::graph::{Graph, GraphInstance};
-use skelett::{crowd, local_to_model, skinning_palette, Skeleton, Skin};
+use skelett::{
+    blend_soa, crowd, local_to_model, local_to_model_soa, sample_soa, skinning_palette, Clip,
+    SamplingCache, Skeleton, Skin, SoaBlendInput, SoaPose,
+};
 
 struct Character {
     animator: Animator,
@@ -89,6 +98,79 @@ impl Character {
     /// matrices of the character's.
     fn prefetch_palette(&self) {
         self.animator.prefetch();
+        crowd::prefetch(&self.palette);
+    }
+}
+
+/// A character of stateless calls alone (no animator): two clips sampled into
+/// structure-of-arrays poses through a cache each, blended half and half, local-to-model,
+/// the palette; its times wrap as ozz's harness's ratios do.
+struct Stateless {
+    /// Each clip's local time, 0 to its duration.
+    times: [f32; 2],
+    caches: [SamplingCache; 2],
+    /// The two samples and their blend.
+    poses: [SoaPose; 3],
+    model: Vec<Mat4>,
+    palette: Vec<Mat4>,
+}
+
+/// What every [`Stateless`] character shares.
+struct Shared<'a> {
+    skeleton: &'a Skeleton,
+    rest: SoaPose,
+    clips: [&'a Clip; 2],
+    skin: &'a Skin,
+}
+
+impl Stateless {
+    /// At `phase` (0 to 1) of each clip; a second clip that is the first again starts half a
+    /// cycle on, as ozz's harness plays CesiumMan's one clip.
+    fn new(s: &Shared, phase: f32) -> Self {
+        let [a, b] = s.clips;
+        let offset = if std::ptr::eq(a, b) { 0.5 } else { 0.0 };
+        Stateless {
+            times: [
+                phase * a.duration(),
+                ((phase + offset) % 1.0) * b.duration(),
+            ],
+            caches: [SamplingCache::for_clip(a), SamplingCache::for_clip(b)],
+            poses: std::array::from_fn(|_| SoaPose::rest(s.skeleton)),
+            model: vec![Mat4::IDENTITY; s.skeleton.len()],
+            palette: vec![Mat4::IDENTITY; s.skin.len()],
+        }
+    }
+
+    fn update(&mut self, s: &Shared, dt: f32) {
+        let [a, b, blended] = &mut self.poses;
+        for (k, (clip, pose)) in s.clips.iter().zip([&mut *a, &mut *b]).enumerate() {
+            let mut t = self.times[k] + dt;
+            if t >= clip.duration() {
+                t -= clip.duration();
+            }
+            self.times[k] = t;
+            sample_soa(clip, clip.start() + t, &mut self.caches[k], pose).unwrap();
+        }
+        let inputs = [
+            SoaBlendInput {
+                pose: a,
+                weight: 0.5,
+            },
+            SoaBlendInput {
+                pose: b,
+                weight: 0.5,
+            },
+        ];
+        blend_soa(&inputs, &s.rest, blended).unwrap();
+        local_to_model_soa(s.skeleton, blended, 0, &mut self.model).unwrap();
+        skinning_palette(s.skin, &self.model, &mut self.palette).unwrap();
+    }
+
+    fn prefetch(&self) {
+        for p in &self.poses {
+            crowd::prefetch(p.blocks());
+        }
+        crowd::prefetch(&self.model);
         crowd::prefetch(&self.palette);
     }
 }
@@ -307,6 +389,45 @@ fn bench(c: &mut Criterion) {
                 lean.par_chunks_mut(64).for_each(|chunk| {
                     crowd::for_each_prefetched(chunk, Character::prefetch_palette, |ch| {
                         ch.update_palette(&skin, black_box(1.0 / 60.0))
+                    })
+                })
+            })
+        });
+        drop(lean);
+        let shared = Shared {
+            skeleton: &asset.skeleton,
+            rest: SoaPose::rest(&asset.skeleton),
+            clips: [asset.clip(a).unwrap(), asset.clip(b).unwrap()],
+            skin: &skin,
+        };
+        let mut one = Stateless::new(&shared, 0.0);
+        group.throughput(Throughput::Elements(1));
+        group.bench_function("stateless_one", |bch| {
+            bch.iter(|| one.update(&shared, black_box(1.0 / 60.0)))
+        });
+        let mut crowd: Vec<Stateless> = (0..1024)
+            .map(|i| Stateless::new(&shared, (i as f32 * 0.618).fract()))
+            .collect();
+        group.throughput(Throughput::Elements(crowd.len() as u64));
+        group.bench_function("stateless_crowd_1024", |bch| {
+            bch.iter(|| {
+                for ch in crowd.iter_mut() {
+                    ch.update(&shared, black_box(1.0 / 60.0));
+                }
+            })
+        });
+        group.bench_function("stateless_crowd_1024_prefetch", |bch| {
+            bch.iter(|| {
+                crowd::for_each_prefetched(&mut crowd, Stateless::prefetch, |ch| {
+                    ch.update(&shared, black_box(1.0 / 60.0))
+                })
+            })
+        });
+        group.bench_function("stateless_crowd_1024_rayon_prefetch", |bch| {
+            bch.iter(|| {
+                crowd.par_chunks_mut(64).for_each(|chunk| {
+                    crowd::for_each_prefetched(chunk, Stateless::prefetch, |ch| {
+                        ch.update(&shared, black_box(1.0 / 60.0))
                     })
                 })
             })
