@@ -245,6 +245,48 @@ mod tests {
         assert!(a.hot_holds(address(&a.pose)));
     }
 
+    /// A cache's per-timeline cursors are noted where a sample reads them: not for a clip
+    /// whose tracks all lie in blocks on the union timeline (sampled through its lanes, where
+    /// the CPU takes them: the cache keeps no such cursors), always for one with a track the
+    /// lanes leave alone (a STEP one).
+    #[test]
+    fn caches_note_the_cursors_a_sample_reads() {
+        use crate::{Interpolation, RawChannel, RawClip, RawValues, Target};
+        let (skeleton, clip) = rig(12);
+        let noted = |clip: &Arc<crate::Clip>| {
+            let mut a = Animator::new(skeleton.clone());
+            a.play(0, clip.clone(), PlayOptions::default()).unwrap();
+            a.prefetch();
+            a.update(0.1);
+            let crate::play::animator::layer::Source::Clip(p) = &a.layers[0].slots[0].source else {
+                panic!("a clip plays");
+            };
+            a.hot_holds(p.cache.heap_for_test())
+        };
+        let lanes = matches!(&clip.storage, crate::clip::Storage::Keyed(k) if !k.lanes.is_empty());
+        assert_eq!(noted(&clip), !lanes, "lanes alone: no cursors read");
+        let step = Arc::new(
+            RawClip {
+                name: "step".into(),
+                start: 0.0,
+                duration: 1.0,
+                channels: vec![RawChannel {
+                    joint: "j1".into(),
+                    target: Target::Translation,
+                    interpolation: Interpolation::Step,
+                    times: vec![0.0, 0.5],
+                    values: RawValues::Vec3(vec![glam::Vec3::ZERO, glam::Vec3::X]),
+                }],
+            }
+            .build(&skeleton)
+            .unwrap(),
+        );
+        assert!(
+            noted(&step),
+            "a STEP track's timeline is followed one track at a time"
+        );
+    }
+
     #[test]
     fn animators_and_graph_characters_stay_send_and_sync() {
         fn check<T: Send + Sync>() {}
@@ -266,9 +308,13 @@ mod tests {
             panic!("a blend space plays");
         };
         assert!(a.hot_holds(address(&space.entries)));
-        // Two entries, each cache's per-timeline positions.
-        let at = space.entries[1].1.cache.heap_for_test();
-        assert!(a.hot_holds(at), "the second entry's cache");
+        // Two entries, each cache's blocks that a sample reads.
+        let entry = &space.entries[1].1;
+        let mut probe = crate::play::crowd::Regions::default();
+        entry.cache.note_blocks(&mut probe);
+        for (first, _) in probe.blocks() {
+            assert!(a.hot_holds(first), "the second entry's cache");
+        }
 
         // Children come before their parents; the last node is the root.
         let shape = TreeShape::new(

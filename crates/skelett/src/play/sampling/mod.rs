@@ -206,7 +206,9 @@ impl SamplingCache {
         c
     }
 
-    /// Notes the heap blocks a sample reads and writes (for [`crate::crowd`]'s prefetching).
+    /// Notes the heap blocks a sample reads and writes (for [`crate::crowd`]'s prefetching):
+    /// the per-timeline cursors where the clip has any ([`SamplingCache::rebind`] keeps none
+    /// for a clip sampled on its lanes alone).
     #[inline(always)]
     pub(crate) fn note_blocks(&self, r: &mut crate::play::crowd::Regions) {
         r.push(&self.cursors);
@@ -281,7 +283,14 @@ impl SamplingCache {
         let timelines = match &clip.storage {
             Storage::Keyed(keys) => {
                 self.compact.cursors.clear();
-                keys.timelines.len()
+                // A sample on the lanes alone reads the union cursor, no per-timeline one:
+                // none kept (on CesiumMan 28 cursors and positions, 0.9 KB per cache, that
+                // sat unread between the blocks a crowd's update touches).
+                if lanes_alone(clip) {
+                    0
+                } else {
+                    keys.timelines.len()
+                }
             }
             Storage::Compact(c) => {
                 // The seekable layout keeps no state between samples.
@@ -581,7 +590,9 @@ unsafe fn sample_lanes_cached<P: lanes::Out + ?Sized>(
     } else {
         cache.union.locate(&lanes.times, time)
     };
-    let at = &cache.at[..keys.timelines.len()];
+    // One position per timeline, or none for a clip on its lanes alone (`lanes_alone`), whose
+    // blocks are all on the union timeline and which has no track outside them.
+    let at = &cache.at[..];
     let block_at = |b: &crate::clip::lanes::Block| {
         if b.timeline == crate::clip::lanes::UNION {
             union
@@ -655,6 +666,23 @@ pub fn sample_soa(
     crate::play::pose::fill_blocks(pose.blocks_for(clip.id).0, &staging);
     pose.put_staging(staging);
     Ok(())
+}
+
+/// Whether a sample of `clip` runs on its lanes alone: a keyed clip whose tracks all lie in
+/// blocks on the union timeline (no timeline followed one track at a time: no leftover,
+/// STEP or CUBICSPLINE track, no block on a timeline of its own), on a CPU whose samples
+/// take the lanes. Such a sample reads the cache's union cursor, not its per-timeline ones
+/// (most glTF clips: CesiumMan's, Fox's).
+#[inline(always)]
+fn lanes_alone(clip: &Clip) -> bool {
+    #[cfg(all(target_arch = "x86_64", not(feature = "scalar")))]
+    if let Storage::Keyed(keys) = &clip.storage {
+        return !keys.lanes.is_empty()
+            && keys.lanes.timelines.is_empty()
+            && crate::clip::lanes::used();
+    }
+    let _ = clip;
+    false
 }
 
 /// Whether [`sample_soa`] writes `clip` straight into a pose's blocks (a keyed clip on a CPU
