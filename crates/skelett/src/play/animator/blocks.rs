@@ -600,8 +600,8 @@ mod tests {
 
     /// A lean animator (`Animator::new_lean`, its rows, identity pose, model matrices,
     /// inertial offsets and event buffers made when first needed) gives what a full one
-    /// gives, bit for bit, through the paths that need them: cross-fades in blocks, rows
-    /// read (the next update in rows), inertial switches from blocks, a masked layer above,
+    /// gives, bit for bit, through the paths that need them: cross-fades in blocks (three
+    /// slots at once), a queued clip, rows read (the next update in rows), inertial switches from blocks, a masked layer above,
     /// an additive layer, a fade from nothing, a disabled layer, root motion, a modifier,
     /// events and notifications, a blend space, a compressed clip, and clones made before
     /// and after it made them.
@@ -648,6 +648,18 @@ mod tests {
                         0 => x.play(0, ca.clone(), po).unwrap(),
                         20 => x
                             .crossfade(0, cb.clone(), 0.3, Curve::SmoothStep, po)
+                            .unwrap(),
+                        // A third slot while the cross-fade runs (a lean layer keeps room
+                        // for two), then a queued clip (a lean layer's queue starts empty).
+                        24 => x.crossfade(0, ca.clone(), 0.2, Curve::Linear, po).unwrap(),
+                        28 => x
+                            .queue(
+                                0,
+                                cb.clone(),
+                                crate::animator::When::At(0.1),
+                                crate::animator::Transition::Crossfade(0.1, Curve::Linear),
+                                po,
+                            )
                             .unwrap(),
                         40 => x.inertialize(0, ca.clone(), 0.2, po).unwrap(),
                         60 => {

@@ -391,19 +391,23 @@ impl Animator {
         } else {
             rest.clone()
         };
-        // A lean animator's inertial offsets grow at its first inertial transition.
-        let (joints, channels) = if self.lean {
-            (0, 0)
+        // A lean animator's inertial offsets grow at its first inertial transition, its
+        // slots past a cross-fade's two at the first play that needs a third, its queue at
+        // the first clip queued: memory that no update reads would otherwise lie between
+        // the blocks a crowd's update touches.
+        let (joints, channels, slots, queue) = if self.lean {
+            (0, 0, 2, 0)
         } else {
-            (self.skeleton.len(), self.skeleton.morph_channel_count())
+            let n = self.skeleton.len();
+            (n, self.skeleton.morph_channel_count(), MAX_SLOTS, 4)
         };
         self.layers.push(Layer {
             weight: layer_weight(mode, weight),
             mode,
             mask,
-            slots: Vec::with_capacity(MAX_SLOTS),
+            slots: Vec::with_capacity(slots),
             spare: Vec::new(),
-            queue: Vec::with_capacity(4),
+            queue: Vec::with_capacity(queue),
             slot_poses: SlotPoses::new(&rest),
             scratch: [rows.clone(), rows.clone()],
             soa: (rest.len() >= crate::SOA_LANES).then(|| {
