@@ -218,7 +218,8 @@ impl Animator {
             }
             // Not through `pose`, which would ask the next update for rows.
             held => {
-                let pose = super::held_pose(&self.layers, &self.pose, held, &self.lazy);
+                let own = super::own_rows(&self.pose, &self.skeleton);
+                let pose = super::held_pose(&self.layers, own, held, &self.lazy);
                 crate::local_to_model(&self.skeleton, pose, 0, model)
             }
         }
@@ -292,7 +293,13 @@ mod tests {
 
     /// The pose without asking for rows (which would turn the next update to rows).
     fn quiet_pose(a: &Animator) -> Vec<Transform> {
-        held_pose(&a.layers, &a.pose, a.held, &a.lazy).to_vec()
+        held_pose(
+            &a.layers,
+            super::super::own_rows(&a.pose, &a.skeleton),
+            a.held,
+            &a.lazy,
+        )
+        .to_vec()
     }
 
     fn model_bits(m: &[Mat4]) -> Vec<u32> {
@@ -638,6 +645,12 @@ mod tests {
             let space =
                 || crate::animator::BlendSpace1D::new(vec![(0.0, ca.clone()), (1.0, cb.clone())]);
             let mut fired = 0;
+            // Before any update: the rest pose, though the lean one has no rows yet (read on
+            // clones: reading rows makes the next update make rows).
+            let fresh = lean.clone();
+            assert!(fresh.pose.is_empty());
+            assert_eq!(bits(fresh.pose()), bits(full.clone().pose()));
+            assert_eq!(bits(fresh.pose()), bits(skeleton.rest_pose()));
             for frame in 0..320 {
                 if frame == 15 || frame == 230 {
                     // Cloned before any path in rows made the lean one's buffers, and after.

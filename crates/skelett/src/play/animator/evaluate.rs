@@ -205,7 +205,7 @@ impl Animator {
                 // Blending onto the pose that a layer below holds: copied out first (only a
                 // rows output can hold it here: the blocks path returns at once).
                 if let Held::Output(layer, output) = std::mem::replace(held, Held::Own) {
-                    pose.copy_from_slice(&layers[layer].outputs[output]);
+                    super::own_rows_mut(pose, rest).copy_from_slice(&layers[layer].outputs[output]);
                 }
             }
             let l = &layers[li];
@@ -217,6 +217,7 @@ impl Animator {
                 // (`Animator::own_pose` copies it then).
                 *held = Held::Output(li, next);
             } else {
+                let pose = super::own_rows_mut(pose, rest);
                 if first {
                     pose.copy_from_slice(rest);
                 }
@@ -231,7 +232,7 @@ impl Animator {
             first = false;
         }
         if first {
-            pose.copy_from_slice(rest);
+            super::own_rows_mut(pose, rest).copy_from_slice(rest);
             morph_weights.copy_from_slice(skeleton.morph_rest());
         }
     }

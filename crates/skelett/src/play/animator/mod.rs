@@ -223,6 +223,24 @@ use crate::{Error, Pose, Skeleton, SoaPose, Transform};
 /// The last update's pose: where `held` says ([`Animator::pose`]; a function of the
 /// fields, so that it can be read while another field is written).
 #[inline(always)]
+/// The animator's own rows of the pose: `pose`, or the skeleton's rest pose where a lean
+/// animator has not made them (nothing wrote them yet, so they would be the rest pose).
+fn own_rows<'a>(pose: &'a Pose, skeleton: &'a Skeleton) -> &'a [Transform] {
+    if pose.len() == skeleton.len() {
+        pose
+    } else {
+        skeleton.rest_pose()
+    }
+}
+
+/// `pose` to write, made first (the rest pose) where a lean animator has not made it.
+fn own_rows_mut<'a>(pose: &'a mut Pose, rest: &[Transform]) -> &'a mut [Transform] {
+    if pose.len() != rest.len() {
+        pose.0 = rest.to_vec();
+    }
+    pose
+}
+
 fn held_pose<'a>(
     layers: &'a [Layer],
     pose: &'a [Transform],
@@ -300,15 +318,17 @@ impl Animator {
     /// update in blocks does not take (see [`Animator::pose_soa`]) made the first time
     /// something needs them: rows of poses for the layers' outputs and scratch (an update
     /// taking a path in rows), the rows [`Animator::pose`] writes from blocks (its first
-    /// call), the identity pose of additive layers, model matrices ([`Animator::add_modifier`],
-    /// [`Animator::update_model`]), an inertial transition's offsets and the event buffers
-    /// (grown to the most events an update or a seek has fired). An update may therefore
+    /// call), the animator's own rows of the pose (where layers blend, root motion or
+    /// modifiers write it), the identity pose of additive layers, model matrices
+    /// ([`Animator::add_modifier`], [`Animator::update_model`]), an inertial transition's
+    /// offsets, the event buffers (grown to the most events an update or a seek has fired),
+    /// a layer's third and fourth slots and its queue. An update or a play may therefore
     /// allocate the first time it takes such a path; after that it allocates no more than
     /// [`Animator::new`]'s.
     ///
     /// For crowds of characters that play clips in blocks: an animator of CesiumMan's 19
-    /// joints playing a cross-fade then holds 8.4 KB of heap instead of 22.5,
-    /// robot_quaternius's 43 12.2 KB instead of 38.8, and a crowd's update streams through
+    /// joints playing a cross-fade then holds 3.4 KB of heap instead of 20.8,
+    /// robot_quaternius's 43 5.3 KB instead of 36.4, and a crowd's update streams through
     /// less memory between its characters' blocks (measured in the README's "Speed"). The
     /// poses and events are the same bits either way.
     ///
@@ -341,7 +361,13 @@ impl Animator {
         let events = if lean { 0 } else { 64 };
         let skeleton_morph_rest: Vec<f32> = skeleton.morph_rest().to_vec();
         let mut a = Self {
-            pose: Pose::rest(&skeleton),
+            // A lean animator's rows are made where something first writes them
+            // (`own_rows_mut`); until then the rest pose stands in (`own_rows`).
+            pose: if lean {
+                Pose(Vec::new())
+            } else {
+                Pose::rest(&skeleton)
+            },
             held: Held::Own,
             lazy: LazyRows::new(full),
             identity: vec![Transform::IDENTITY; full],
@@ -401,6 +427,11 @@ impl Animator {
             let n = self.skeleton.len();
             (n, self.skeleton.morph_channel_count(), MAX_SLOTS, 4)
         };
+        if self.lean {
+            // One layer's room at a time (a push would make room for four: 2 KB on
+            // CesiumMan, three quarters of it never read).
+            self.layers.reserve_exact(1);
+        }
         self.layers.push(Layer {
             weight: layer_weight(mode, weight),
             mode,
@@ -594,18 +625,20 @@ impl Animator {
     /// [`Animator::local_to_model`], which reads the pose where it is.
     pub fn pose(&self) -> &[Transform] {
         self.lazy.note_read();
-        held_pose(&self.layers, &self.pose, self.held, &self.lazy)
+        let own = own_rows(&self.pose, &self.skeleton);
+        held_pose(&self.layers, own, self.held, &self.lazy)
     }
 
     /// Copies the pose into `pose` where a layer output holds it ([`Animator::held`]),
     /// before that output or the layers' order changes, or `pose` is written.
     pub(super) fn own_pose(&mut self) {
+        let pose = own_rows_mut(&mut self.pose, self.skeleton.rest_pose());
         match std::mem::replace(&mut self.held, Held::Own) {
-            Held::Output(layer, output) => self
-                .pose
-                .copy_from_slice(&self.layers[layer].outputs[output]),
+            Held::Output(layer, output) => {
+                pose.copy_from_slice(&self.layers[layer].outputs[output]);
+            }
             Held::Blocks(layer) => {
-                let _ = self.layers[layer].newest_blocks().write_to(&mut self.pose);
+                let _ = self.layers[layer].newest_blocks().write_to(pose);
             }
             Held::Own => {}
         }

@@ -340,7 +340,8 @@ impl Animator {
             let _ = crate::local_to_model_soa(&self.skeleton, blocks, 0, &mut self.model);
             return;
         }
-        let pose = super::held_pose(&self.layers, &self.pose, self.held, &self.lazy);
+        let own = super::own_rows(&self.pose, &self.skeleton);
+        let pose = super::held_pose(&self.layers, own, self.held, &self.lazy);
         let _ = local_to_model(&self.skeleton, pose, 0, &mut self.model);
     }
 
