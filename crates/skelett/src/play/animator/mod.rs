@@ -220,9 +220,6 @@ use self::player::Crossing;
 use crate::pose::JointMask;
 use crate::{Error, Pose, Skeleton, SoaPose, Transform};
 
-/// The last update's pose: where `held` says ([`Animator::pose`]; a function of the
-/// fields, so that it can be read while another field is written).
-#[inline(always)]
 /// The animator's own rows of the pose: `pose`, or the skeleton's rest pose where a lean
 /// animator has not made them (nothing wrote them yet, so they would be the rest pose).
 fn own_rows<'a>(pose: &'a Pose, skeleton: &'a Skeleton) -> &'a [Transform] {
@@ -241,6 +238,9 @@ fn own_rows_mut<'a>(pose: &'a mut Pose, rest: &[Transform]) -> &'a mut [Transfor
     pose
 }
 
+/// The last update's pose: where `held` says ([`Animator::pose`]; a function of the
+/// fields, so that it can be read while another field is written).
+#[inline(always)]
 fn held_pose<'a>(
     layers: &'a [Layer],
     pose: &'a [Transform],
@@ -307,8 +307,8 @@ impl Animator {
     /// The buffers an update's paths need are made now (rows of poses for layers that
     /// blend onto others, masks, fades from nothing, inertial transitions and readers of
     /// [`Animator::pose`]; model matrices for modifiers; room for 64 events per update), so
-    /// that an update takes those paths without allocating (a clone's event and inertial
-    /// buffers start empty, and grow once). [`Animator::new_lean`] makes them when first
+    /// that an update takes those paths without allocating (a clone's event, inertial and
+    /// sync-leader buffers start empty, and grow once). [`Animator::new_lean`] makes them when first
     /// needed instead.
     pub fn new(skeleton: Arc<Skeleton>) -> Self {
         Self::with_buffers(skeleton, false)
@@ -322,7 +322,7 @@ impl Animator {
     /// modifiers write it), the identity pose of additive layers, model matrices
     /// ([`Animator::add_modifier`], [`Animator::update_model`]), an inertial transition's
     /// offsets, the event buffers (grown to the most events an update or a seek has fired),
-    /// a layer's third and fourth slots and its queue. An update or a play may therefore
+    /// the list of sync group leaders, a layer's third and fourth slots and its queue. An update or a play may therefore
     /// allocate the first time it takes such a path; after that it allocates no more than
     /// [`Animator::new`]'s.
     ///

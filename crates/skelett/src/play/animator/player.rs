@@ -44,7 +44,7 @@ pub struct Player {
     /// The next advance also fires events exactly at its start (a fresh start or a seek).
     fresh: bool,
     /// The whole cycles before the last sampled position: the quotient of its wrap
-    /// ([`Player::sampled_local_time`]), tried first by the next sample.
+    /// ([`Player::sampled_time`]), tried first by the next sample.
     cycles: f64,
     pub(crate) cache: SamplingCache,
 }
@@ -87,17 +87,17 @@ pub(crate) fn rem_euclid(pos: f64, d: f64) -> f64 {
 }
 
 /// [`rem_euclid`]`(pos, d)` from the quotient `q` of an earlier call, kept in `q`: where
-/// `pos` is not negative and `pos - q d` lies in `[0, d)`, `q` is the floored quotient (one
-/// more or one less puts the exact difference below 0 or at or past `d`, where rounding
-/// keeps it), and the fused multiply-add gives the exact remainder, as `rem_euclid` does, so
-/// the same bits; elsewhere `rem_euclid` and its quotient. (Negative positions go to
-/// `rem_euclid` every time: it may answer -0 there.) A player's next position is almost
-/// always in the same cycle: one fused multiply-add instead of a division on the way from
-/// the position to the sample.
+/// `pos` has a positive sign and `pos - q d` lies in `[0, d)`, `q` is the floored quotient
+/// (one more or one less puts the exact difference below 0 or at or past `d`, where
+/// rounding keeps it), and the fused multiply-add gives the exact remainder, as
+/// `rem_euclid` does, so the same bits; elsewhere `rem_euclid` and its quotient. (Negative
+/// positions and -0 go to `rem_euclid` every time: it may answer -0 there.) A player's next
+/// position is almost always in the same cycle: one fused multiply-add instead of a
+/// division on the way from the position to the sample.
 #[inline(always)]
 fn wrap_from(pos: f64, d: f64, q: &mut f64) -> f64 {
     let r = (-*q).mul_add(d, pos);
-    if pos >= 0.0 && r >= 0.0 && r < d {
+    if pos.is_sign_positive() && r >= 0.0 && r < d {
         return r;
     }
     let r = rem_euclid(pos, d);
@@ -503,7 +503,7 @@ mod tests {
             let want = super::rem_euclid(pos, d);
             // Near the right quotient, or anywhere.
             let near = (pos / d).floor();
-            for start in [near + kept as f64, kept as f64, f64::NAN] {
+            for start in [near + kept as f64, kept as f64, -0.0, f64::NAN] {
                 let mut q = start;
                 let got = super::wrap_from(pos, d, &mut q);
                 prop_assert_eq!(got.to_bits(), want.to_bits(), "{} % {} from {}", pos, d, start);

@@ -536,9 +536,12 @@ mod tests {
         .unwrap()
     }
 
-    /// The clip with its lanes emptied: sampled by the per-track loops.
+    /// The clip with its lanes emptied: sampled by the per-track loops. A clip of its own
+    /// (a new id), so that a cache that sampled the original does not take it for the same
+    /// clip (it keeps no per-timeline cursors for a clip on its lanes alone).
     fn without_lanes(clip: &Clip) -> Clip {
         let mut c = clip.clone();
+        c.id = crate::clip::next_clip_id();
         if let crate::clip::Storage::Keyed(k) = &mut c.storage {
             *k.lanes = Default::default();
         }
