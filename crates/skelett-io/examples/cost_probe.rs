@@ -49,9 +49,8 @@ use glam::Mat4;
 use skelett::animator::{Animator, Curve, PlayOptions};
 use skelett::compress::{compress, CompactLayout, CompressLevel, CompressOptions};
 use skelett::{
-    blend_soa, crowd, local_to_model, local_to_model_soa, sample, sample_soa, sample_uncached,
-    skin, skinning_palette, Clip, Pose, SamplingCache, Skeleton, Skin, SkinOutput, SkinPalette,
-    SkinningMesh, SkinningMethod, SoaBlendInput, SoaPose,
+    crowd, local_to_model, sample, sample_uncached, skin, skinning_palette, Pose, SamplingCache,
+    Skin, SkinOutput, SkinPalette, SkinningMesh, SkinningMethod, SoaPose,
 };
 
 type Failure = Box<dyn std::error::Error>;
@@ -141,82 +140,10 @@ impl Character {
     }
 }
 
-/// A character made of the stateless calls alone, in the shape of ozz-animation's harness
-/// (`../shared/bench/ozz`): two clips sampled into structure-of-arrays poses through a
-/// cache each, blended half and half, local-to-model, the palette. No animator: nothing
-/// fades, syncs or fires events, and the times wrap as ozz's ratios do.
-struct Direct {
-    /// Each clip's local time, 0 to its duration.
-    times: [f32; 2],
-    caches: [SamplingCache; 2],
-    /// The two samples and their blend.
-    poses: [SoaPose; 3],
-    model: Vec<Mat4>,
-    palette: Vec<Mat4>,
-}
-
-/// What every [`Direct`] character shares: the skeleton, its rest pose in blocks, the clips
-/// and the skin.
-struct Shared<'a> {
-    skeleton: &'a Skeleton,
-    rest: SoaPose,
-    clips: [&'a Clip; 2],
-    skin: &'a Skin,
-}
-
-impl Direct {
-    /// At `phase` (0 to 1) of the first clip, and of the second; a second clip that is the
-    /// first again starts half a cycle on (as ozz's harness plays CesiumMan's one clip).
-    fn new(shared: &Shared, phase: f32) -> Self {
-        let [a, b] = shared.clips;
-        let offset = if std::ptr::eq(a, b) { 0.5 } else { 0.0 };
-        Direct {
-            times: [
-                phase * a.duration(),
-                ((phase + offset) % 1.0) * b.duration(),
-            ],
-            caches: [SamplingCache::for_clip(a), SamplingCache::for_clip(b)],
-            poses: std::array::from_fn(|_| SoaPose::rest(shared.skeleton)),
-            model: vec![Mat4::IDENTITY; shared.skeleton.len()],
-            palette: vec![Mat4::IDENTITY; shared.skin.len()],
-        }
-    }
-
-    /// One frame at 60 Hz.
-    fn update(&mut self, shared: &Shared) {
-        let [a, b, blended] = &mut self.poses;
-        for (k, (clip, pose)) in shared.clips.iter().zip([&mut *a, &mut *b]).enumerate() {
-            let mut t = self.times[k] + black_box(1.0 / 60.0);
-            if t >= clip.duration() {
-                t -= clip.duration();
-            }
-            self.times[k] = t;
-            let _ = sample_soa(clip, clip.start() + t, &mut self.caches[k], pose);
-        }
-        let inputs = [
-            SoaBlendInput {
-                pose: a,
-                weight: 0.5,
-            },
-            SoaBlendInput {
-                pose: b,
-                weight: 0.5,
-            },
-        ];
-        let _ = blend_soa(&inputs, &shared.rest, blended);
-        let _ = local_to_model_soa(shared.skeleton, blended, 0, &mut self.model);
-        let _ = skinning_palette(shared.skin, &self.model, &mut self.palette);
-    }
-
-    /// What the next update reads and writes, on its way into the caches.
-    fn prefetch(&self) {
-        for p in &self.poses {
-            crowd::prefetch(p.blocks());
-        }
-        crowd::prefetch(&self.model);
-        crowd::prefetch(&self.palette);
-    }
-}
+// The stateless character of `benches/animator.rs` (the calls alone, ozz's harness's shape).
+#[path = "../../skelett/benches/support/stateless.rs"]
+mod stateless;
+use stateless::{Shared, Stateless as Direct};
 
 /// Where an update's local-to-model goes.
 #[derive(Clone, Copy, PartialEq)]
@@ -353,17 +280,21 @@ fn crowd_vs_one(args: &[String]) -> Result<(), Failure> {
         t_lean_p.push(in_turn(&mut lean, skin, passes, true, Out::Palette));
         let s = Instant::now();
         for _ in 0..n {
-            direct_one.update(&shared);
+            direct_one.update(&shared, black_box(1.0 / 60.0));
         }
         t_d_one.push(s.elapsed().as_nanos() as f64 / n as f64);
         let s = Instant::now();
         for _ in 0..passes {
-            direct.iter_mut().for_each(|c| c.update(&shared));
+            direct
+                .iter_mut()
+                .for_each(|c| c.update(&shared, black_box(1.0 / 60.0)));
         }
         t_d_many.push(s.elapsed().as_nanos() as f64 / (passes * characters) as f64);
         let s = Instant::now();
         for _ in 0..passes {
-            crowd::for_each_prefetched(&mut direct, Direct::prefetch, |c| c.update(&shared));
+            crowd::for_each_prefetched(&mut direct, Direct::prefetch, |c| {
+                c.update(&shared, black_box(1.0 / 60.0))
+            });
         }
         t_d_pre.push(s.elapsed().as_nanos() as f64 / (passes * characters) as f64);
     }
